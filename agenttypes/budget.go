@@ -1,0 +1,53 @@
+package agenttypes
+
+import (
+	"fmt"
+	"time"
+)
+
+// Budget holds the hard limits of one agent run. A zero field means
+// "not set": Merge fills it from another budget, and the manager treats a
+// field that is still zero after merging as unlimited.
+type Budget struct {
+	// MaxTokens caps input plus output tokens over all model calls.
+	MaxTokens int `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
+	// MaxTime caps the wall time of the whole run.
+	MaxTime time.Duration `json:"max_time,omitempty" yaml:"max_time,omitempty"`
+	// MaxToolCalls caps the number of tool calls executed.
+	MaxToolCalls int `json:"max_tool_calls,omitempty" yaml:"max_tool_calls,omitempty"`
+	// MaxTurns caps the number of model calls.
+	MaxTurns int `json:"max_turns,omitempty" yaml:"max_turns,omitempty"`
+}
+
+// Merge returns b with every unset field taken from fallback.
+func (b Budget) Merge(fallback Budget) Budget {
+	if b.MaxTokens == 0 {
+		b.MaxTokens = fallback.MaxTokens
+	}
+	if b.MaxTime == 0 {
+		b.MaxTime = fallback.MaxTime
+	}
+	if b.MaxToolCalls == 0 {
+		b.MaxToolCalls = fallback.MaxToolCalls
+	}
+	if b.MaxTurns == 0 {
+		b.MaxTurns = fallback.MaxTurns
+	}
+	return b
+}
+
+// Validate reports a negative limit. Zero is allowed here because it means
+// "inherit"; callers that take a budget from a user reject zero themselves.
+func (b Budget) Validate() error {
+	switch {
+	case b.MaxTokens < 0:
+		return fmt.Errorf("%w: max tokens is %d; give a positive number, or leave it unset for the default", ErrInvalid, b.MaxTokens)
+	case b.MaxTime < 0:
+		return fmt.Errorf("%w: max time is %s; give a positive duration such as 2m, or leave it unset for the default", ErrInvalid, b.MaxTime)
+	case b.MaxToolCalls < 0:
+		return fmt.Errorf("%w: max tool calls is %d; give a positive number, or leave it unset for the default", ErrInvalid, b.MaxToolCalls)
+	case b.MaxTurns < 0:
+		return fmt.Errorf("%w: max turns is %d; give a positive number, or leave it unset for the default", ErrInvalid, b.MaxTurns)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package agenttypes
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+)
+
+// Output formats a type may ask of its final answer.
+const (
+	OutputText = "text"
+	OutputJSON = "json"
+)
+
+// Type is the definition of an agent type. Once registered it is never
+// changed: the Registry keeps its own copy, and the values it hands out
+// must be treated as read-only.
+type Type struct {
+	// Name is how the type is spawned: letters, digits, '.', '_' or '-'.
+	Name string `json:"name"`
+	// Description says what the type is for, in one or two sentences.
+	Description string `json:"description"`
+	// Prompt is the system prompt, a text/template executed with PromptData.
+	Prompt string `json:"prompt"`
+	// Tools lists the tools an agent of this type may call. A call to any
+	// other tool is refused and reported to the model.
+	Tools []string `json:"tools"`
+	// Model is "provider:model", a short alias, or "" / "inherit" for the
+	// parent's model or the manager's default.
+	Model string `json:"model,omitempty"`
+	// Budget is the default budget; a spawn may override any field.
+	Budget Budget `json:"budget"`
+	// InheritContext is true when the agent is given its parent's
+	// conversation before its task.
+	InheritContext bool `json:"inherit_context,omitempty"`
+	// Output says what form the final answer takes.
+	Output Output `json:"output"`
+	// NeedsLanguageModel is true for types that need a model that can
+	// reason; such types refuse the offline retrieval model.
+	NeedsLanguageModel bool `json:"needs_language_model,omitempty"`
+	// ParseOutput, when set, turns the final answer into structured data
+	// for Result.Data. An error fails the run with reason "bad_output".
+	ParseOutput func(output string) (any, error) `json:"-"`
+	// Source says where the definition came from: "builtin", a file path,
+	// or "plugin:NAME".
+	Source string `json:"source"`
+}
+
+// Output describes the final answer of a type.
+type Output struct {
+	// Format is OutputText (the default) or OutputJSON.
+	Format string `json:"format,omitempty"`
+	// Schema is a JSON schema the answer must satisfy when Format is
+	// OutputJSON.
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
+
+// PromptData is what a Type's Prompt template sees.
+type PromptData struct {
+	// Type is the type's name.
+	Type string
+	// Dir is the directory the agent works in.
+	Dir string
+	// Tools are the names of the tools the agent may call.
+	Tools []string
+}
+
+var typeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Validate reports what makes t unusable, saying how to fix it.
+func (t *Type) Validate() error {
+	if !typeName.MatchString(t.Name) {
+		return fmt.Errorf("%w: type name %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (no spaces or '/')", ErrInvalid, t.Name)
+	}
+	if t.Description == "" {
+		return fmt.Errorf("%w: type %q has no description; say in a sentence what it is for", ErrInvalid, t.Name)
+	}
+	if err := t.Budget.Validate(); err != nil {
+		return fmt.Errorf("type %q: %w", t.Name, err)
+	}
+	switch t.Output.Format {
+	case "", OutputText, OutputJSON:
+	default:
+		return fmt.Errorf("%w: type %q has output format %q; use %q or %q", ErrInvalid, t.Name, t.Output.Format, OutputText, OutputJSON)
+	}
+	if t.Output.Format == OutputJSON && len(t.Output.Schema) > 0 && !json.Valid(t.Output.Schema) {
+		return fmt.Errorf("%w: type %q has an output schema that is not valid JSON", ErrInvalid, t.Name)
+	}
+	return nil
+}
+
+// Allows reports whether an agent of this type may call the named tool.
+func (t *Type) Allows(tool string) bool {
+	return slices.Contains(t.Tools, tool)
+}
+
+// clone returns a deep copy, so that the caller's later changes to slices
+// cannot reach a registered type.
+func (t Type) clone() *Type {
+	t.Tools = slices.Clone(t.Tools)
+	t.Output.Schema = slices.Clone(t.Output.Schema)
+	return &t
+}

@@ -1,0 +1,91 @@
+package manager
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// ModelResolver turns a model name ("provider:model", an alias) into a
+// model. Resolve is called once per name; the manager reuses the result.
+type ModelResolver interface {
+	Resolve(ctx context.Context, name string) (llms.Model, error)
+}
+
+// ModelResolverFunc adapts a function to ModelResolver.
+type ModelResolverFunc func(ctx context.Context, name string) (llms.Model, error)
+
+// Resolve calls f.
+func (f ModelResolverFunc) Resolve(ctx context.Context, name string) (llms.Model, error) {
+	return f(ctx, name)
+}
+
+// RetrievalOnly is implemented by models that cannot reason, such as the
+// offline retrieval model. Types with NeedsLanguageModel refuse them.
+type RetrievalOnly interface {
+	RetrievalOnly() bool
+}
+
+// Config configures a Manager. Only Registry and Models are required.
+type Config struct {
+	// Registry holds the types and tools agents can use.
+	Registry *agenttypes.Registry
+	// Models resolves model names.
+	Models ModelResolver
+	// DefaultModel is used when neither the spawn request, the type nor
+	// the parent names a model.
+	DefaultModel string
+	// MaxConcurrent is how many agents run at once; more wait as pending.
+	// Default 8.
+	MaxConcurrent int
+	// MaxQueue is how many agents may wait as pending before Spawn fails
+	// with ErrQueueFull. Default 10,000.
+	MaxQueue int
+	// MaxDepth is how deep delegation may go: a top-level agent has depth
+	// 0, its children depth 1. Default 1, so children cannot delegate.
+	MaxDepth int
+	// ToolConcurrency bounds how many tool calls of one turn run at once.
+	// Default 4.
+	ToolConcurrency int
+	// DefaultBudget fills budget fields neither the request nor the type
+	// sets. A field still zero after that is unlimited.
+	DefaultBudget agenttypes.Budget
+	// TranscriptDir, when set, receives one JSON-lines transcript per agent.
+	TranscriptDir string
+	// Logger receives the manager's logs. Default slog.Default().
+	Logger *slog.Logger
+	// MinOutputTokens is the fewest output tokens worth a model call; a
+	// call that cannot get them ends the run with ReasonBudgetTokens.
+	// Default 64.
+	MinOutputTokens int
+	// now is replaced in tests.
+	now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = 8
+	}
+	if c.MaxQueue <= 0 {
+		c.MaxQueue = 10_000
+	}
+	if c.MaxDepth <= 0 {
+		c.MaxDepth = 1
+	}
+	if c.ToolConcurrency <= 0 {
+		c.ToolConcurrency = 4
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MinOutputTokens <= 0 {
+		c.MinOutputTokens = 64
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+}

@@ -1,0 +1,35 @@
+package manager
+
+import (
+	"errors"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// Sentinel errors callers can branch on with errors.Is.
+var (
+	// ErrUnknownType is returned by Spawn for a type that is not registered.
+	ErrUnknownType = agenttypes.ErrUnknownType
+	// ErrQueueFull is returned by Spawn when the pending queue is full.
+	ErrQueueFull = errors.New("agent queue is full")
+	// ErrClosed is returned by Spawn after Close.
+	ErrClosed = errors.New("manager is closed")
+	// ErrNotFound is returned for an agent ID the manager does not know.
+	ErrNotFound = errors.New("no such agent")
+	// ErrBadRequest is returned by Spawn for a request that cannot run:
+	// an empty task, a missing directory, a negative budget.
+	ErrBadRequest = errors.New("bad spawn request")
+	// ErrModel is returned by Spawn when the model cannot be resolved or
+	// does not suit the type.
+	ErrModel = errors.New("model unavailable")
+	// ErrDepthExceeded is returned by Spawn when a parent may not have
+	// children at its depth.
+	ErrDepthExceeded = errors.New("delegation depth exceeded")
+	// ErrBudgetExceeded is wrapped by Result.Err when a budget ended a run.
+	ErrBudgetExceeded = errors.New("budget exceeded")
+	// ErrToolPanic is wrapped by Result.Err when a tool panicked.
+	ErrToolPanic = errors.New("tool panicked")
+	// ErrBadOutput is wrapped by Result.Err when the final answer could not
+	// be parsed into the type's output format.
+	ErrBadOutput = errors.New("final answer has the wrong form")
+)

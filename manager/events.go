@@ -1,0 +1,200 @@
+package manager
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EventKind names what an Event reports.
+type EventKind string
+
+// The kinds of event.
+const (
+	EventSpawned    EventKind = "spawned"
+	EventState      EventKind = "state"
+	EventModelCall  EventKind = "model_call"
+	EventToolCall   EventKind = "tool_call"
+	EventToolResult EventKind = "tool_result"
+	EventNote       EventKind = "note"
+	EventCompleted  EventKind = "completed"
+)
+
+// Event is one thing that happened to one agent.
+type Event struct {
+	// Seq increases by one for every event the manager publishes.
+	Seq      uint64    `json:"seq"`
+	Time     time.Time `json:"time"`
+	Kind     EventKind `json:"kind"`
+	AgentID  string    `json:"agent"`
+	ParentID string    `json:"parent,omitempty"`
+	Type     string    `json:"type"`
+	// State is the new state (EventState, EventCompleted); From the old.
+	State State `json:"state"`
+	From  State `json:"from"`
+	// Turn is the model call the event belongs to, counting from 1.
+	Turn int `json:"turn,omitempty"`
+	// Tool, ToolCallID and Args describe a tool call; Args is the JSON the
+	// model sent.
+	Tool       string `json:"tool,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Args       string `json:"args,omitempty"`
+	// Text is the assistant's text (EventModelCall), the tool's output
+	// (EventToolResult), a note, or the final output (EventCompleted).
+	Text string `json:"text,omitempty"`
+	// Size is the length of a tool's output in bytes.
+	Size int `json:"size,omitempty"`
+	// Error is a tool's error, a refusal, or why the run failed.
+	Error string `json:"error,omitempty"`
+	// Usage is the tokens of one model call, or of the run on completion.
+	Usage Usage `json:"usage"`
+	// Reason is why the run ended (EventCompleted).
+	Reason Reason `json:"reason,omitempty"`
+}
+
+// Subscription delivers events in publication order. Delivery never blocks
+// an agent: events queue up behind a slow reader, so read until C closes
+// or call Close.
+type Subscription struct {
+	c      chan Event
+	b      *broadcaster
+	mu     sync.Mutex
+	queue  []Event
+	wake   chan struct{}
+	quit   chan struct{}
+	closed bool
+	done   chan struct{}
+}
+
+// C returns the channel events arrive on. It is closed after Close, or
+// after the manager is closed and every queued event was delivered.
+func (s *Subscription) C() <-chan Event { return s.c }
+
+// Close stops delivery and closes C. Events still queued are dropped.
+func (s *Subscription) Close() {
+	s.b.remove(s)
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.quit)
+	}
+	s.mu.Unlock()
+	<-s.done
+}
+
+func (s *Subscription) push(e Event) {
+	s.mu.Lock()
+	if !s.closed {
+		s.queue = append(s.queue, e)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pump moves queued events to C. drain is closed when no more events will
+// be pushed; pump then delivers what is queued and stops.
+func (s *Subscription) pump(drain <-chan struct{}) {
+	defer close(s.done)
+	defer close(s.c)
+	var batch []Event
+	for {
+		s.mu.Lock()
+		batch, s.queue = s.queue, batch[:0]
+		s.mu.Unlock()
+		for _, e := range batch {
+			select {
+			case s.c <- e:
+			case <-s.quit:
+				return
+			}
+		}
+		if len(batch) > 0 {
+			clear(batch)
+			continue
+		}
+		select {
+		case <-s.wake:
+		case <-s.quit:
+			return
+		case <-drain:
+			s.mu.Lock()
+			empty := len(s.queue) == 0
+			s.mu.Unlock()
+			if empty {
+				return
+			}
+		}
+	}
+}
+
+// broadcaster fans events out to subscriptions.
+type broadcaster struct {
+	seq   atomic.Uint64
+	count atomic.Int32
+	mu    sync.RWMutex
+	subs  map[*Subscription]struct{}
+	drain chan struct{}
+	shut  bool
+}
+
+func newBroadcaster() *broadcaster {
+	return &broadcaster{subs: map[*Subscription]struct{}{}, drain: make(chan struct{})}
+}
+
+func (b *broadcaster) active() bool { return b.count.Load() > 0 }
+
+func (b *broadcaster) subscribe() *Subscription {
+	s := &Subscription{
+		c:    make(chan Event, 64),
+		b:    b,
+		wake: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	b.mu.Lock()
+	if b.shut {
+		b.mu.Unlock()
+		close(s.c)
+		close(s.done)
+		s.closed = true
+		return s
+	}
+	b.subs[s] = struct{}{}
+	b.count.Add(1)
+	b.mu.Unlock()
+	go s.pump(b.drain)
+	return s
+}
+
+func (b *broadcaster) remove(s *Subscription) {
+	b.mu.Lock()
+	if _, ok := b.subs[s]; ok {
+		delete(b.subs, s)
+		b.count.Add(-1)
+	}
+	b.mu.Unlock()
+}
+
+// publish stamps e and delivers it to every subscription.
+func (b *broadcaster) publish(e *Event) {
+	b.mu.RLock()
+	e.Seq = b.seq.Add(1)
+	for s := range b.subs {
+		s.push(*e)
+	}
+	b.mu.RUnlock()
+}
+
+// shutdown tells every subscription that no more events will come: each
+// delivers what it has queued and then closes its channel.
+func (b *broadcaster) shutdown() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.shut {
+		b.shut = true
+		close(b.drain)
+	}
+}

@@ -1,0 +1,84 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+// A manager runs an agent through its model ↔ tool loop. Here the model is
+// scripted: it asks for one tool call, then answers.
+func Example() {
+	reg := agenttypes.NewRegistry()
+	_ = reg.RegisterTool(&agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "add", Description: "adds two numbers", ReadOnly: true},
+		Func: func(_ context.Context, args json.RawMessage) (string, error) {
+			var in struct{ A, B int }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return "", err
+			}
+			return fmt.Sprint(in.A + in.B), nil
+		},
+	})
+	_ = reg.RegisterType(agenttypes.Type{Name: "calc", Description: "does sums", Tools: []string{"add"}})
+
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "add", Args: `{"a":2,"b":3}`}}},
+		scripted.Step{Text: "2 + 3 = 5"},
+	)
+	mgr, err := manager.New(manager.Config{
+		Registry:     reg,
+		Models:       manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+		DefaultModel: "scripted",
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer mgr.Close(context.Background())
+
+	agent, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "calc", Task: "what is 2 + 3?"})
+	if err != nil {
+		panic(err)
+	}
+	res, _ := agent.Wait(context.Background())
+	fmt.Println(res.State, res.Reason, res.ToolCalls, "tool call")
+	fmt.Println(res.Output)
+	// Output:
+	// completed done 1 tool call
+	// 2 + 3 = 5
+}
+
+// Budgets are hard limits: a run that needs more turns than it has fails
+// with a budget reason and returns what it had so far.
+func ExampleManager_Spawn_budget() {
+	reg := agenttypes.NewRegistry()
+	_ = reg.RegisterTool(&agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "look", Description: "looks"},
+		Func:     func(context.Context, json.RawMessage) (string, error) { return "nothing yet", nil },
+	})
+	_ = reg.RegisterType(agenttypes.Type{Name: "seeker", Description: "keeps looking", Tools: []string{"look"}})
+	look := scripted.Step{Text: "still looking", Calls: []scripted.Call{{Name: "look"}}}
+	model := scripted.New(look, look, look, look)
+	mgr, _ := manager.New(manager.Config{
+		Registry:     reg,
+		Models:       manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+		DefaultModel: "scripted",
+	})
+	defer mgr.Close(context.Background())
+
+	agent, _ := mgr.Spawn(context.Background(), manager.SpawnRequest{
+		Type: "seeker", Task: "find it", Budget: agenttypes.Budget{MaxTurns: 2},
+	})
+	res, _ := agent.Wait(context.Background())
+	fmt.Println(res.State, res.Reason, res.Partial)
+	fmt.Println(res.Output)
+	// Output:
+	// failed budget_turns true
+	// still looking
+}

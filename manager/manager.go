@@ -1,0 +1,492 @@
+package manager
+
+import (
+	"cmp"
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// Manager spawns and tracks agents. It is safe for concurrent use.
+type Manager struct {
+	cfg    Config
+	events *broadcaster
+
+	base     context.Context
+	shutdown context.CancelCauseFunc
+
+	mu      sync.Mutex
+	agents  map[string]*Agent
+	queue   *list.List // of *Agent, pending in FIFO order
+	running int
+	closed  bool
+	wg      sync.WaitGroup // one per agent not yet terminal
+
+	callbacksMu sync.RWMutex
+	callbacks   []func(Info)
+
+	models   sync.Map // model name → llms.Model
+	toolsets sync.Map // *agenttypes.Type → *toolset
+
+	counts    [numStates]atomic.Int64
+	inTokens  atomic.Int64
+	outTokens atomic.Int64
+	toolCalls atomic.Int64
+	turns     atomic.Int64
+	busyNanos atomic.Int64
+}
+
+// New returns a Manager. Registry and Models are required.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Registry == nil {
+		return nil, errors.New("manager: Config.Registry is nil; pass agenttypes.NewRegistry() with types registered")
+	}
+	if cfg.Models == nil {
+		return nil, errors.New("manager: Config.Models is nil; pass a ModelResolver")
+	}
+	if err := cfg.DefaultBudget.Validate(); err != nil {
+		return nil, fmt.Errorf("manager: default budget: %w", err)
+	}
+	cfg.setDefaults()
+	if cfg.TranscriptDir != "" {
+		if err := os.MkdirAll(cfg.TranscriptDir, 0o700); err != nil {
+			return nil, fmt.Errorf("manager: transcript directory: %w", err)
+		}
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	return &Manager{
+		cfg:      cfg,
+		events:   newBroadcaster(),
+		base:     base,
+		shutdown: cancel,
+		agents:   map[string]*Agent{},
+		queue:    list.New(),
+	}, nil
+}
+
+// SpawnRequest asks for one agent.
+type SpawnRequest struct {
+	// Type names a registered type.
+	Type string
+	// Task is what the agent is asked to do.
+	Task string
+	// Dir is the directory the agent's file tools work in. Optional; it
+	// must exist when given.
+	Dir string
+	// Model overrides the type's model ("provider:model" or an alias).
+	Model string
+	// Budget overrides the type's default budget field by field; zero
+	// fields keep the default.
+	Budget agenttypes.Budget
+	// ParentID makes the agent a child of another agent.
+	ParentID string
+	// Label is a short name for progress displays.
+	Label string
+}
+
+// Spawn validates req and starts an agent, or queues it as pending when
+// MaxConcurrent agents are running. ctx bounds only the call (resolving the
+// model); the agent itself runs until it ends, is cancelled, or the
+// manager is closed.
+func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Agent, error) {
+	a, err := m.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.admit(a); err != nil {
+		a.cancel(nil)
+		return nil, err
+	}
+	return a, nil
+}
+
+// prepare validates a request and builds its agent without admitting it.
+func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error) {
+	if strings.TrimSpace(req.Task) == "" {
+		return nil, fmt.Errorf("%w: the task is empty; say what the agent should do", ErrBadRequest)
+	}
+	if err := req.Budget.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if req.Dir != "" {
+		fi, err := os.Stat(req.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: directory %q: %w; pass a directory that exists", ErrBadRequest, req.Dir, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%w: %q is a file, not a directory; pass the directory to work in", ErrBadRequest, req.Dir)
+		}
+	}
+	typ, err := m.cfg.Registry.Type(req.Type)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := m.toolset(typ)
+	if err != nil {
+		return nil, err
+	}
+	var parent *Agent
+	depth := 0
+	if req.ParentID != "" {
+		if parent = m.lookup(req.ParentID); parent == nil {
+			return nil, fmt.Errorf("%w: parent %q", ErrNotFound, req.ParentID)
+		}
+		depth = parent.depth + 1
+		if depth > m.cfg.MaxDepth {
+			return nil, fmt.Errorf("%w: agent %s is at depth %d and may not spawn children (the limit is %d)", ErrDepthExceeded, parent.id, parent.depth, m.cfg.MaxDepth)
+		}
+	}
+	modelName := m.modelName(req, typ, parent)
+	model, err := m.model(ctx, modelName)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := model.(RetrievalOnly); ok && r.RetrievalOnly() && typ.NeedsLanguageModel {
+		return nil, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves; pass --model provider:model (for example openai:gpt-4o-mini with OPENAI_API_KEY set, or ollama:qwen2.5-coder) or set TROUPE_MODEL", ErrModel, typ.Name, modelName)
+	}
+	budget := req.Budget.Merge(typ.Budget).Merge(m.cfg.DefaultBudget)
+	actx, cancel := context.WithCancelCause(m.base)
+	a := &Agent{
+		m:         m,
+		id:        uuid.NewString(),
+		parentID:  req.ParentID,
+		depth:     depth,
+		typ:       typ,
+		tools:     ts,
+		task:      req.Task,
+		label:     req.Label,
+		dir:       req.Dir,
+		model:     model,
+		modelName: modelName,
+		budget:    budget,
+		ctx:       actx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		ready:     make(chan struct{}),
+		created:   m.cfg.now(),
+	}
+	if m.cfg.TranscriptDir != "" {
+		a.transcript = &transcript{path: filepath.Join(m.cfg.TranscriptDir, a.id+".jsonl")}
+	}
+	return a, nil
+}
+
+// admit registers a and starts it or queues it.
+func (m *Manager) admit(a *Agent) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	start := m.running < m.cfg.MaxConcurrent
+	if start {
+		m.running++
+	} else {
+		if m.queue.Len() >= m.cfg.MaxQueue {
+			m.mu.Unlock()
+			return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, m.queue.Len())
+		}
+		a.elem = m.queue.PushBack(a)
+	}
+	m.agents[a.id] = a
+	m.wg.Add(1)
+	m.counts[Pending].Add(1)
+	m.mu.Unlock()
+
+	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
+	close(a.ready)
+	if start {
+		go a.run()
+	}
+	return nil
+}
+
+// release frees a running slot and starts the oldest pending agent.
+func (m *Manager) release() {
+	m.mu.Lock()
+	m.running--
+	var next *Agent
+	if front := m.queue.Front(); front != nil {
+		next = m.queue.Remove(front).(*Agent)
+		next.elem = nil
+		m.running++
+	}
+	m.mu.Unlock()
+	if next != nil {
+		go next.run()
+	}
+}
+
+// dequeue removes a pending agent from the queue; false if it was not
+// queued (it has started, or is starting).
+func (m *Manager) dequeue(a *Agent) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a.elem == nil {
+		return false
+	}
+	m.queue.Remove(a.elem)
+	a.elem = nil
+	return true
+}
+
+func (m *Manager) modelName(req SpawnRequest, typ *agenttypes.Type, parent *Agent) string {
+	if req.Model != "" && req.Model != "inherit" {
+		return req.Model
+	}
+	if typ.Model != "" && typ.Model != "inherit" {
+		return typ.Model
+	}
+	if parent != nil {
+		return parent.modelName
+	}
+	return m.cfg.DefaultModel
+}
+
+func (m *Manager) model(ctx context.Context, name string) (llms.Model, error) {
+	if v, ok := m.models.Load(name); ok {
+		return v.(llms.Model), nil
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: no model named; set Config.DefaultModel, the type's model, or the request's Model", ErrModel)
+	}
+	model, err := m.cfg.Models.Resolve(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", ErrModel, name, err)
+	}
+	if model == nil {
+		return nil, fmt.Errorf("%w: resolving %q gave no model", ErrModel, name)
+	}
+	v, _ := m.models.LoadOrStore(name, model)
+	return v.(llms.Model), nil
+}
+
+func (m *Manager) lookup(id string) *Agent {
+	m.mu.Lock()
+	a := m.agents[id]
+	m.mu.Unlock()
+	return a
+}
+
+// Agent returns the handle of the agent with the given ID.
+func (m *Manager) Agent(id string) (*Agent, error) {
+	if a := m.lookup(id); a != nil {
+		return a, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+}
+
+// Get returns a snapshot of the agent with the given ID.
+func (m *Manager) Get(id string) (Info, error) {
+	a, err := m.Agent(id)
+	if err != nil {
+		return Info{}, err
+	}
+	return a.Info(), nil
+}
+
+// Filter selects agents for List. Zero fields match everything.
+type Filter struct {
+	States   []State
+	Type     string
+	ParentID string
+}
+
+func (f Filter) match(i *Info) bool {
+	return (len(f.States) == 0 || slices.Contains(f.States, i.State)) &&
+		(f.Type == "" || f.Type == i.Type) &&
+		(f.ParentID == "" || f.ParentID == i.ParentID)
+}
+
+// List returns snapshots of the agents f matches, oldest first.
+func (m *Manager) List(f Filter) []Info {
+	m.mu.Lock()
+	all := make([]*Agent, 0, len(m.agents))
+	for _, a := range m.agents {
+		all = append(all, a)
+	}
+	m.mu.Unlock()
+	out := make([]Info, 0, len(all))
+	for _, a := range all {
+		if i := a.Info(); f.match(&i) {
+			out = append(out, i)
+		}
+	}
+	slices.SortFunc(out, func(a, b Info) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// Wait blocks until the agent ends or ctx is done. The error is non-nil
+// only when waiting failed; how the run went is in the Result.
+func (m *Manager) Wait(ctx context.Context, id string) (Result, error) {
+	a, err := m.Agent(id)
+	if err != nil {
+		return Result{}, err
+	}
+	return a.Wait(ctx)
+}
+
+// WaitAll waits for every listed agent and returns their results in the
+// order of ids.
+func (m *Manager) WaitAll(ctx context.Context, ids ...string) ([]Result, error) {
+	agents := make([]*Agent, len(ids))
+	for i, id := range ids {
+		a, err := m.Agent(id)
+		if err != nil {
+			return nil, err
+		}
+		agents[i] = a
+	}
+	return waitAll(ctx, agents)
+}
+
+func waitAll(ctx context.Context, agents []*Agent) ([]Result, error) {
+	out := make([]Result, len(agents))
+	for i, a := range agents {
+		r, err := a.Wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// SpawnParallel spawns every request, waits for all of them, and returns
+// their results in the order of reqs, whatever order they finished in.
+// Every request is validated before any is spawned. When ctx ends first,
+// the group is cancelled and its results are returned with ctx's error.
+func (m *Manager) SpawnParallel(ctx context.Context, reqs []SpawnRequest) ([]Result, error) {
+	prepared := make([]*Agent, len(reqs))
+	for i, req := range reqs {
+		a, err := m.prepare(ctx, req)
+		if err != nil {
+			for _, p := range prepared[:i] {
+				p.cancel(nil)
+			}
+			return nil, fmt.Errorf("request %d (%s): %w", i, req.Type, err)
+		}
+		prepared[i] = a
+	}
+	for i, a := range prepared {
+		if err := m.admit(a); err != nil {
+			for _, p := range prepared[:i] {
+				p.Cancel()
+			}
+			for _, p := range prepared[i:] {
+				p.cancel(nil)
+			}
+			_, _ = waitAll(context.Background(), prepared[:i])
+			return nil, fmt.Errorf("request %d (%s): %w", i, a.typ.Name, err)
+		}
+	}
+	results, err := waitAll(ctx, prepared)
+	if err != nil {
+		for _, a := range prepared {
+			a.Cancel()
+		}
+		results, _ = waitAll(context.Background(), prepared)
+		return results, err
+	}
+	return results, nil
+}
+
+// Cancel cancels the agent with the given ID. Cancelling an agent that
+// has ended does nothing.
+func (m *Manager) Cancel(id string) error {
+	a, err := m.Agent(id)
+	if err != nil {
+		return err
+	}
+	a.Cancel()
+	return nil
+}
+
+// CancelAll cancels every agent that has not ended.
+func (m *Manager) CancelAll() {
+	m.mu.Lock()
+	live := make([]*Agent, 0, m.running+m.queue.Len())
+	for _, a := range m.agents {
+		live = append(live, a)
+	}
+	m.mu.Unlock()
+	for _, a := range live {
+		a.Cancel()
+	}
+}
+
+// OnComplete registers fn to be called once for every agent that reaches
+// a terminal state from now on. fn runs on the agent's goroutine; a panic
+// in it is logged and recovered.
+func (m *Manager) OnComplete(fn func(Info)) {
+	m.callbacksMu.Lock()
+	m.callbacks = append(m.callbacks, fn)
+	m.callbacksMu.Unlock()
+}
+
+// Subscribe returns a subscription to every event published from now on.
+func (m *Manager) Subscribe() *Subscription { return m.events.subscribe() }
+
+// Stats counts agents per state and what they consumed.
+type Stats struct {
+	Pending   int   `json:"pending"`
+	Running   int   `json:"running"`
+	Completed int   `json:"completed"`
+	Failed    int   `json:"failed"`
+	Cancelled int   `json:"cancelled"`
+	Usage     Usage `json:"usage"`
+	ToolCalls int   `json:"tool_calls"`
+	Turns     int   `json:"turns"`
+	// AgentTime is the running time of every agent added up.
+	AgentTime time.Duration `json:"agent_time"`
+}
+
+// Stats returns the counters as they are now.
+func (m *Manager) Stats() Stats {
+	return Stats{
+		Pending:   int(m.counts[Pending].Load()),
+		Running:   int(m.counts[Running].Load()),
+		Completed: int(m.counts[Completed].Load()),
+		Failed:    int(m.counts[Failed].Load()),
+		Cancelled: int(m.counts[Cancelled].Load()),
+		Usage:     Usage{InputTokens: int(m.inTokens.Load()), OutputTokens: int(m.outTokens.Load())},
+		ToolCalls: int(m.toolCalls.Load()),
+		Turns:     int(m.turns.Load()),
+		AgentTime: time.Duration(m.busyNanos.Load()),
+	}
+}
+
+// Close refuses new spawns, cancels every agent and waits for all of them
+// to end, or for ctx to end. Subscriptions then deliver what they hold and
+// close their channels.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.shutdown(errShutdown) // before CancelAll, so running agents end with ReasonShutdown
+	m.CancelAll()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("manager: close: agents still running: %w", context.Cause(ctx))
+	}
+	m.events.shutdown()
+	return nil
+}

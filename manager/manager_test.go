@@ -1,0 +1,711 @@
+package manager_test
+
+import (
+	"bufio"
+	"bytes"
+	"log/slog"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
+	"go.uber.org/goleak"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// echoTool returns its "text" argument.
+func echoTool(name string) *agenttypes.ToolFunc {
+	return &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: name, Description: "echoes text", ReadOnly: true},
+		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
+			var in struct{ Text string }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return "", err
+			}
+			return name + ":" + in.Text, nil
+		},
+	}
+}
+
+type fixture struct {
+	reg   *agenttypes.Registry
+	model *scripted.Model
+	mgr   *manager.Manager
+}
+
+func newFixture(t *testing.T, model *scripted.Model, mutate func(*manager.Config), tools ...agenttypes.Tool) *fixture {
+	t.Helper()
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterTool(echoTool("echo")))
+	require.NoError(t, reg.RegisterTool(echoTool("secret")))
+	names := []string{"echo"}
+	for _, tl := range tools {
+		require.NoError(t, reg.RegisterTool(tl))
+		names = append(names, tl.Spec().Name)
+	}
+	require.NoError(t, reg.RegisterType(agenttypes.Type{
+		Name: "worker", Description: "does work", Prompt: "You work in {{.Dir}}.", Tools: names,
+	}))
+	cfg := manager.Config{
+		Logger:       slog.New(slog.DiscardHandler),
+		Registry:     reg,
+		Models:       manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+		DefaultModel: "scripted",
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	mgr, err := manager.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, mgr.Close(ctx))
+	})
+	return &fixture{reg: reg, model: model, mgr: mgr}
+}
+
+func (f *fixture) run(t *testing.T, req manager.SpawnRequest) manager.Result {
+	t.Helper()
+	if req.Type == "" {
+		req.Type = "worker"
+	}
+	if req.Task == "" {
+		req.Task = "do it"
+	}
+	a, err := f.mgr.Spawn(context.Background(), req)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := a.Wait(ctx)
+	require.NoError(t, err)
+	return res
+}
+
+func TestRunCompletesThroughToolCalls(t *testing.T) {
+	model := scripted.New(
+		scripted.Step{Text: "looking", Calls: []scripted.Call{
+			{Name: "echo", Args: `{"text":"a"}`},
+			{Name: "echo", Args: `{"text":"b"}`},
+			{Name: "echo", Args: `{"text":"c"}`},
+		}},
+		scripted.Step{Text: "the answer"},
+	)
+	f := newFixture(t, model, nil)
+	res := f.run(t, manager.SpawnRequest{Dir: t.TempDir()})
+
+	assert.Equal(t, manager.Completed, res.State)
+	assert.Equal(t, manager.ReasonDone, res.Reason)
+	assert.False(t, res.Partial)
+	assert.Equal(t, "the answer", res.Output)
+	assert.Equal(t, 3, res.ToolCalls)
+	assert.Equal(t, 2, res.Turns)
+	assert.Positive(t, res.Usage.InputTokens)
+	assert.NoError(t, res.Err)
+
+	reqs := model.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []string{"echo"}, reqs[0].Tools)
+	assert.Contains(t, scripted.Text(reqs[0].Messages[0]), "You work in ", "system prompt is rendered")
+	results := scripted.ToolResults(reqs[1].Messages)
+	require.Len(t, results, 3)
+	for i, want := range []string{"echo:a", "echo:b", "echo:c"} {
+		assert.Equal(t, want, results[i].Content, "results go back in call order")
+		assert.Equal(t, fmt.Sprintf("call_0_%d", i), results[i].ToolCallID)
+	}
+}
+
+func TestConcurrentToolCallsKeepCallOrder(t *testing.T) {
+	// The first call is the slowest, so it finishes last.
+	slow := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "sleep", Description: "sleeps"},
+		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
+			var in struct{ MS int }
+			_ = json.Unmarshal(args, &in)
+			time.Sleep(time.Duration(in.MS) * time.Millisecond)
+			return fmt.Sprint(in.MS), nil
+		},
+	}
+	var calls []scripted.Call
+	for _, ms := range []int{40, 30, 20, 10, 0} {
+		calls = append(calls, scripted.Call{Name: "sleep", Args: fmt.Sprintf(`{"ms":%d}`, ms)})
+	}
+	model := scripted.New(scripted.Step{Calls: calls}, scripted.Step{Text: "done"})
+	f := newFixture(t, model, func(c *manager.Config) { c.ToolConcurrency = 5 }, slow)
+	res := f.run(t, manager.SpawnRequest{})
+	require.Equal(t, manager.Completed, res.State)
+	got := scripted.ToolResults(model.Requests()[1].Messages)
+	require.Len(t, got, 5)
+	for i, want := range []string{"40", "30", "20", "10", "0"} {
+		assert.Equal(t, want, got[i].Content)
+	}
+}
+
+func TestDisallowedToolIsRefusedNotExecuted(t *testing.T) {
+	var ran atomic.Bool
+	secret := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "wipe", Description: "must never run"},
+		Func: func(context.Context, json.RawMessage) (string, error) {
+			ran.Store(true)
+			return "wiped", nil
+		},
+	}
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "wipe"}, {Name: "secret"}, {Name: "nonexistent"}}},
+		scripted.Step{Text: "ok"},
+	)
+	f := newFixture(t, model, nil)
+	require.NoError(t, f.reg.RegisterTool(secret))
+	res := f.run(t, manager.SpawnRequest{})
+	assert.Equal(t, manager.Completed, res.State)
+	assert.False(t, ran.Load(), "a tool the type does not allow must never run")
+	assert.Equal(t, 0, res.ToolCalls, "refused calls are not executed")
+	for _, r := range scripted.ToolResults(model.Requests()[1].Messages) {
+		assert.Contains(t, r.Content, "not available to this agent")
+		assert.Contains(t, r.Content, "echo", "the refusal names the tools there are")
+	}
+}
+
+func TestToolErrorGoesToModel(t *testing.T) {
+	failing := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "fail", Description: "fails"},
+		Func:     func(context.Context, json.RawMessage) (string, error) { return "", errors.New("disk on fire") },
+	}
+	model := scripted.New(scripted.Step{Calls: []scripted.Call{{Name: "fail"}}}, scripted.Step{Text: "recovered"})
+	f := newFixture(t, model, nil, failing)
+	res := f.run(t, manager.SpawnRequest{})
+	assert.Equal(t, manager.Completed, res.State)
+	assert.Equal(t, "error: disk on fire", scripted.ToolResults(model.Requests()[1].Messages)[0].Content)
+}
+
+func TestToolPanicFailsOnlyThatAgent(t *testing.T) {
+	boom := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "boom", Description: "panics"},
+		Func: func(_ context.Context, args json.RawMessage) (string, error) {
+			if string(args) == `{"panic":true}` {
+				panic("kaboom")
+			}
+			return "fine", nil
+		},
+	}
+	model := scripted.New(scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
+		if scripted.Text(msgs[1]) == "explode" {
+			return scripted.Step{Text: "trying", Calls: []scripted.Call{{Name: "boom", Args: `{"panic":true}`}}}
+		}
+		return scripted.Step{Calls: []scripted.Call{{Name: "boom", Args: `{}`}}}
+	}}, scripted.Step{Text: "survived"})
+	var logs bytes.Buffer
+	f := newFixture(t, model, func(c *manager.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }, boom)
+
+	bad, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "explode"})
+	require.NoError(t, err)
+	good, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "behave"})
+	require.NoError(t, err)
+	results, err := f.mgr.WaitAll(context.Background(), bad.ID(), good.ID())
+	require.NoError(t, err)
+
+	assert.Equal(t, manager.Failed, results[0].State)
+	assert.Equal(t, manager.ReasonToolPanic, results[0].Reason)
+	assert.True(t, results[0].Partial)
+	assert.Equal(t, "trying", results[0].Output)
+	assert.ErrorIs(t, results[0].Err, manager.ErrToolPanic)
+	assert.Contains(t, results[0].Error, "kaboom")
+
+	assert.Equal(t, manager.Completed, results[1].State)
+	assert.Equal(t, "survived", results[1].Output)
+	assert.Contains(t, logs.String(), "kaboom")
+	assert.Contains(t, logs.String(), "goroutine", "the log keeps the panic's stack")
+}
+
+func TestModelPanicAndErrorFailTheAgent(t *testing.T) {
+	for name, step := range map[string]scripted.Step{
+		"panic": {Panic: "model exploded"},
+		"error": {Err: errors.New("upstream 500")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, scripted.New(step), nil)
+			res := f.run(t, manager.SpawnRequest{})
+			assert.Equal(t, manager.Failed, res.State)
+			assert.Equal(t, manager.ReasonModelError, res.Reason)
+			assert.Error(t, res.Err)
+		})
+	}
+}
+
+func loopingModel() *scripted.Model {
+	steps := make([]scripted.Step, 50)
+	for i := range steps {
+		steps[i] = scripted.Step{Text: fmt.Sprintf("step %d", i), Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}, {Name: "echo", Args: `{"text":"y"}`}}}
+	}
+	return scripted.New(steps...)
+}
+
+func TestBudgetsEndTheRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		budget     agenttypes.Budget
+		reason     manager.Reason
+		check      func(t *testing.T, res manager.Result)
+		modelSteps *scripted.Model
+	}{
+		{
+			name: "turns", budget: agenttypes.Budget{MaxTurns: 3}, reason: manager.ReasonBudgetTurns,
+			check: func(t *testing.T, res manager.Result) { assert.Equal(t, 3, res.Turns) },
+		},
+		{
+			name: "tool calls", budget: agenttypes.Budget{MaxToolCalls: 5}, reason: manager.ReasonBudgetToolCalls,
+			check: func(t *testing.T, res manager.Result) { assert.Equal(t, 5, res.ToolCalls, "never more calls than the budget") },
+		},
+		{
+			name: "tokens", budget: agenttypes.Budget{MaxTokens: 400}, reason: manager.ReasonBudgetTokens,
+			check: func(t *testing.T, res manager.Result) {
+				assert.LessOrEqual(t, res.Usage.Total(), 400+50, "overshoot is bounded by one call's estimate error")
+			},
+		},
+		{
+			name: "time", budget: agenttypes.Budget{MaxTime: 50 * time.Millisecond}, reason: manager.ReasonBudgetTime,
+			modelSteps: scripted.New(scripted.Step{Text: "thinking", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}}, scripted.Step{Block: true}),
+			check: func(t *testing.T, res manager.Result) {
+				assert.ErrorIs(t, res.Err, context.DeadlineExceeded)
+				assert.Equal(t, "thinking", res.Output)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			model := tt.modelSteps
+			if model == nil {
+				model = loopingModel()
+			}
+			f := newFixture(t, model, nil)
+			res := f.run(t, manager.SpawnRequest{Budget: tt.budget})
+			assert.Equal(t, manager.Failed, res.State)
+			assert.Equal(t, tt.reason, res.Reason)
+			assert.True(t, res.Partial)
+			assert.ErrorIs(t, res.Err, manager.ErrBudgetExceeded)
+			assert.NotEmpty(t, res.Output, "a partial run returns the last assistant text")
+			tt.check(t, res)
+		})
+	}
+}
+
+func TestTokenBudgetCapsEachCall(t *testing.T) {
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 300, OutputTokens: 100},
+		scripted.Step{Text: "done", InputTokens: 420, OutputTokens: 10},
+	)
+	f := newFixture(t, model, nil)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTokens: 1000}})
+	require.Equal(t, manager.Completed, res.State)
+	reqs := model.Requests()
+	require.Len(t, reqs, 2)
+	assert.Greater(t, reqs[0].MaxTokens, reqs[1].MaxTokens)
+	assert.LessOrEqual(t, reqs[1].MaxTokens, 1000-400, "the second call may use only what is left")
+	assert.Equal(t, manager.Usage{InputTokens: 720, OutputTokens: 110}, res.Usage, "provider counts are used as given")
+}
+
+func TestTokenBudgetRefusesACallThatCannotFit(t *testing.T) {
+	model := scripted.New(scripted.Step{Text: "never"})
+	f := newFixture(t, model, nil)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTokens: 10}})
+	assert.Equal(t, manager.ReasonBudgetTokens, res.Reason)
+	assert.Empty(t, model.Requests(), "no model call is made when the budget cannot fit one")
+}
+
+func TestNotesAreReturnedWhenCutShort(t *testing.T) {
+	note := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "note", Description: "notes"},
+		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
+			agenttypes.EnvFrom(ctx).Note("found the parser in parse.go")
+			return "noted", nil
+		},
+	}
+	model := scripted.New(scripted.Step{Text: "half way", Calls: []scripted.Call{{Name: "note"}}}, scripted.Step{Block: true})
+	f := newFixture(t, model, nil, note)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTime: 50 * time.Millisecond}})
+	assert.Equal(t, manager.ReasonBudgetTime, res.Reason)
+	assert.Contains(t, res.Output, "half way")
+	assert.Contains(t, res.Output, "found the parser in parse.go")
+}
+
+func TestJSONOutputIsParsedWithOneRetry(t *testing.T) {
+	model := scripted.New(scripted.Step{Text: "here you go: {oops"}, scripted.Step{Text: "```json\n{\"files\": 3}\n```"})
+	f := newFixture(t, model, nil)
+	require.NoError(t, f.reg.RegisterType(agenttypes.Type{
+		Name: "counter", Description: "counts", Output: agenttypes.Output{Format: agenttypes.OutputJSON},
+	}))
+	res := f.run(t, manager.SpawnRequest{Type: "counter"})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	assert.Equal(t, map[string]any{"files": float64(3)}, res.Data)
+
+	model2 := scripted.New(scripted.Step{Text: "nope"}, scripted.Step{Text: "still nope"})
+	f2 := newFixture(t, model2, nil)
+	require.NoError(t, f2.reg.RegisterType(agenttypes.Type{
+		Name: "counter", Description: "counts", Output: agenttypes.Output{Format: agenttypes.OutputJSON},
+	}))
+	res = f2.run(t, manager.SpawnRequest{Type: "counter"})
+	assert.Equal(t, manager.ReasonBadOutput, res.Reason)
+	assert.ErrorIs(t, res.Err, manager.ErrBadOutput)
+}
+
+func TestSpawnRejectsBadInputAndChangesNothing(t *testing.T) {
+	f := newFixture(t, scripted.New(scripted.Step{Text: "x"}), nil)
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	tests := []struct {
+		name string
+		req  manager.SpawnRequest
+		want error
+		msg  string
+	}{
+		{"unknown type", manager.SpawnRequest{Type: "nope", Task: "x"}, manager.ErrUnknownType, "troupe types list"},
+		{"empty task", manager.SpawnRequest{Type: "worker", Task: "  "}, manager.ErrBadRequest, "task is empty"},
+		{"missing dir", manager.SpawnRequest{Type: "worker", Task: "x", Dir: "/does/not/exist"}, manager.ErrBadRequest, "exist"},
+		{"file as dir", manager.SpawnRequest{Type: "worker", Task: "x", Dir: file}, manager.ErrBadRequest, "not a directory"},
+		{"negative budget", manager.SpawnRequest{Type: "worker", Task: "x", Budget: agenttypes.Budget{MaxTurns: -1}}, manager.ErrBadRequest, "positive"},
+		{"unknown parent", manager.SpawnRequest{Type: "worker", Task: "x", ParentID: "ghost"}, manager.ErrNotFound, "ghost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.mgr.Spawn(context.Background(), tt.req)
+			require.ErrorIs(t, err, tt.want)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+	assert.Empty(t, f.mgr.List(manager.Filter{}), "no agent was created")
+	assert.Equal(t, manager.Stats{}, f.mgr.Stats())
+}
+
+func TestModelResolution(t *testing.T) {
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "pinned", Description: "d", Model: "b"}))
+	require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "thinker", Description: "d", NeedsLanguageModel: true}))
+	var asked []string
+	var mu sync.Mutex
+	models := map[string]llms.Model{"a": scripted.New(scripted.Step{Text: "from a"}), "b": scripted.New(scripted.Step{Text: "from b"}), "offline": retrieval{scripted.New(scripted.Step{Text: "found"})}}
+	mgr, err := manager.New(manager.Config{Registry: reg, DefaultModel: "a", Models: manager.ModelResolverFunc(func(_ context.Context, name string) (llms.Model, error) {
+		mu.Lock()
+		asked = append(asked, name)
+		mu.Unlock()
+		if m, ok := models[name]; ok {
+			return m, nil
+		}
+		return nil, fmt.Errorf("no provider for %q", name)
+	})})
+	require.NoError(t, err)
+	defer mgr.Close(context.Background())
+
+	run := func(req manager.SpawnRequest) manager.Result {
+		a, err := mgr.Spawn(context.Background(), req)
+		require.NoError(t, err)
+		r, err := a.Wait(context.Background())
+		require.NoError(t, err)
+		return r
+	}
+	assert.Equal(t, "from b", run(manager.SpawnRequest{Type: "pinned", Task: "t"}).Output, "the type's model wins over the default")
+	assert.Equal(t, "from a", run(manager.SpawnRequest{Type: "pinned", Task: "t", Model: "a"}).Output, "the request's model wins over the type's")
+	assert.Equal(t, "from a", run(manager.SpawnRequest{Type: "thinker", Task: "t"}).Output)
+
+	_, err = mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "thinker", Task: "t", Model: "zz:unknown"})
+	require.ErrorIs(t, err, manager.ErrModel)
+	assert.Contains(t, err.Error(), "zz:unknown")
+
+	_, err = mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "thinker", Task: "t", Model: "offline"})
+	require.ErrorIs(t, err, manager.ErrModel)
+	assert.Contains(t, err.Error(), "needs a language model")
+	assert.Contains(t, err.Error(), "TROUPE_MODEL")
+	assert.Equal(t, 1, count(asked, "b"), "a resolved model is reused")
+}
+
+type retrieval struct{ *scripted.Model }
+
+func (retrieval) RetrievalOnly() bool { return true }
+
+func count(xs []string, x string) (n int) {
+	for _, v := range xs {
+		if v == x {
+			n++
+		}
+	}
+	return n
+}
+
+func TestQueueIsFIFOAndBounded(t *testing.T) {
+	release := make(chan struct{})
+	var order []string
+	var mu sync.Mutex
+	model := scripted.New(scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
+		mu.Lock()
+		order = append(order, scripted.Text(msgs[1]))
+		mu.Unlock()
+		<-release
+		return scripted.Step{Text: "ok"}
+	}})
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 1; c.MaxQueue = 3 })
+	var agents []*manager.Agent
+	for i := range 4 {
+		a, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: fmt.Sprint(i)})
+		require.NoError(t, err)
+		agents = append(agents, a)
+	}
+	_, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "overflow"})
+	require.ErrorIs(t, err, manager.ErrQueueFull)
+
+	require.Eventually(t, func() bool { return f.mgr.Stats().Running == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, 3, f.mgr.Stats().Pending)
+	assert.Len(t, f.mgr.List(manager.Filter{States: []manager.State{manager.Pending}}), 3)
+
+	// Cancel a pending one: it ends at once and never runs.
+	require.NoError(t, f.mgr.Cancel(agents[2].ID()))
+	res, err := agents[2].Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, manager.Cancelled, res.State)
+	assert.Equal(t, 0, res.Turns)
+
+	close(release)
+	ids := []string{agents[0].ID(), agents[1].ID(), agents[2].ID(), agents[3].ID()}
+	results, err := f.mgr.WaitAll(context.Background(), ids...)
+	require.NoError(t, err)
+	for i, r := range results {
+		assert.Equal(t, ids[i], r.ID, "WaitAll returns results in the order asked")
+	}
+	assert.Equal(t, []string{"0", "1", "3"}, order, "pending agents start first in, first out")
+}
+
+func TestCancelRunningAgent(t *testing.T) {
+	model := scripted.New(scripted.Step{Text: "started", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}}, scripted.Step{Block: true})
+	f := newFixture(t, model, nil)
+	a, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(model.Requests()) == 2 }, 5*time.Second, time.Millisecond)
+	a.Cancel()
+	res, err := a.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, manager.Cancelled, res.State)
+	assert.Equal(t, manager.ReasonCancelled, res.Reason)
+	assert.ErrorIs(t, res.Err, context.Canceled)
+	assert.True(t, res.Partial)
+	assert.Equal(t, "started", res.Output)
+
+	a.Cancel() // cancelling an ended agent changes nothing
+	info := a.Info()
+	assert.Equal(t, manager.Cancelled, info.State)
+	assert.False(t, info.Ended.Before(info.Started))
+}
+
+// TestLifecycleUnderConcurrentCancel spawns many agents and cancels them
+// from many goroutines at once while they run; every agent must pass only
+// through legal transitions and end exactly once.
+func TestLifecycleUnderConcurrentCancel(t *testing.T) {
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}},
+		scripted.Step{Delay: time.Millisecond, Calls: []scripted.Call{{Name: "echo", Args: `{"text":"y"}`}}},
+		scripted.Step{Text: "done"},
+	).WithoutRecording()
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 16 })
+	sub := f.mgr.Subscribe()
+	var completions atomic.Int64
+	f.mgr.OnComplete(func(manager.Info) { completions.Add(1) })
+
+	const n = 300
+	agents := make([]*manager.Agent, n)
+	for i := range agents {
+		a, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
+		require.NoError(t, err)
+		agents[i] = a
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < n; i += 3 {
+				agents[i].Cancel()
+			}
+			f.mgr.CancelAll()
+		})
+	}
+	wg.Wait()
+	for _, a := range agents {
+		<-a.Done()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, f.mgr.Close(ctx))
+
+	last := map[string]manager.State{}
+	ended := map[string]int{}
+	for e := range sub.C() {
+		if e.Kind == manager.EventState {
+			assert.Equal(t, last[e.AgentID], e.From, "transitions chain")
+			assert.True(t, manager.CanTransition(e.From, e.State), "%s → %s", e.From, e.State)
+			last[e.AgentID] = e.State
+		}
+		if e.Kind == manager.EventCompleted {
+			ended[e.AgentID]++
+		}
+	}
+	require.Len(t, ended, n)
+	for id, c := range ended {
+		assert.Equal(t, 1, c, "agent %s ended once", id)
+		assert.True(t, last[id].Terminal())
+	}
+	assert.Equal(t, int64(n), completions.Load())
+	st := f.mgr.Stats()
+	assert.Equal(t, n, st.Completed+st.Failed+st.Cancelled)
+	assert.Zero(t, st.Pending+st.Running)
+}
+
+func TestTransitionTable(t *testing.T) {
+	states := []manager.State{manager.Pending, manager.Running, manager.Completed, manager.Failed, manager.Cancelled}
+	allowed := map[[2]manager.State]bool{
+		{manager.Pending, manager.Running}:   true,
+		{manager.Pending, manager.Cancelled}: true,
+		{manager.Running, manager.Completed}: true,
+		{manager.Running, manager.Failed}:    true,
+		{manager.Running, manager.Cancelled}: true,
+	}
+	for _, from := range states {
+		for _, to := range states {
+			assert.Equal(t, allowed[[2]manager.State{from, to}], manager.CanTransition(from, to), "%s → %s", from, to)
+		}
+	}
+}
+
+func TestSpawnParallelReturnsInputOrder(t *testing.T) {
+	model := scripted.New(scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
+		task := scripted.Text(msgs[1])
+		var ms int
+		fmt.Sscan(task, &ms)
+		return scripted.Step{Text: "answer " + task, Delay: time.Duration(ms) * time.Millisecond}
+	}})
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 4 })
+	var reqs []manager.SpawnRequest
+	for _, ms := range []int{40, 1, 20, 5} {
+		reqs = append(reqs, manager.SpawnRequest{Type: "worker", Task: fmt.Sprint(ms)})
+	}
+	results, err := f.mgr.SpawnParallel(context.Background(), reqs)
+	require.NoError(t, err)
+	for i, ms := range []int{40, 1, 20, 5} {
+		assert.Equal(t, fmt.Sprintf("answer %d", ms), results[i].Output)
+	}
+
+	reqs = append(reqs, manager.SpawnRequest{Type: "nope", Task: "x"})
+	_, err = f.mgr.SpawnParallel(context.Background(), reqs)
+	require.ErrorIs(t, err, manager.ErrUnknownType)
+	assert.Contains(t, err.Error(), "request 4")
+	assert.Len(t, f.mgr.List(manager.Filter{}), 4, "a bad group spawns nothing")
+}
+
+func TestDepthLimit(t *testing.T) {
+	model := scripted.New(scripted.Step{Block: true})
+	f := newFixture(t, model, nil)
+	top, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
+	require.NoError(t, err)
+	child, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t", ParentID: top.ID()})
+	require.NoError(t, err)
+	assert.Equal(t, 1, child.Info().Depth)
+	_, err = f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t", ParentID: child.ID()})
+	require.ErrorIs(t, err, manager.ErrDepthExceeded)
+	assert.Len(t, f.mgr.List(manager.Filter{ParentID: top.ID()}), 1)
+}
+
+func TestCloseCancelsEverythingAndRefusesSpawns(t *testing.T) {
+	model := scripted.New(scripted.Step{Block: true})
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 2 })
+	var agents []*manager.Agent
+	for range 5 {
+		a, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
+		require.NoError(t, err)
+		agents = append(agents, a)
+	}
+	require.NoError(t, f.mgr.Close(context.Background()))
+	for i, a := range agents {
+		res, err := a.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, manager.Cancelled, res.State)
+		if i < 2 {
+			assert.Equal(t, manager.ReasonShutdown, res.Reason, "running agents end by shutdown")
+		}
+	}
+	_, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
+	assert.ErrorIs(t, err, manager.ErrClosed)
+}
+
+func TestTranscriptIsWrittenAsItGoes(t *testing.T) {
+	dir := t.TempDir()
+	model := scripted.New(scripted.Step{Text: "looking", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"hi"}`}}}, scripted.Step{Text: "bye"})
+	f := newFixture(t, model, func(c *manager.Config) { c.TranscriptDir = dir })
+	res := f.run(t, manager.SpawnRequest{})
+	require.Equal(t, filepath.Join(dir, res.ID+".jsonl"), res.Transcript)
+	fh, err := os.Open(res.Transcript)
+	require.NoError(t, err)
+	defer fh.Close()
+	var kinds []manager.EventKind
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		var e manager.Event
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &e))
+		assert.Equal(t, res.ID, e.AgentID)
+		kinds = append(kinds, e.Kind)
+	}
+	assert.Equal(t, []manager.EventKind{
+		manager.EventSpawned, manager.EventState, manager.EventModelCall, manager.EventToolCall,
+		manager.EventToolResult, manager.EventModelCall, manager.EventState, manager.EventCompleted,
+	}, kinds)
+}
+
+func TestStatsAndListFilters(t *testing.T) {
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 10, OutputTokens: 5},
+		scripted.Step{Text: "ok", InputTokens: 20, OutputTokens: 2},
+	)
+	f := newFixture(t, model, nil)
+	for range 3 {
+		f.run(t, manager.SpawnRequest{})
+	}
+	st := f.mgr.Stats()
+	assert.Equal(t, 3, st.Completed)
+	assert.Equal(t, manager.Usage{InputTokens: 90, OutputTokens: 21}, st.Usage)
+	assert.Equal(t, 3, st.ToolCalls)
+	assert.Equal(t, 6, st.Turns)
+	assert.Len(t, f.mgr.List(manager.Filter{Type: "worker", States: []manager.State{manager.Completed}}), 3)
+	assert.Empty(t, f.mgr.List(manager.Filter{Type: "other"}))
+	_, err := f.mgr.Get("missing")
+	assert.ErrorIs(t, err, manager.ErrNotFound)
+}
+
+func TestWaitHonoursContext(t *testing.T) {
+	f := newFixture(t, scripted.New(scripted.Step{Block: true}), nil)
+	a, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = f.mgr.Wait(ctx, a.ID())
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestResultJSON(t *testing.T) {
+	f := newFixture(t, scripted.New(scripted.Step{Text: "ok"}), nil)
+	res := f.run(t, manager.SpawnRequest{})
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	for _, k := range []string{"id", "type", "model", "state", "reason", "partial", "output", "usage", "tool_calls", "turns", "duration_ms"} {
+		assert.Contains(t, m, k)
+	}
+	assert.Equal(t, "completed", m["state"])
+}

@@ -1,0 +1,73 @@
+package manager
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Reason says why a run ended.
+type Reason string
+
+// The reasons a run ends.
+const (
+	ReasonDone            Reason = "done"
+	ReasonBudgetTokens    Reason = "budget_tokens"
+	ReasonBudgetTime      Reason = "budget_time"
+	ReasonBudgetToolCalls Reason = "budget_tool_calls"
+	ReasonBudgetTurns     Reason = "budget_turns"
+	ReasonModelError      Reason = "model_error"
+	ReasonToolPanic       Reason = "tool_panic"
+	ReasonBadOutput       Reason = "bad_output"
+	ReasonCancelled       Reason = "cancelled"
+	ReasonShutdown        Reason = "shutdown"
+)
+
+// Usage counts what a run consumed.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// Result is the outcome of one agent run.
+type Result struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	Model string `json:"model"`
+	State State  `json:"state"`
+	// Reason says why the run ended; ReasonDone for a completed run.
+	Reason Reason `json:"reason"`
+	// Partial is true when the run was cut short; Output then holds the
+	// last assistant text followed by the agent's notes.
+	Partial bool `json:"partial"`
+	// Output is the final answer.
+	Output string `json:"output"`
+	// Data is the answer parsed into structured form, when the type has
+	// an output parser or asks for JSON.
+	Data any `json:"data,omitempty"`
+	// Error describes what went wrong; empty for a completed run.
+	Error string `json:"error,omitempty"`
+	// Err is the error behind Error, for errors.Is: ErrBudgetExceeded,
+	// context.Canceled, context.DeadlineExceeded, ErrToolPanic, or the
+	// model's own error.
+	Err        error         `json:"-"`
+	Usage      Usage         `json:"usage"`
+	ToolCalls  int           `json:"tool_calls"`
+	Turns      int           `json:"turns"`
+	Duration   time.Duration `json:"-"`
+	Transcript string        `json:"transcript,omitempty"`
+}
+
+// Success reports whether the run completed.
+func (r *Result) Success() bool { return r.State == Completed }
+
+// MarshalJSON adds duration_ms, the form the command line prints.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	return json.Marshal(struct {
+		plain
+		DurationMS int64 `json:"duration_ms"`
+	}{plain(r), r.Duration.Milliseconds()})
+}
