@@ -1,0 +1,234 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+// benchManager builds a manager over a registry with one no-op tool and a
+// type that may call it.
+func benchManager(b *testing.B, model llms.Model, concurrent, queue int) *manager.Manager {
+	b.Helper()
+	reg := agenttypes.NewRegistry()
+	_ = reg.RegisterTool(&agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "noop", Description: "does nothing", ReadOnly: true},
+		Func:     func(context.Context, json.RawMessage) (string, error) { return "ok", nil },
+	})
+	_ = reg.RegisterType(agenttypes.Type{Name: "bench", Description: "benchmarks", Prompt: "system", Tools: []string{"noop"}})
+	mgr, err := manager.New(manager.Config{
+		Registry:      reg,
+		Models:        manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+		DefaultModel:  "scripted",
+		MaxConcurrent: concurrent,
+		MaxQueue:      queue,
+		Logger:        slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = mgr.Close(context.Background()) })
+	return mgr
+}
+
+// threeTurns asks for two tool calls on each of three turns, then answers.
+func threeTurns() *scripted.Model {
+	two := scripted.Step{Calls: []scripted.Call{{Name: "noop"}, {Name: "noop"}}}
+	return scripted.New(two, two, two, scripted.Step{Text: "done"}).WithoutRecording()
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[min(len(d)-1, int(float64(len(d))*p))]
+}
+
+// BenchmarkSpawn measures how long Spawn takes to return, at p50 and p99.
+func BenchmarkSpawn(b *testing.B) {
+	mgr := benchManager(b, scripted.New(scripted.Step{Text: "done"}).WithoutRecording(), 64, 1_000_000)
+	lat := make([]time.Duration, 0, b.N)
+	agents := make([]*manager.Agent, 0, b.N)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t"})
+		lat = append(lat, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		agents = append(agents, a)
+	}
+	b.StopTimer()
+	for _, a := range agents {
+		<-a.Done()
+	}
+	b.ReportMetric(float64(percentile(lat, 0.50).Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(percentile(lat, 0.99).Nanoseconds()), "p99-ns")
+}
+
+// clockModel records when each conversation calls it, so the time between
+// two calls of one agent is the manager's cost of one step (the model and
+// the tools take no time).
+type clockModel struct {
+	*scripted.Model
+	mu    sync.Mutex
+	stamp map[*llms.MessageContent]time.Time
+	steps []time.Duration
+}
+
+func (c *clockModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	now := time.Now()
+	key := &msgs[0] // one conversation keeps its first message in place
+	c.mu.Lock()
+	if prev, ok := c.stamp[key]; ok {
+		c.steps = append(c.steps, now.Sub(prev))
+	}
+	c.mu.Unlock()
+	resp, err := c.Model.GenerateContent(ctx, msgs, opts...)
+	c.mu.Lock()
+	c.stamp[key] = time.Now()
+	c.mu.Unlock()
+	return resp, err
+}
+
+// BenchmarkStepOverhead runs agents one at a time and reports the
+// manager's own time per model↔tool step (two no-op tool calls).
+func BenchmarkStepOverhead(b *testing.B) {
+	model := &clockModel{Model: threeTurns(), stamp: map[*llms.MessageContent]time.Time{}}
+	mgr := benchManager(b, model, 1, 1_000_000)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-a.Done()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(percentile(model.steps, 0.50).Nanoseconds()), "step-p50-ns")
+	b.ReportMetric(float64(percentile(model.steps, 0.99).Nanoseconds()), "step-p99-ns")
+}
+
+// BenchmarkWorkload runs 10,000 agents × 3 turns × 2 tool calls with a
+// zero-latency model at concurrency 1,000.
+func BenchmarkWorkload(b *testing.B) {
+	const agents, concurrency, steps = 10_000, 1_000, 3
+	model := threeTurns()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for range b.N {
+		mgr := benchManager(b, model, concurrency, agents)
+		handles := make([]*manager.Agent, agents)
+		start := time.Now()
+		for i := range handles {
+			a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			handles[i] = a
+		}
+		for _, a := range handles {
+			<-a.Done()
+		}
+		elapsed := time.Since(start)
+		st := mgr.Stats()
+		if st.Completed != agents || st.ToolCalls != agents*steps*2 {
+			b.Fatalf("stats %+v", st)
+		}
+		b.ReportMetric(float64(elapsed.Milliseconds()), "wall-ms")
+		b.ReportMetric(float64(elapsed.Nanoseconds())/float64(agents*steps), "wall-ns/step")
+	}
+}
+
+// BenchmarkMemoryPerAgent holds 10,000 agents running (each blocked in a
+// model call) and reports the heap and stack they take, conversation aside.
+func BenchmarkMemoryPerAgent(b *testing.B) {
+	const agents = 10_000
+	ctx := context.Background()
+	for range b.N {
+		model := scripted.New(scripted.Step{Block: true}).WithoutRecording()
+		mgr := benchManager(b, model, agents, agents)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		handles := make([]*manager.Agent, agents)
+		for i := range handles {
+			a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			handles[i] = a
+		}
+		for mgr.Stats().Running < agents {
+			time.Sleep(time.Millisecond)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		used := (after.HeapInuse + after.StackInuse) - (before.HeapInuse + before.StackInuse)
+		b.ReportMetric(float64(used)/agents/1024, "KiB/agent")
+		mgr.CancelAll()
+		for _, a := range handles {
+			<-a.Done()
+		}
+	}
+}
+
+// BenchmarkCancelAll cancels 10,000 running agents and waits until every
+// one is terminal and its goroutine gone.
+func BenchmarkCancelAll(b *testing.B) {
+	const agents = 10_000
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		baseline := runtime.NumGoroutine()
+		model := scripted.New(scripted.Step{Block: true}).WithoutRecording()
+		mgr := benchManager(b, model, agents, agents)
+		handles := make([]*manager.Agent, agents)
+		for i := range handles {
+			a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			handles[i] = a
+		}
+		for mgr.Stats().Running < agents {
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+		start := time.Now()
+		mgr.CancelAll()
+		for _, a := range handles {
+			<-a.Done()
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		b.ReportMetric(float64(elapsed.Microseconds())/1000, "cancel-ms")
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > baseline {
+			b.Fatalf("%d goroutines left behind", n-baseline)
+		}
+		if st := mgr.Stats(); st.Cancelled != agents {
+			b.Fatal(fmt.Sprintf("%+v", st))
+		}
+	}
+}
