@@ -3,11 +3,11 @@ package manager_test
 import (
 	"bufio"
 	"bytes"
-	"log/slog"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -268,7 +268,9 @@ func TestBudgetsEndTheRun(t *testing.T) {
 		},
 		{
 			name: "tool calls", budget: agenttypes.Budget{MaxToolCalls: 5}, reason: manager.ReasonBudgetToolCalls,
-			check: func(t *testing.T, res manager.Result) { assert.Equal(t, 5, res.ToolCalls, "never more calls than the budget") },
+			check: func(t *testing.T, res manager.Result) {
+				assert.Equal(t, 5, res.ToolCalls, "never more calls than the budget")
+			},
 		},
 		{
 			name: "tokens", budget: agenttypes.Budget{MaxTokens: 400}, reason: manager.ReasonBudgetTokens,
