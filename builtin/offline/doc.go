@@ -1,0 +1,27 @@
+// Package offline provides troupe's offline retrieval model: a deterministic
+// llms.Model that needs no API key and no network, so that the explore agent
+// works on any machine.
+//
+// The model is not a language model. It runs a fixed retrieval policy
+// through the same native tool calling a real model uses:
+//
+//  1. From the task (the last human message) it extracts search terms —
+//     identifiers, their camelCase and snake_case parts, quoted strings and
+//     the remaining words minus stop words — and calls glob on file names
+//     containing the top terms and grep once for each of them.
+//  2. It scores every matching line (distinct terms, definitions such as
+//     "func X" or "type X", file names, a small penalty for tests, vendored
+//     code and docs) and calls read around the best line of the top files.
+//  3. It answers with ranked findings as Markdown: a first line saying that
+//     this is the offline retrieval model and how to configure a real one,
+//     then "## Findings" with one numbered item per `path:line`.
+//
+// Everything is derived from the messages, so one Model is safe for
+// concurrent use and the same conversation always gets the same answer.
+// Token usage is estimated (four bytes a token) and reported in the
+// choice's GenerationInfo like a provider would; WithMaxTokens is honoured
+// by dropping findings from the end.
+//
+// ParseFindings turns an answer — the offline model's or a real model's —
+// into a list of Finding values for structured output.
+package offline

@@ -1,0 +1,227 @@
+package offline
+
+import (
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Finding is one place in the code that answers the task, as the explore
+// type reports it in its structured output.
+type Finding struct {
+	Path      string  `json:"path"`
+	Line      int     `json:"line"`
+	Snippet   string  `json:"snippet"`
+	Relevance float64 `json:"relevance"`
+}
+
+var (
+	// refRe finds `path:line` (also path:line:col, path:line-end and
+	// path#Lline) references.
+	refRe = regexp.MustCompile(`([\p{L}\p{N}_.\-+@~/\\]*[\p{L}\p{N}_])(?::(\d+)(?:[:\-–]\d+)?|#L(\d+)(?:-L?\d+)?)`)
+	// relevanceRe finds "(relevance 0.87)", "(score: 0.5)", "(relevance 87%)".
+	relevanceRe = regexp.MustCompile(`(?i)\(\s*(?:relevance|score|confidence)\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(%)?\s*\)`)
+	listMarkRe  = regexp.MustCompile(`^\s*(?:>\s*)*(?:[-*+•]|\d+[.)])\s+`)
+	leadRe      = regexp.MustCompile("^(?:\\]\\([^)]*\\)|[`*_\\])]+)*")
+	sepRe       = regexp.MustCompile(`^\s*(?:—|–|-{1,2}|:|\||=>|->|,|;)\s*`)
+	fenceRe     = regexp.MustCompile("^\\s*(?:```|~~~)")
+)
+
+// ParseFindings extracts findings from an answer: the offline model's own
+// Markdown, or what a language model wrote. Every line outside code fences
+// that holds a `path:line` reference (with or without backticks, bold or a
+// link) gives a finding; the text after the reference, past a dash or a
+// colon, is the snippet, and "(relevance X)" its relevance. A finding
+// without a relevance gets one from its position: 1, then decreasing. A
+// path:line that appears twice is kept once.
+func ParseFindings(markdown string) []Finding {
+	var (
+		out      []Finding
+		explicit []bool
+		seen     = make(map[string]bool)
+		fenced   bool
+	)
+	for _, line := range strings.Split(markdown, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if fenceRe.MatchString(line) {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		refs := lineRefs(line)
+		if len(refs) == 0 {
+			continue
+		}
+		segs := make([]string, len(refs))
+		rels := make([]float64, len(refs))
+		hasRel := make([]bool, len(refs))
+		for i, r := range refs {
+			end := len(line)
+			if i+1 < len(refs) {
+				end = refs[i+1].start
+			}
+			segs[i], rels[i], hasRel[i] = cleanSegment(line[r.end:end])
+		}
+		// A reference followed only by punctuation ("`a.go:1`, `a.go:2` — x")
+		// shares the line's last text; a line whose text comes first
+		// ("The loop (`loop.go:5`)") uses that.
+		fallback, fallbackRel, fallbackHas := segs[len(segs)-1], rels[len(refs)-1], hasRel[len(refs)-1]
+		if fallback == "" {
+			fallback = cleanBefore(line[:refs[0].start])
+		}
+		for i, r := range refs {
+			key := r.path + ":" + strconv.Itoa(r.line)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			snip, rel, has := segs[i], rels[i], hasRel[i]
+			if snip == "" {
+				snip = fallback
+			}
+			if !has {
+				rel, has = fallbackRel, fallbackHas
+			}
+			out = append(out, Finding{Path: r.path, Line: r.line, Snippet: snip, Relevance: rel})
+			explicit = append(explicit, has)
+		}
+	}
+	n := len(out)
+	for i := range out {
+		if !explicit[i] {
+			out[i].Relevance = math.Round((1-float64(i)/float64(n))*100) / 100
+		}
+	}
+	return out
+}
+
+type ref struct {
+	path       string
+	line       int
+	start, end int
+}
+
+// lineRefs finds the path:line references of one line.
+func lineRefs(line string) []ref {
+	var refs []ref
+	for _, m := range refRe.FindAllStringSubmatchIndex(line, -1) {
+		p := line[m[2]:m[3]]
+		num := ""
+		if m[4] >= 0 {
+			num = line[m[4]:m[5]]
+		} else {
+			num = line[m[6]:m[7]]
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 1 {
+			continue
+		}
+		if strings.HasPrefix(p, "//") {
+			continue // a URL such as https://host:8080
+		}
+		for strings.HasPrefix(p, "./") {
+			p = p[2:]
+		}
+		if !looksLikePath(p, strings.HasSuffix(line[:m[2]], "`")) {
+			continue
+		}
+		refs = append(refs, ref{path: p, line: n, start: m[0], end: m[1]})
+	}
+	return refs
+}
+
+// looksLikePath accepts names with a directory or an extension, and any
+// name in backticks ("`Makefile:12`"); it rejects "Step:1" and "10:30".
+func looksLikePath(p string, backticked bool) bool {
+	if p == "" || strings.IndexFunc(p, unicode.IsLetter) < 0 {
+		return false
+	}
+	if strings.ContainsAny(p, "/\\") {
+		return true
+	}
+	if i := strings.LastIndexByte(p, '.'); i > 0 && i < len(p)-1 {
+		return true
+	}
+	return backticked
+}
+
+// cleanSegment turns the text after a reference into a snippet and a
+// relevance.
+func cleanSegment(s string) (string, float64, bool) {
+	var rel float64
+	var has bool
+	if locs := relevanceRe.FindAllStringSubmatchIndex(s, -1); len(locs) > 0 {
+		m := locs[len(locs)-1]
+		if v, err := strconv.ParseFloat(s[m[2]:m[3]], 64); err == nil {
+			if m[4] >= 0 || v > 1 {
+				v /= 100
+			}
+			rel, has = math.Max(0, math.Min(1, v)), true
+		}
+		s = s[:m[0]] + s[m[1]:]
+	}
+	s = leadRe.ReplaceAllString(s, "")
+	s = sepRe.ReplaceAllString(s, "")
+	s = strings.TrimSpace(s)
+	s = strings.TrimRight(s, " \t|—–-:")
+	s = strings.TrimSpace(s)
+	s = unwrap(s)
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		s = ""
+	}
+	return s, rel, has
+}
+
+// cleanBefore turns the text before a reference into a snippet.
+func cleanBefore(s string) string {
+	s = listMarkRe.ReplaceAllString(s, "")
+	s = strings.TrimSpace(s)
+	s = strings.TrimRight(s, " \t`*_[(|—–-:")
+	s = strings.TrimSpace(s)
+	s = unwrap(s)
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		return ""
+	}
+	return s
+}
+
+// unwrap removes a code span or bold markers around the whole of s.
+func unwrap(s string) string {
+	if n := len(s) - len(strings.TrimLeft(s, "`")); n > 0 {
+		// The span opened by n backticks closes at the next run of exactly
+		// n backticks; it is the whole of s only if that run ends s.
+		rest := s[n:]
+		for i := 0; i < len(rest); {
+			if rest[i] != '`' {
+				i++
+				continue
+			}
+			j := i
+			for j < len(rest) && rest[j] == '`' {
+				j++
+			}
+			if j-i == n {
+				if j != len(rest) {
+					return s
+				}
+				inner := rest[:i]
+				if len(inner) >= 2 && inner[0] == ' ' && inner[len(inner)-1] == ' ' && strings.TrimSpace(inner) != "" {
+					inner = inner[1 : len(inner)-1]
+				}
+				return inner
+			}
+			i = j
+		}
+		return s
+	}
+	for _, w := range []string{"**", "__"} {
+		if len(s) > 2*len(w) && strings.HasPrefix(s, w) && strings.HasSuffix(s, w) {
+			return strings.TrimSpace(s[len(w) : len(s)-len(w)])
+		}
+	}
+	return s
+}

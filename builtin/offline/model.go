@@ -1,0 +1,466 @@
+package offline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Name is the model's name, as in `--model offline`.
+const Name = "offline"
+
+// Names of the tools the model calls; they are troupe's builtin tools.
+const (
+	toolGrep = "grep"
+	toolGlob = "glob"
+	toolRead = "read"
+)
+
+// Stop reasons, as OpenAI-style providers report them.
+const (
+	stopReasonStop      = "stop"
+	stopReasonToolCalls = "tool_calls"
+)
+
+// ErrGrepNotOffered is returned when a conversation needs a search but the
+// grep tool is not among the tools offered with llms.WithTools.
+var ErrGrepNotOffered = errors.New("offline: the offline retrieval model searches with the grep tool, " +
+	"which this call does not offer (pass it with llms.WithTools); " +
+	"for a model that works without tools configure one with --model provider:model or TROUPE_MODEL")
+
+// Model is the offline retrieval model. It holds no state: every answer is
+// derived from the messages, so one Model may serve any number of
+// conversations at once. The zero value is ready to use.
+type Model struct{}
+
+var _ llms.Model = (*Model)(nil)
+
+// New returns the offline retrieval model.
+func New() *Model { return &Model{} }
+
+// RetrievalOnly reports that the model cannot reason; the manager refuses
+// it for agent types that need a language model.
+func (*Model) RetrievalOnly() bool { return true }
+
+// Call answers a single prompt. Like GenerateContent, it needs the grep
+// tool in the options.
+func (m *Model) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
+}
+
+// GenerateContent runs one step of the retrieval policy: search (glob and
+// grep), then read the best files, then answer with ranked findings. Which
+// step comes next is decided from the tool calls and tool responses after
+// the last human message.
+func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var opts llms.CallOptions
+	for _, o := range options {
+		o(&opts)
+	}
+	offered := offeredTools(opts)
+	conv := readConversation(messages)
+	terms := extractTerms(conv.task)
+
+	var (
+		content string
+		calls   []llms.ToolCall
+	)
+	switch {
+	case len(terms) == 0:
+		content, _ = answer{noTerms: true}.fit(opts.MaxTokens)
+	case !conv.searched:
+		if !offered[toolGrep] {
+			return nil, ErrGrepNotOffered
+		}
+		content, calls = searchTurn(terms, offered[toolGlob], opts.MaxTokens)
+	default:
+		sc := scorer{terms: terms}
+		ev, err := conv.evidence(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		files, err := sc.rankFiles(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		if !conv.read && offered[toolRead] && len(files) > 0 {
+			content, calls = readTurn(files, opts.MaxTokens)
+			break
+		}
+		a := answer{searched: grepTerms(terms), findings: sc.findings(files, ev.reads)}
+		if len(a.findings) == 0 {
+			a.suggestions = suggestions(terms)
+		}
+		content, _ = a.fit(opts.MaxTokens)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if content != "" && opts.StreamingFunc != nil {
+		if err := opts.StreamingFunc(ctx, []byte(content)); err != nil {
+			return nil, err
+		}
+	}
+
+	choice := &llms.ContentChoice{Content: content, StopReason: stopReasonStop}
+	if len(calls) > 0 {
+		choice.StopReason = stopReasonToolCalls
+		choice.ToolCalls = calls
+		fc := *calls[0].FunctionCall
+		choice.FuncCall = &fc
+	}
+	in := estimateTokens(conv.chars)
+	out := estimateTokens(outputChars(content, calls))
+	choice.GenerationInfo = map[string]any{
+		"PromptTokens":     in,
+		"CompletionTokens": out,
+		"TotalTokens":      in + out,
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
+}
+
+// offeredTools returns the names of the tools (and legacy functions) in
+// the options.
+func offeredTools(opts llms.CallOptions) map[string]bool {
+	names := make(map[string]bool)
+	for _, t := range opts.Tools {
+		if t.Function != nil {
+			names[t.Function.Name] = true
+		}
+	}
+	for _, f := range opts.Functions {
+		names[f.Name] = true
+	}
+	return names
+}
+
+// conversation is what the model needs from the messages.
+type conversation struct {
+	task      string                       // the last human message
+	calls     map[string]llms.FunctionCall // tool calls after it, by ID
+	responses []llms.ToolCallResponse      // tool responses after it
+	searched  bool                         // grep or glob was called
+	read      bool                         // read was called
+	chars     int                          // bytes of all message text
+}
+
+func readConversation(messages []llms.MessageContent) conversation {
+	c := conversation{calls: make(map[string]llms.FunctionCall)}
+	last := -1
+	for i, msg := range messages {
+		if msg.Role == llms.ChatMessageTypeHuman {
+			last = i
+		}
+		for _, p := range msg.Parts {
+			c.chars += partChars(p)
+		}
+	}
+	if last < 0 {
+		return c
+	}
+	var task []string
+	for _, p := range messages[last].Parts {
+		if t, ok := p.(llms.TextContent); ok {
+			task = append(task, t.Text)
+		}
+	}
+	c.task = strings.Join(task, "\n")
+	for _, msg := range messages[last+1:] {
+		for _, p := range msg.Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					c.calls[p.ID] = *p.FunctionCall
+					c.note(p.FunctionCall.Name)
+				}
+			case llms.ToolCallResponse:
+				c.responses = append(c.responses, p)
+				c.note(c.toolName(p))
+			}
+		}
+	}
+	return c
+}
+
+func (c *conversation) note(tool string) {
+	switch tool {
+	case toolGrep, toolGlob:
+		c.searched = true
+	case toolRead:
+		c.read = true
+	}
+}
+
+// toolName is the name of the tool that produced a response.
+func (c *conversation) toolName(r llms.ToolCallResponse) string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return c.calls[r.ToolCallID].Name
+}
+
+var readCallIDRe = regexp.MustCompile(`^call_2_(\d+)$`)
+
+// evidence collects the tool output. A read response whose call is not in
+// the messages is matched to the read plan by its ID; the plan is
+// recomputed from the search results, which gives the same files.
+func (c *conversation) evidence(ctx context.Context, sc scorer) (evidence, error) {
+	ev := evidence{reads: make(map[string][]hit)}
+	var orphans []llms.ToolCallResponse
+	for _, r := range c.responses {
+		switch c.toolName(r) {
+		case toolGrep:
+			ev.grep = append(ev.grep, parseGrep(r.Content)...)
+		case toolGlob:
+			ev.glob = append(ev.glob, parseGlob(r.Content)...)
+		case toolRead:
+			var args struct {
+				Path string `json:"path"`
+			}
+			call, ok := c.calls[r.ToolCallID]
+			if !ok || json.Unmarshal([]byte(call.Arguments), &args) != nil || args.Path == "" {
+				orphans = append(orphans, r)
+				continue
+			}
+			p := cleanPath(args.Path)
+			ev.reads[p] = append(ev.reads[p], parseRead(p, r.Content)...)
+		}
+	}
+	if len(orphans) == 0 {
+		return ev, nil
+	}
+	files, err := sc.rankFiles(ctx, evidence{grep: ev.grep, glob: ev.glob})
+	if err != nil {
+		return ev, err
+	}
+	for _, r := range orphans {
+		m := readCallIDRe.FindStringSubmatch(r.ToolCallID)
+		if m == nil {
+			continue
+		}
+		i, _ := strconv.Atoi(m[1])
+		if i < len(files) && i < maxReadFiles {
+			p := files[i].path
+			ev.reads[p] = append(ev.reads[p], parseRead(p, r.Content)...)
+		}
+	}
+	return ev, nil
+}
+
+// searchTurn asks for a glob on file names and a grep per top term.
+func searchTurn(terms []term, glob bool, maxTokens int) (string, []llms.ToolCall) {
+	var calls []llms.ToolCall
+	id := func() string { return fmt.Sprintf("call_1_%d", len(calls)) }
+	if glob {
+		if pattern := globPattern(terms); pattern != "" {
+			calls = append(calls, toolCall(id(), toolGlob, struct {
+				Pattern string `json:"pattern"`
+			}{pattern}))
+		}
+	}
+	searched := grepTerms(terms)
+	for _, t := range searched {
+		calls = append(calls, toolCall(id(), toolGrep, struct {
+			Pattern    string `json:"pattern"`
+			IgnoreCase bool   `json:"ignore_case"`
+			MaxResults int    `json:"max_results"`
+		}{regexp.QuoteMeta(t), true, grepMaxResults}))
+	}
+	return fitCalls("Searching for "+codeList(searched)+".", calls, maxTokens)
+}
+
+// readTurn asks to read around the best line of each top file.
+func readTurn(files []*fileRank, maxTokens int) (string, []llms.ToolCall) {
+	files = files[:min(len(files), maxReadFiles)]
+	calls := make([]llms.ToolCall, len(files))
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.path
+		calls[i] = toolCall(fmt.Sprintf("call_2_%d", i), toolRead, struct {
+			Path   string `json:"path"`
+			Offset int    `json:"offset"`
+			Limit  int    `json:"limit"`
+		}{f.path, max(1, f.best()-readBefore), readLimit})
+	}
+	return fitCalls("Reading the best matches: "+codeList(paths)+".", calls, maxTokens)
+}
+
+// fitCalls keeps a tool-call turn within maxTokens: the text goes first,
+// then calls from the end; one call always stays.
+func fitCalls(content string, calls []llms.ToolCall, maxTokens int) (string, []llms.ToolCall) {
+	if maxTokens <= 0 {
+		return content, calls
+	}
+	if estimateTokens(outputChars(content, calls)) > maxTokens {
+		content = ""
+	}
+	for len(calls) > 1 && estimateTokens(outputChars(content, calls)) > maxTokens {
+		calls = calls[:len(calls)-1]
+	}
+	return content, calls
+}
+
+func toolCall(id, name string, args any) llms.ToolCall {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(args) // plain structs of strings, bools and ints
+	return llms.ToolCall{
+		ID:   id,
+		Type: "function",
+		FunctionCall: &llms.FunctionCall{
+			Name:      name,
+			Arguments: strings.TrimSpace(buf.String()),
+		},
+	}
+}
+
+// grepTerms are the terms searched with grep.
+func grepTerms(terms []term) []string {
+	out := make([]string, 0, maxGrepTerms)
+	for _, t := range terms[:min(len(terms), maxGrepTerms)] {
+		out = append(out, t.text)
+	}
+	return out
+}
+
+var globSafeRe = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
+
+// globPattern matches file names containing any of the top terms, in the
+// spellings a file name would use: as written, lower case, snake_case.
+func globPattern(terms []term) string {
+	var variants []string
+	seen := make(map[string]bool)
+	addVariant := func(v string) {
+		if len(variants) < maxGlobVariants && len(v) >= minTermLen && !seen[v] {
+			seen[v] = true
+			variants = append(variants, v)
+		}
+	}
+	used := 0
+	for _, t := range terms {
+		if used == maxGlobTerms {
+			break
+		}
+		if !globSafeRe.MatchString(t.text) {
+			continue
+		}
+		used++
+		addVariant(t.lower)
+		addVariant(t.text)
+		if parts := splitIdent(t.text); len(parts) > 1 {
+			addVariant(strings.ToLower(strings.Join(parts, "_")))
+		}
+	}
+	switch len(variants) {
+	case 0:
+		return ""
+	case 1:
+		return "**/*" + variants[0] + "*"
+	default:
+		return "**/*{" + strings.Join(variants, ",") + "}*"
+	}
+}
+
+// suggestions are other spellings to try when nothing matched: the terms
+// not searched, word stems, and snake_case or camelCase variants.
+func suggestions(terms []term) []string {
+	const maxSuggestions = 5
+	var out []string
+	seen := make(map[string]bool)
+	for _, t := range terms {
+		seen[t.lower] = true
+	}
+	add := func(s string) {
+		if len(out) < maxSuggestions && len(s) >= minTermLen && !seen[strings.ToLower(s)] {
+			seen[strings.ToLower(s)] = true
+			out = append(out, s)
+		}
+	}
+	for _, t := range terms[min(len(terms), maxGrepTerms):] {
+		if len(out) < 3 {
+			add(t.text)
+		}
+	}
+	for _, t := range terms[:min(len(terms), maxGrepTerms)] {
+		if parts := splitIdent(t.text); len(parts) > 1 {
+			if strings.Contains(t.text, "_") {
+				add(camel(parts))
+			} else {
+				add(strings.ToLower(strings.Join(parts, "_")))
+			}
+			continue
+		}
+		add(stem(t.lower))
+	}
+	return out
+}
+
+// stem strips a common English ending: "retries" → "retry",
+// "spawning" → "spawn"; other words come back unchanged.
+func stem(w string) string {
+	if len(w) < 6 {
+		return w
+	}
+	switch {
+	case strings.HasSuffix(w, "ies"):
+		return w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "ing"):
+		return w[:len(w)-3]
+	case strings.HasSuffix(w, "ed"):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss"):
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+func camel(parts []string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		p = strings.ToLower(p)
+		if i > 0 && p != "" {
+			p = strings.ToUpper(p[:1]) + p[1:]
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// partChars is the size of a message part as the token estimate sees it.
+func partChars(p llms.ContentPart) int {
+	switch p := p.(type) {
+	case llms.TextContent:
+		return len(p.Text)
+	case llms.ToolCall:
+		if p.FunctionCall != nil {
+			return len(p.FunctionCall.Name) + len(p.FunctionCall.Arguments)
+		}
+	case llms.ToolCallResponse:
+		return len(p.Content)
+	case llms.ImageURLContent:
+		return len(p.URL)
+	case llms.BinaryContent:
+		return len(p.Data)
+	}
+	return 0
+}
+
+// outputChars is the size of a reply: its text and its tool calls.
+func outputChars(content string, calls []llms.ToolCall) int {
+	n := len(content)
+	for _, c := range calls {
+		n += partChars(c)
+	}
+	return n
+}
