@@ -157,28 +157,34 @@ func BenchmarkWorkload(b *testing.B) {
 	}
 }
 
+// spawnRunning spawns n agents and returns once all of them are running.
+func spawnRunning(b *testing.B, mgr *manager.Manager, n int) []*manager.Agent {
+	b.Helper()
+	handles := make([]*manager.Agent, n)
+	for i := range handles {
+		a, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "bench", Task: "t"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		handles[i] = a
+	}
+	for mgr.Stats().Running < n {
+		time.Sleep(time.Millisecond)
+	}
+	return handles
+}
+
 // BenchmarkMemoryPerAgent holds 10,000 agents running (each blocked in a
 // model call) and reports the heap and stack they take, conversation aside.
 func BenchmarkMemoryPerAgent(b *testing.B) {
 	const agents = 10_000
-	ctx := context.Background()
 	for range b.N {
 		model := scripted.New(scripted.Step{Block: true}).WithoutRecording()
 		mgr := benchManager(b, model, agents, agents)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		handles := make([]*manager.Agent, agents)
-		for i := range handles {
-			a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			handles[i] = a
-		}
-		for mgr.Stats().Running < agents {
-			time.Sleep(time.Millisecond)
-		}
+		handles := spawnRunning(b, mgr, agents)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		used := (after.HeapInuse + after.StackInuse) - (before.HeapInuse + before.StackInuse)
@@ -194,23 +200,12 @@ func BenchmarkMemoryPerAgent(b *testing.B) {
 // one is terminal and its goroutine gone.
 func BenchmarkCancelAll(b *testing.B) {
 	const agents = 10_000
-	ctx := context.Background()
 	for range b.N {
 		b.StopTimer()
 		baseline := runtime.NumGoroutine()
 		model := scripted.New(scripted.Step{Block: true}).WithoutRecording()
 		mgr := benchManager(b, model, agents, agents)
-		handles := make([]*manager.Agent, agents)
-		for i := range handles {
-			a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			handles[i] = a
-		}
-		for mgr.Stats().Running < agents {
-			time.Sleep(time.Millisecond)
-		}
+		handles := spawnRunning(b, mgr, agents)
 		b.StartTimer()
 		start := time.Now()
 		mgr.CancelAll()
