@@ -8,7 +8,7 @@ import (
 
 func ExampleExtractTerms() {
 	fmt.Println(offline.ExtractTerms("Where is parseConfig called when the \"config file\" is missing?"))
-	// Output: [config file parseConfig missing config parse]
+	// Output: [config file parseConfig miss config parse]
 }
 
 func ExampleParseFindings() {

@@ -22,7 +22,7 @@ func TestExtractTerms(t *testing.T) {
 		{"acronym inside camelCase", "how is parseHTTPResponse done",
 			[]string{"parseHTTPResponse", "response", "parse", "http"}},
 		{"plain words, longer first", "How is the token budget enforced in the manager loop?",
-			[]string{"enforced", "manager", "budget", "token", "loop"}},
+			[]string{"manager", "budget", "enforc", "token", "loop"}},
 		{"double-quoted phrase kept whole", `where does "budget exceeded" come from`,
 			[]string{"budget exceeded"}},
 		{"backticked identifier", "what does `ErrUnknownType` mean",
@@ -31,9 +31,9 @@ func TestExtractTerms(t *testing.T) {
 		{"single quotes but not apostrophes", "Don't touch 'max_tokens' here",
 			[]string{"max_tokens", "touch", "tokens"}},
 		{"capitalised stop word mid-sentence is an identifier", "who closes the Done channel",
-			[]string{"Done", "channel", "closes"}},
+			[]string{"Done", "channel", "clos"}},
 		{"sentence start is not a name", "Budget? Spawn checks it.",
-			[]string{"budget", "checks", "spawn"}},
+			[]string{"budget", "spawn", "check"}},
 		{"dotted, paths and file names", "see manager.Spawn in builtin/offline and config.yaml",
 			[]string{"builtin/offline", "manager.Spawn", "config.yaml", "manager", "builtin", "offline", "config", "spawn", "yaml"}},
 		{"abbreviations and numbers dropped", "e.g. 42 or 3.14, i.e. nothing", []string{}},
@@ -66,5 +66,15 @@ func TestSplitIdent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, splitIdent(tt.in), tt.in)
+	}
+}
+
+func TestSearchStem(t *testing.T) {
+	for in, want := range map[string]string{
+		"refunds": "refund", "applied": "appl", "retries": "retr", "charging": "charg",
+		"matches": "match", "charged": "charg", "class": "class", "status": "status",
+		"uses": "uses", "bus": "bus", "discount": "discount",
+	} {
+		assert.Equal(t, want, searchStem(in), in)
 	}
 }
