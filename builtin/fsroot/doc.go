@@ -1,0 +1,14 @@
+// Package fsroot is the one path resolver every builtin file tool uses.
+//
+// A Root wraps an os.Root, so nothing outside the agent's directory can be
+// reached: paths that climb out ("../x") or name another place ("/etc")
+// are refused by Resolve, and symlinks whose targets leave the root are
+// refused by the operating system when opened. On top of that, Root only
+// reads regular files (a named pipe, socket or device is refused without
+// blocking), caps how much it reads, and walks directories without
+// following symlinked directories, so a walk cannot loop.
+//
+// Paths going in may be relative to the root or absolute inside it; paths
+// coming out are always clean, slash-separated and relative to the root,
+// with "." for the root itself.
+package fsroot

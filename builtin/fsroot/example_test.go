@@ -1,0 +1,49 @@
+package fsroot_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/troupe-dev/troupe/builtin/fsroot"
+)
+
+func ExampleRoot_Resolve() {
+	dir, _ := os.MkdirTemp("", "fsroot-example")
+	defer os.RemoveAll(dir)
+	root, err := fsroot.Open(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer root.Close()
+
+	for _, p := range []string{"", "src/./main.go", "src/../README.md", filepath.Join(dir, "docs")} {
+		rel, _ := root.Resolve(p)
+		fmt.Println(rel)
+	}
+	_, err = root.Resolve("../etc/passwd")
+	fmt.Println(err)
+	// Output:
+	// .
+	// src/main.go
+	// README.md
+	// docs
+	// "../etc/passwd": path is outside the root; pass a path inside it, relative to the root
+}
+
+func ExampleRoot_ReadFile() {
+	dir, _ := os.MkdirTemp("", "fsroot-example")
+	defer os.RemoveAll(dir)
+	_ = os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello, world\n"), 0o644)
+	root, _ := fsroot.Open(dir)
+	defer root.Close()
+
+	data, truncated, err := root.ReadFile("notes.txt", 5)
+	fmt.Printf("%q %v %v\n", data, truncated, err)
+	_, _, err = root.ReadFile(".", 5)
+	fmt.Println(err)
+	// Output:
+	// "hello" true <nil>
+	// . is a directory (not a regular file); use ls, glob or grep on it
+}

@@ -1,0 +1,96 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/tools"
+)
+
+// exampleDir writes a small project and returns a context that carries it
+// as the agent's directory, as the manager would.
+func exampleDir() (context.Context, func()) {
+	dir, err := os.MkdirTemp("", "tools-example")
+	if err != nil {
+		panic(err)
+	}
+	files := []struct{ name, text string }{
+		{".gitignore", "*.log\n"},
+		{"main.go", "package main\n\nfunc main() {\n\tserve()\n}\n"},
+		{"server/serve.go", "package server\n\n// serve starts the server.\nfunc serve() {}\n"},
+		{"debug.log", "serve called\n"},
+	}
+	for i, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.name))
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		_ = os.WriteFile(p, []byte(f.text), 0o644)
+		mt := time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)
+		_ = os.Chtimes(p, mt, mt)
+	}
+	ctx := agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: dir})
+	return ctx, func() { os.RemoveAll(dir) }
+}
+
+func ExampleGrep() {
+	ctx, cleanup := exampleDir()
+	defer cleanup()
+	out, err := tools.Grep().Call(ctx, json.RawMessage(`{"pattern": "serve\\(\\)"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out) // debug.log is ignored by .gitignore
+	// Output:
+	// main.go:4:	serve()
+	// server/serve.go:4:func serve() {}
+}
+
+func ExampleRead() {
+	ctx, cleanup := exampleDir()
+	defer cleanup()
+	out, _ := tools.Read().Call(ctx, json.RawMessage(`{"path": "main.go", "offset": 3, "limit": 2}`))
+	fmt.Println(out)
+	// Output:
+	//      3	func main() {
+	//      4		serve()
+	// ... more lines follow; continue with offset=5
+}
+
+func ExampleGlob() {
+	ctx, cleanup := exampleDir()
+	defer cleanup()
+	out, _ := tools.Glob().Call(ctx, json.RawMessage(`{"pattern": "**/*.go"}`))
+	fmt.Println(out) // newest first
+	// Output:
+	// server/serve.go
+	// main.go
+}
+
+func ExampleLs() {
+	ctx, cleanup := exampleDir()
+	defer cleanup()
+	out, _ := tools.Ls().Call(ctx, json.RawMessage(`{}`))
+	fmt.Println(out)
+	// Output:
+	// .gitignore	6
+	// debug.log	13
+	// main.go	39
+	// server/
+}
+
+func ExampleReadOnly() {
+	for _, t := range tools.ReadOnly() {
+		fmt.Println(t.Spec().Name, t.Spec().ReadOnly)
+	}
+	// Output:
+	// read true
+	// grep true
+	// glob true
+	// ls true
+	// git true
+}

@@ -1,0 +1,15 @@
+//go:build unix
+
+package tools_test
+
+import (
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	require.NoError(t, syscall.Mkfifo(path, 0o644))
+}
