@@ -61,11 +61,6 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("manager: default budget: %w", err)
 	}
 	cfg.setDefaults()
-	if cfg.TranscriptDir != "" {
-		if err := os.MkdirAll(cfg.TranscriptDir, 0o700); err != nil {
-			return nil, fmt.Errorf("manager: transcript directory: %w", err)
-		}
-	}
 	base, cancel := context.WithCancelCause(context.Background())
 	return &Manager{
 		cfg:      cfg,

@@ -711,3 +711,34 @@ func TestResultJSON(t *testing.T) {
 	}
 	assert.Equal(t, "completed", m["state"])
 }
+
+func TestReadAndPruneTranscripts(t *testing.T) {
+	dir := t.TempDir()
+	model := scripted.New(scripted.Step{Text: "bye"})
+	f := newFixture(t, model, func(c *manager.Config) { c.TranscriptDir = dir })
+	res := f.run(t, manager.SpawnRequest{})
+
+	// A crash mid-write leaves a torn last line; everything before it reads.
+	fh, err := os.OpenFile(res.Transcript, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fh.WriteString(`{"seq":99,"kind":"mod`)
+	require.NoError(t, err)
+	require.NoError(t, fh.Close())
+	events, err := manager.ReadTranscript(res.Transcript)
+	require.NoError(t, err)
+	require.NotEmpty(t, events)
+	assert.Equal(t, manager.EventCompleted, events[len(events)-1].Kind)
+
+	old := filepath.Join(dir, "old.jsonl")
+	require.NoError(t, os.WriteFile(old, []byte("{}\n"), 0o600))
+	past := time.Now().Add(-8 * 24 * time.Hour)
+	require.NoError(t, os.Chtimes(old, past, past))
+	n, err := manager.PruneTranscripts(dir, manager.DefaultRetention)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.NoFileExists(t, old)
+	assert.FileExists(t, res.Transcript)
+	n, err = manager.PruneTranscripts(filepath.Join(dir, "missing"), time.Hour)
+	assert.NoError(t, err)
+	assert.Zero(t, n)
+}

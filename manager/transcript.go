@@ -1,10 +1,16 @@
 package manager
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
+	"time"
 )
 
 // transcript appends an agent's events to a JSON-lines file, one write per
@@ -29,7 +35,11 @@ func (t *transcript) write(e *Event, log *slog.Logger) {
 		return
 	}
 	if t.f == nil {
-		t.f, err = os.OpenFile(t.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		// The directory is made on first use, so a run refused at spawn
+		// leaves nothing on disk.
+		if err = os.MkdirAll(filepath.Dir(t.path), 0o700); err == nil {
+			t.f, err = os.OpenFile(t.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		}
 		if err != nil {
 			t.failed = true
 			log.Warn("transcript: cannot open; the run goes on without one", "path", t.path, "err", err)
@@ -50,4 +60,60 @@ func (t *transcript) close() {
 		t.f = nil
 	}
 	t.failed = true
+}
+
+// DefaultRetention is how long transcripts are kept by default.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// PruneTranscripts removes transcripts in dir last written more than
+// maxAge ago and returns how many it removed. A missing dir is not an
+// error.
+func PruneTranscripts(dir string, maxAge time.Duration) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	cutoff := time.Now().Add(-maxAge)
+	removed := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() || filepath.Ext(e.Name()) != ".jsonl" {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+			removed++
+		}
+	}
+	return removed, nil
+}
+
+// ReadTranscript reads a transcript back. A last line cut short by a crash
+// is skipped; any other bad line is an error naming it.
+func ReadTranscript(path string) ([]Event, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var events []Event
+	lines := bytes.Split(data, []byte("\n"))
+	for i, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			if i == len(lines)-1 {
+				break // torn final write
+			}
+			return events, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		events = append(events, e)
+	}
+	return events, nil
 }

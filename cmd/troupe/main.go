@@ -1,0 +1,23 @@
+// Command troupe runs typed, budgeted LLM subagents from the command line.
+//
+//	troupe run explore --repo . "where are budgets enforced?"
+//	troupe types list
+//	troupe tools call grep '{"pattern":"Spawn"}' --repo .
+//
+// It is a thin client of the manager package: flags become a SpawnRequest,
+// events become progress lines on stderr, and the Result is printed.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var shop = filepath.Join("..", "..", "testdata", "repos", "shop")
+
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+func troupe(t *testing.T, args ...string) outcome {
+	t.Helper()
+	return troupeCtx(t, context.Background(), args...)
+}
+
+func troupeCtx(t *testing.T, ctx context.Context, args ...string) outcome {
+	t.Helper()
+	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
+	t.Setenv("TROUPE_MODEL", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	var out, errb bytes.Buffer
+	code := execute(ctx, args, &out, &errb)
+	return outcome{code, out.String(), errb.String()}
+}
+
+type jsonResult struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Model     string `json:"model"`
+	State     string `json:"state"`
+	Reason    string `json:"reason"`
+	Partial   bool   `json:"partial"`
+	Output    string `json:"output"`
+	ToolCalls int    `json:"tool_calls"`
+	Turns     int    `json:"turns"`
+	Usage     struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+	Data struct {
+		Findings []struct {
+			Path      string  `json:"path"`
+			Line      int     `json:"line"`
+			Snippet   string  `json:"snippet"`
+			Relevance float64 `json:"relevance"`
+		} `json:"findings"`
+	} `json:"data"`
+	DurationMS *int64 `json:"duration_ms"`
+	Transcript string `json:"transcript"`
+}
+
+func TestRunExploreOffline(t *testing.T) {
+	o := troupe(t, "run", "explore", "--repo", shop, "--json", "--progress", "plain", "where is the discount applied to the cart total?")
+	require.Equal(t, 0, o.code, o.stderr)
+	var res jsonResult
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res), o.stdout)
+	assert.Equal(t, "completed", res.State)
+	assert.Equal(t, "done", res.Reason)
+	assert.Equal(t, "offline", res.Model)
+	assert.NotNil(t, res.DurationMS)
+	assert.Positive(t, res.ToolCalls)
+	assert.Positive(t, res.Usage.InputTokens)
+	assert.Contains(t, res.Output, "not a language model")
+	require.NotEmpty(t, res.Data.Findings)
+	assert.Equal(t, "cart/cart.go", res.Data.Findings[0].Path, "the best finding is the file that applies discounts")
+	assert.Positive(t, res.Data.Findings[0].Line)
+	for _, f := range res.Data.Findings {
+		assert.False(t, filepath.IsAbs(f.Path), "paths are relative to the repo: %s", f.Path)
+	}
+	assert.FileExists(t, res.Transcript)
+
+	assert.Contains(t, o.stderr, "▸ explore#", "progress shows the agent starting")
+	assert.Contains(t, o.stderr, "→ grep", "progress shows tool calls")
+	assert.Contains(t, o.stderr, "✓ explore#")
+	assert.NotContains(t, o.stderr, "\x1b[", "no colour when piped")
+}
+
+func TestRunPrintsMarkdownAndSummary(t *testing.T) {
+	o := troupe(t, "run", "explore", "--repo", shop, "how are card payments retried?")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "## Findings")
+	assert.Contains(t, o.stdout, "payment/charge.go:")
+	assert.Contains(t, o.stderr, "model offline")
+}
+
+func TestRunProgressJSON(t *testing.T) {
+	o := troupe(t, "run", "explore", "--repo", shop, "--progress", "json", "ChargeWithRetry")
+	require.Equal(t, 0, o.code, o.stderr)
+	kinds := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(o.stderr), "\n") {
+		var e map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+		kinds[e["kind"].(string)] = true
+	}
+	for _, k := range []string{"spawned", "state", "model_call", "tool_call", "tool_result", "completed"} {
+		assert.True(t, kinds[k], "event %s", k)
+	}
+}
+
+func TestRunBudgetExhausted(t *testing.T) {
+	o := troupe(t, "run", "explore", "--repo", shop, "--json", "--progress", "none", "--max-turns", "1", "where is the discount applied?")
+	assert.Equal(t, 1, o.code)
+	var res jsonResult
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res))
+	assert.Equal(t, "failed", res.State)
+	assert.Equal(t, "budget_turns", res.Reason)
+	assert.True(t, res.Partial)
+	assert.Equal(t, 1, res.Turns)
+}
+
+func TestRunBadInputExitsTwo(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"unknown type", []string{"run", "nosuch", "task"}, "troupe types list"},
+		{"empty task", []string{"run", "explore", "  "}, "task is empty"},
+		{"missing task", []string{"run", "explore"}, "requires at least 2 arg"},
+		{"missing repo", []string{"run", "explore", "--repo", "/does/not/exist", "task"}, "/does/not/exist"},
+		{"zero budget", []string{"run", "explore", "--max-turns", "0", "task"}, "--max-turns 0: a budget must be positive"},
+		{"negative budget", []string{"run", "explore", "--max-tokens", "-5", "task"}, "--max-tokens -5"},
+		{"bad duration", []string{"run", "explore", "--max-time", "soon", "task"}, "invalid argument"},
+		{"unknown model", []string{"run", "explore", "--model", "acme:x", "task"}, `unknown provider "acme"`},
+		{"missing key", []string{"run", "explore", "--model", "openai:gpt-4o-mini", "task"}, "OPENAI_API_KEY"},
+		{"offline refused", []string{"run", "plan", "add a flag"}, "TROUPE_MODEL"},
+		{"bad progress", []string{"run", "explore", "--progress", "fancy", "task"}, "auto, plain, json or none"},
+		{"unknown flag", []string{"run", "explore", "--nope", "task"}, "unknown flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := filepath.Join(t.TempDir(), "runs")
+			t.Setenv("TROUPE_RUNS_DIR", runs)
+			t.Setenv("TROUPE_MODEL", "")
+			t.Setenv("OPENAI_API_KEY", "")
+			t.Setenv("OPENAI_BASE_URL", "")
+			var out, errb bytes.Buffer
+			code := execute(context.Background(), tt.args, &out, &errb)
+			o := outcome{code, out.String(), errb.String()}
+			assert.Equal(t, 2, o.code, "stderr: %s", o.stderr)
+			assert.Contains(t, o.stderr, tt.msg)
+			assert.Empty(t, o.stdout)
+			assert.NoDirExists(t, runs, "nothing was written")
+		})
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := troupeCtx(t, ctx, "run", "explore", "--repo", shop, "--progress", "none", "--json", "anything")
+	assert.Equal(t, 130, o.code, o.stderr)
+	var res jsonResult
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res))
+	assert.Equal(t, "cancelled", res.State)
+}
+
+func TestTypesListAndShow(t *testing.T) {
+	o := troupe(t, "types", "list")
+	require.Equal(t, 0, o.code, o.stderr)
+	for _, name := range []string{"explore", "plan", "review", "general"} {
+		assert.Contains(t, o.stdout, name)
+	}
+	assert.Contains(t, o.stdout, "builtin")
+
+	o = troupe(t, "types", "list", "--json")
+	require.Equal(t, 0, o.code)
+	var types []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &types))
+	assert.Len(t, types, 4)
+
+	o = troupe(t, "types", "show", "explore")
+	require.Equal(t, 0, o.code)
+	assert.Contains(t, o.stdout, "tools:       read, grep, glob, ls, git, note")
+	assert.Contains(t, o.stdout, "## Findings")
+
+	o = troupe(t, "types", "show", "nosuch")
+	assert.Equal(t, 2, o.code)
+	assert.Contains(t, o.stderr, "unknown agent type")
+}
+
+func TestToolsListAndCall(t *testing.T) {
+	o := troupe(t, "tools", "list", "--type", "explore")
+	require.Equal(t, 0, o.code, o.stderr)
+	for _, name := range []string{"read", "grep", "glob", "ls", "git", "note"} {
+		assert.Contains(t, o.stdout, name)
+	}
+
+	o = troupe(t, "tools", "call", "grep", `{"pattern":"func applyDiscount"}`, "--repo", shop)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Equal(t, "cart/cart.go:40:func applyDiscount(cents int64, code string) int64 {\n", o.stdout)
+
+	o = troupe(t, "tools", "call", "read", `{"path":"../../go.mod"}`, "--repo", shop)
+	assert.Equal(t, 1, o.code, "the resolver refuses paths outside the repo")
+	assert.NotContains(t, o.stdout, "troupe-dev")
+
+	o = troupe(t, "tools", "call", "grep", `{pattern}`, "--repo", shop)
+	assert.Equal(t, 2, o.code)
+	assert.Contains(t, o.stderr, "not valid JSON")
+
+	o = troupe(t, "tools", "call", "rm", `{}`)
+	assert.Equal(t, 2, o.code)
+	assert.Contains(t, o.stderr, "troupe tools list")
+}
+
+func TestRunsListAndShow(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	var out, errb bytes.Buffer
+	t.Setenv("TROUPE_RUNS_DIR", runs)
+	t.Setenv("TROUPE_MODEL", "")
+	code := execute(context.Background(), []string{"run", "explore", "--repo", shop, "--json", "--progress", "none", "ChargeWithRetry"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	var res jsonResult
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+
+	out.Reset()
+	require.Equal(t, 0, execute(context.Background(), []string{"runs", "list"}, &out, &errb))
+	assert.Contains(t, out.String(), res.ID)
+	assert.Contains(t, out.String(), "ChargeWithRetry")
+
+	out.Reset()
+	require.Equal(t, 0, execute(context.Background(), []string{"runs", "show", res.ID}, &out, &errb))
+	assert.Contains(t, out.String(), "→ grep")
+	assert.Contains(t, out.String(), "## Findings")
+
+	errb.Reset()
+	assert.Equal(t, 2, execute(context.Background(), []string{"runs", "show", "../etc"}, &out, &errb))
+	assert.Equal(t, 2, execute(context.Background(), []string{"runs", "show", "missing"}, &out, &errb))
+}
+
+func TestVersion(t *testing.T) {
+	o := troupe(t, "version")
+	require.Equal(t, 0, o.code)
+	assert.True(t, strings.HasPrefix(o.stdout, "troupe "), o.stdout)
+}
+
+// TestBinary builds the real command and runs it as a process, as a user
+// would: exit statuses and the split of stdout and stderr are the contract.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "troupe")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+
+	env := append(os.Environ(), "TROUPE_RUNS_DIR="+t.TempDir(), "TROUPE_MODEL=", "NO_COLOR=1")
+	cmd := exec.Command(bin, "run", "explore", "--repo", shop, "--json", "where is the discount applied?")
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	var res jsonResult
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res))
+	assert.Equal(t, "cart/cart.go", res.Data.Findings[0].Path)
+	assert.Contains(t, stderr.String(), "→ grep")
+
+	cmd = exec.Command(bin, "run", "plan", "anything")
+	cmd.Env = env
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 2, exit.ExitCode())
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin"
+	"github.com/troupe-dev/troupe/builtin/models"
+	"github.com/troupe-dev/troupe/manager"
+)
+
+// Exit statuses, as DESIGN.md's command-line contract fixes them.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// usageError marks an error as bad usage or configuration (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitError carries an exit status for a command that already printed
+// what happened.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// app is what every command shares.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// execute runs the command line args and returns the exit status.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "troupe: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) || isUsage(err) {
+		return exitUsage
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return exitInterrupted
+	}
+	return exitFailed
+}
+
+// isUsage recognises the errors that mean the request itself was wrong.
+func isUsage(err error) bool {
+	for _, target := range []error{manager.ErrBadRequest, manager.ErrUnknownType, manager.ErrModel, agenttypes.ErrUnknownTool, agenttypes.ErrInvalid, manager.ErrDepthExceeded} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	// cobra's own argument and flag errors
+	msg := err.Error()
+	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown flag") ||
+		strings.Contains(msg, "unknown shorthand flag") || strings.Contains(msg, "invalid argument") ||
+		strings.Contains(msg, "accepts ") || strings.Contains(msg, "requires at least") ||
+		strings.Contains(msg, "flag needs an argument")
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "troupe",
+		Short: "Typed, budgeted LLM subagents",
+		Long: "troupe spawns agents of a named type and runs each through its own model ↔ tool loop,\n" +
+			"inside hard budgets. With no key and no network it uses an offline retrieval model\n" +
+			"that lets the explore type find things in a repository.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.runsCommand(), a.versionCommand())
+	return root
+}
+
+// registry returns a registry with the builtin tools and types.
+func (a *app) registry() (*agenttypes.Registry, error) {
+	reg := agenttypes.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+func (a *app) resolver() models.Resolver { return models.Resolver{Getenv: a.getenv} }
+
+// runsDir is where transcripts go: $TROUPE_RUNS_DIR, else
+// $XDG_STATE_HOME/troupe/runs, else ~/.local/state/troupe/runs.
+func (a *app) runsDir() string {
+	if d := a.getenv("TROUPE_RUNS_DIR"); d != "" {
+		return d
+	}
+	state := a.getenv("XDG_STATE_HOME")
+	if state == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "troupe", "runs")
+		}
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "troupe", "runs")
+}
+
+// logger writes warnings and errors to stderr; TROUPE_LOG=debug shows more.
+func (a *app) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if strings.EqualFold(a.getenv("TROUPE_LOG"), "debug") {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(a.stdout, "troupe", version())
+			return nil
+		},
+	}
+}
+
+// version is the module version when built from a tagged module, or the
+// VCS revision, or "dev".
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "dev-" + s.Value[:12]
+		}
+	}
+	return "dev"
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+)
+
+type runFlags struct {
+	repo         string
+	model        string
+	maxTokens    int
+	maxTime      time.Duration
+	maxToolCalls int
+	maxTurns     int
+	json         bool
+	progress     string
+	yes          bool
+}
+
+func (a *app) runCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run TYPE TASK...",
+		Short: "Run one agent of a type on a task",
+		Example: `  troupe run explore --repo . "where are budgets enforced?"
+  troupe run explore --json --max-turns 5 "which files parse YAML?"
+  troupe run plan --model openai:gpt-4o-mini "add a --dry-run flag"`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.run(cmd, f, args[0], strings.Join(args[1:], " "))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.repo, "repo", ".", "directory the agent works in")
+	fl.StringVar(&f.model, "model", "", "model as provider:model, or offline (default $TROUPE_MODEL, else offline)")
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget: input plus output over all model calls")
+	fl.DurationVar(&f.maxTime, "max-time", 0, "wall-time budget, such as 90s or 5m")
+	fl.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "tool-call budget")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "turn (model call) budget")
+	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
+	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto, plain, json or none")
+	fl.BoolVar(&f.yes, "yes", false, "answer yes to confirmations (types that write ask first)")
+	return cmd
+}
+
+func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
+	budget, err := budgetFlags(cmd, f)
+	if err != nil {
+		return err
+	}
+	mode, err := progressMode(f.progress, a.stderr, a.getenv)
+	if err != nil {
+		return err
+	}
+	repo, err := filepath.Abs(f.repo)
+	if err != nil {
+		return usagef("--repo %q: %v", f.repo, err)
+	}
+	reg, err := a.registry()
+	if err != nil {
+		return err
+	}
+	resolver := a.resolver()
+	model := f.model
+	if model == "" {
+		model = resolver.Default()
+	}
+	runs := a.runsDir()
+	if _, err := manager.PruneTranscripts(runs, manager.DefaultRetention); err != nil {
+		a.logger().Warn("could not prune old transcripts", "dir", runs, "err", err)
+	}
+	mgr, err := manager.New(manager.Config{
+		Registry:      reg,
+		Models:        resolver,
+		DefaultModel:  model,
+		TranscriptDir: runs,
+		Logger:        a.logger(),
+	})
+	if err != nil {
+		return err
+	}
+	progress := startProgress(mgr, mode, a.stderr)
+
+	agent, err := mgr.Spawn(cmd.Context(), manager.SpawnRequest{Type: typeName, Task: task, Dir: repo, Budget: budget, Model: f.model})
+	if err != nil {
+		_ = mgr.Close(context.Background())
+		progress.wait()
+		return err
+	}
+	res, err := agent.Wait(cmd.Context())
+	interrupted := err != nil
+	if interrupted {
+		agent.Cancel()
+		res, _ = agent.Wait(context.Background())
+	}
+	_ = mgr.Close(context.Background())
+	progress.wait()
+
+	if f.json {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(a.stdout, strings.TrimRight(res.Output, "\n"))
+		if mode == progressPlain || mode == progressLive {
+			fmt.Fprintln(a.stderr, summary(res))
+		}
+	}
+	switch {
+	case interrupted:
+		return exitError{exitInterrupted}
+	case res.State != manager.Completed:
+		if !f.json && res.Error != "" {
+			fmt.Fprintf(a.stderr, "troupe: %s %s: %s\n", res.State, res.Reason, res.Error)
+		}
+		return exitError{exitFailed}
+	}
+	return nil
+}
+
+// budgetFlags turns the budget flags into a Budget, refusing zero and
+// negative values for flags that were given.
+func budgetFlags(cmd *cobra.Command, f runFlags) (agenttypes.Budget, error) {
+	fl := cmd.Flags()
+	for _, c := range []struct {
+		name string
+		bad  bool
+	}{
+		{"max-tokens", f.maxTokens <= 0},
+		{"max-time", f.maxTime <= 0},
+		{"max-tool-calls", f.maxToolCalls <= 0},
+		{"max-turns", f.maxTurns <= 0},
+	} {
+		if fl.Changed(c.name) && c.bad {
+			v := fl.Lookup(c.name).Value.String()
+			return agenttypes.Budget{}, usagef("--%s %s: a budget must be positive; leave the flag out to use the type's default", c.name, v)
+		}
+	}
+	return agenttypes.Budget{MaxTokens: f.maxTokens, MaxTime: f.maxTime, MaxToolCalls: f.maxToolCalls, MaxTurns: f.maxTurns}, nil
+}
+
+// summary is the one line printed on stderr after a run.
+func summary(r manager.Result) string {
+	var b strings.Builder
+	mark := "✓"
+	if r.State != manager.Completed {
+		mark = "✗"
+	}
+	fmt.Fprintf(&b, "%s %s %s (%s) in %s · %d turns · %d tool calls · %d tokens in / %d out · model %s",
+		mark, r.Type, r.State, r.Reason, r.Duration.Round(time.Millisecond), r.Turns, r.ToolCalls,
+		r.Usage.InputTokens, r.Usage.OutputTokens, r.Model)
+	if r.Transcript != "" {
+		if _, err := os.Stat(r.Transcript); err == nil {
+			fmt.Fprintf(&b, "\n  transcript: %s", r.Transcript)
+		}
+	}
+	return b.String()
+}
