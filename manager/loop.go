@@ -159,11 +159,11 @@ func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage U
 	choice = resp.Choices[0]
 	usage = usageOf(choice, l.chars)
 	a.mu.Lock()
-	a.usage.InputTokens += usage.InputTokens
-	a.usage.OutputTokens += usage.OutputTokens
+	a.usage = a.usage.add(usage)
 	a.mu.Unlock()
 	a.m.inTokens.Add(int64(usage.InputTokens))
 	a.m.outTokens.Add(int64(usage.OutputTokens))
+	a.m.costNanoUSD.Add(int64(usage.CostUSD * 1e9))
 	return choice, usage, nil
 }
 
@@ -390,6 +390,7 @@ func estimateTokens(chars int) int { return (chars + 3) / 4 }
 
 // usageOf reads the provider's token counts from a choice, or estimates
 // them. Anthropic repeats usage on every choice, so only one is read.
+// A model that knows its price reports it as GenerationInfo["CostUSD"].
 func usageOf(c *llms.ContentChoice, inputChars int) Usage {
 	in, okIn := intInfo(c.GenerationInfo, "PromptTokens", "InputTokens")
 	out, okOut := intInfo(c.GenerationInfo, "CompletionTokens", "OutputTokens")
@@ -405,7 +406,11 @@ func usageOf(c *llms.ContentChoice, inputChars int) Usage {
 		}
 		out = estimateTokens(n)
 	}
-	return Usage{InputTokens: in, OutputTokens: out}
+	u := Usage{InputTokens: in, OutputTokens: out}
+	if cost, ok := c.GenerationInfo["CostUSD"].(float64); ok && cost > 0 {
+		u.CostUSD = cost
+	}
+	return u
 }
 
 func intInfo(info map[string]any, keys ...string) (int, bool) {

@@ -41,12 +41,13 @@ type Manager struct {
 	models   sync.Map // model name → llms.Model
 	toolsets sync.Map // *agenttypes.Type → *toolset
 
-	counts    [numStates]atomic.Int64
-	inTokens  atomic.Int64
-	outTokens atomic.Int64
-	toolCalls atomic.Int64
-	turns     atomic.Int64
-	busyNanos atomic.Int64
+	counts      [numStates]atomic.Int64
+	inTokens    atomic.Int64
+	outTokens   atomic.Int64
+	costNanoUSD atomic.Int64
+	toolCalls   atomic.Int64
+	turns       atomic.Int64
+	busyNanos   atomic.Int64
 }
 
 // New returns a Manager. Registry and Models are required.
@@ -459,7 +460,11 @@ func (m *Manager) Stats() Stats {
 		Completed: int(m.counts[Completed].Load()),
 		Failed:    int(m.counts[Failed].Load()),
 		Cancelled: int(m.counts[Cancelled].Load()),
-		Usage:     Usage{InputTokens: int(m.inTokens.Load()), OutputTokens: int(m.outTokens.Load())},
+		Usage: Usage{
+			InputTokens:  int(m.inTokens.Load()),
+			OutputTokens: int(m.outTokens.Load()),
+			CostUSD:      float64(m.costNanoUSD.Load()) / 1e9,
+		},
 		ToolCalls: int(m.toolCalls.Load()),
 		Turns:     int(m.turns.Load()),
 		AgentTime: time.Duration(m.busyNanos.Load()),

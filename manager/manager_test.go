@@ -671,8 +671,8 @@ func TestTranscriptIsWrittenAsItGoes(t *testing.T) {
 
 func TestStatsAndListFilters(t *testing.T) {
 	model := scripted.New(
-		scripted.Step{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 10, OutputTokens: 5},
-		scripted.Step{Text: "ok", InputTokens: 20, OutputTokens: 2},
+		scripted.Step{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 10, OutputTokens: 5, CostUSD: 0.001},
+		scripted.Step{Text: "ok", InputTokens: 20, OutputTokens: 2, CostUSD: 0.0005},
 	)
 	f := newFixture(t, model, nil)
 	for range 3 {
@@ -680,7 +680,12 @@ func TestStatsAndListFilters(t *testing.T) {
 	}
 	st := f.mgr.Stats()
 	assert.Equal(t, 3, st.Completed)
-	assert.Equal(t, manager.Usage{InputTokens: 90, OutputTokens: 21}, st.Usage)
+	assert.Equal(t, 90, st.Usage.InputTokens)
+	assert.Equal(t, 21, st.Usage.OutputTokens)
+	assert.InDelta(t, 0.0045, st.Usage.CostUSD, 1e-9, "cost adds up across calls and agents")
+	for _, info := range f.mgr.List(manager.Filter{}) {
+		assert.InDelta(t, 0.0015, info.Usage.CostUSD, 1e-9)
+	}
 	assert.Equal(t, 3, st.ToolCalls)
 	assert.Equal(t, 6, st.Turns)
 	assert.Len(t, f.mgr.List(manager.Filter{Type: "worker", States: []manager.State{manager.Completed}}), 3)

@@ -26,6 +26,14 @@ const (
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CostUSD is what the calls cost, when the model reports a price
+	// (GenerationInfo["CostUSD"]); zero when unknown.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+}
+
+// add returns u plus v.
+func (u Usage) add(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens, CostUSD: u.CostUSD + v.CostUSD}
 }
 
 // Total is input plus output tokens.

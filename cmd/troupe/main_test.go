@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/troupe-dev/troupe/manager"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -280,4 +282,12 @@ func TestBinary(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 2, exit.ExitCode())
+}
+
+func TestProgressLineShowsCost(t *testing.T) {
+	e := manager.Event{Kind: manager.EventModelCall, Type: "plan", AgentID: "0123456789", Turn: 2,
+		Usage: manager.Usage{InputTokens: 100, OutputTokens: 20, CostUSD: 0.0123}}
+	assert.Equal(t, "  plan#01234567 turn 2: 100 tokens in, 20 out, $0.0123", progressLine(e, false))
+	e.Usage.CostUSD = 0
+	assert.Equal(t, "  plan#01234567 turn 2: 100 tokens in, 20 out", progressLine(e, false))
 }

@@ -96,7 +96,7 @@ func progressLine(e manager.Event, colour bool) string {
 	case manager.EventSpawned:
 		return fmt.Sprintf("▸ %s started: %s", who, clip(e.Text, 100))
 	case manager.EventModelCall:
-		line := fmt.Sprintf("  %s turn %d: %d tokens in, %d out", who, e.Turn, e.Usage.InputTokens, e.Usage.OutputTokens)
+		line := fmt.Sprintf("  %s turn %d: %d tokens in, %d out%s", who, e.Turn, e.Usage.InputTokens, e.Usage.OutputTokens, cost(e.Usage))
 		return paint(dim, line)
 	case manager.EventToolCall:
 		return fmt.Sprintf("  %s → %s %s", who, e.Tool, clip(e.Args, 100))
@@ -131,4 +131,12 @@ func clip(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// cost renders a known cost, or nothing.
+func cost(u manager.Usage) string {
+	if u.CostUSD <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", $%.4f", u.CostUSD)
 }

@@ -158,9 +158,9 @@ func summary(r manager.Result) string {
 	if r.State != manager.Completed {
 		mark = "✗"
 	}
-	fmt.Fprintf(&b, "%s %s %s (%s) in %s · %d turns · %d tool calls · %d tokens in / %d out · model %s",
+	fmt.Fprintf(&b, "%s %s %s (%s) in %s · %d turns · %d tool calls · %d tokens in / %d out%s · model %s",
 		mark, r.Type, r.State, r.Reason, r.Duration.Round(time.Millisecond), r.Turns, r.ToolCalls,
-		r.Usage.InputTokens, r.Usage.OutputTokens, r.Model)
+		r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage), r.Model)
 	if r.Transcript != "" {
 		if _, err := os.Stat(r.Transcript); err == nil {
 			fmt.Fprintf(&b, "\n  transcript: %s", r.Transcript)

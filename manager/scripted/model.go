@@ -25,6 +25,8 @@ type Step struct {
 	InputTokens, OutputTokens int
 	// Delay is waited before answering, honouring the context.
 	Delay time.Duration
+	// CostUSD is reported as the call's price when non-zero.
+	CostUSD float64
 	// Block waits until the context ends and returns its error.
 	Block bool
 	// Panic, when set, makes the call panic with this value.
@@ -143,6 +145,12 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	}
 	if step.InputTokens != 0 || step.OutputTokens != 0 {
 		choice.GenerationInfo = map[string]any{"PromptTokens": step.InputTokens, "CompletionTokens": step.OutputTokens}
+	}
+	if step.CostUSD != 0 {
+		if choice.GenerationInfo == nil {
+			choice.GenerationInfo = map[string]any{}
+		}
+		choice.GenerationInfo["CostUSD"] = step.CostUSD
 	}
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
 }
