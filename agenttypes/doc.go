@@ -7,4 +7,25 @@
 // package runs agents; this package only describes them, so that the
 // builtin set, definition files, scripts and plugins can all produce the
 // same values.
+//
+// # Definition files
+//
+// Types can also be written as files: YAML (*.yaml, *.yml) or Markdown
+// with YAML front matter (*.md, the body being the prompt), in troupe's
+// schema or in Claude Code's agent format. ParseDefinition, LoadFile and
+// LoadFiles read them; troupe's own files are read strictly (unknown
+// fields are errors), Claude Code's leniently (what troupe cannot honour is
+// a warning, and front matter that is not valid YAML is read line by
+// line). Every problem is a Diagnostic that says where it is
+// (FILE:LINE:COL) and what to write instead; Diagnostics.Err makes a
+// *DefinitionError of them.
+//
+// Registry.Reload discovers the files of a project and of the user
+// (Sources, Layers), resolves extends against the types registered before
+// it, and swaps the result in at once; project files hide user files,
+// which hide registered types. Types the registry hands out never change,
+// so agents that are running keep their type across reloads.
+//
+// See docs/agent-definitions.md for the schema, the Claude Code mapping
+// and the discovery rules.
 package agenttypes

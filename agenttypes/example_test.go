@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
@@ -36,4 +38,96 @@ func ExampleEnvFrom() {
 	out, _ := where.Call(ctx, nil)
 	fmt.Println(out)
 	// Output: /srv/repo
+}
+
+// A troupe definition in YAML becomes a Type.
+func ExampleParseDefinition() {
+	yaml := []byte(`name: todo-finder
+description: Finds TODO comments.
+tools: [read, grep, glob]
+budget: {max_turns: 10, max_time: 2m}
+examples: ["where are the TODOs?"]
+`)
+	typ, diags := agenttypes.ParseDefinition(".troupe/agents/todo-finder.yaml", yaml, agenttypes.LoadOptions{})
+	fmt.Println(len(diags), typ.Name, typ.Tools, typ.Budget.MaxTurns, typ.Budget.MaxTime, typ.Source)
+	// Output: 0 todo-finder [read grep glob] 10 2m0s .troupe/agents/todo-finder.yaml
+}
+
+// troupe's own files are read strictly: every problem is reported at once,
+// with its place and what to write instead.
+func ExampleParseDefinition_strict() {
+	yaml := []byte(`name: reviewer
+descripton: Reviews diffs.
+tools: [read, grpe]
+budget:
+  max_time: 5 minutes
+`)
+	_, diags := agenttypes.ParseDefinition(".troupe/agents/reviewer.yaml", yaml, agenttypes.LoadOptions{})
+	err := diags.Err()
+	var defErr *agenttypes.DefinitionError
+	fmt.Println(errors.As(err, &defErr), errors.Is(err, agenttypes.ErrInvalid))
+	fmt.Println(err)
+	// Output:
+	// true true
+	// .troupe/agents/reviewer.yaml:1:1: no description: add description: saying in a sentence what the type is for (troupe types list shows it)
+	// .troupe/agents/reviewer.yaml:2:1: unknown field "descripton"; did you mean "description"?
+	// .troupe/agents/reviewer.yaml:3:15: unknown tool "grpe"; did you mean "grep"? (the tools there are: git, glob, grep, ls, note, read)
+	// .troupe/agents/reviewer.yaml:5:13: max_time "5 minutes" is not a duration; write it like 90s, 5m or 1h30m
+}
+
+// Claude Code's agent files load as they are; what troupe cannot honour is
+// a warning.
+func ExampleParseDefinition_claude() {
+	md := []byte(`---
+name: code-reviewer
+description: Expert code reviewer. Use proactively after writing code.
+tools: Read, Grep, Glob, Bash
+model: sonnet
+---
+You are a senior code reviewer.
+`)
+	typ, diags := agenttypes.ParseDefinition(".claude/agents/code-reviewer.md", md, agenttypes.LoadOptions{})
+	fmt.Println(typ.Name, typ.Tools, typ.Model)
+	fmt.Println(typ.Prompt)
+	fmt.Println(diags)
+	// Output:
+	// code-reviewer [read grep glob] anthropic:claude-sonnet-4-5
+	// You are a senior code reviewer.
+	// .claude/agents/code-reviewer.md:4:26: warning: tool "Bash": troupe has no shell tool; the agent runs without it (troupe's git tool covers diff, log, show, status and blame)
+}
+
+// Register the builtin set first, then Reload: definition files are
+// discovered in the project and user directories, may extend registered
+// types, and hide registered types of the same name.
+func ExampleRegistry_Reload() {
+	root, _ := os.MkdirTemp("", "troupe-example")
+	defer os.RemoveAll(root)
+	agents := filepath.Join(root, "repo", ".troupe", "agents")
+	_ = os.MkdirAll(agents, 0o755)
+	_ = os.WriteFile(filepath.Join(agents, "quick.yaml"), []byte("name: quick\ndescription: A quick general agent.\nextends: general\nbudget: {max_turns: 5}\n"), 0o644)
+
+	reg := agenttypes.NewRegistry()
+	_ = reg.RegisterType(agenttypes.Type{Name: "general", Description: "Does a general task.", Tools: []string{"read"}, Source: "builtin"}) // builtin.Register(reg) in a real program
+	diags := reg.Reload(agenttypes.Sources{ProjectDir: filepath.Join(root, "repo")})
+	fmt.Println(diags.HasErrors())
+	for _, t := range reg.Types() {
+		fmt.Println(t.Name, t.Extends, t.Tools, t.Budget.MaxTurns, filepath.Base(t.Source))
+	}
+	// Output:
+	// false
+	// general  [read] 0 builtin
+	// quick general [read] 5 quick.yaml
+}
+
+// The manager checks a JSON answer against the type's output schema.
+func ExampleOutput_Validate() {
+	out := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"type":"object","required":["answer"]}`)}
+	fmt.Println(out.Validate(map[string]any{"answer": "42"}))
+	err := out.Validate(map[string]any{"guess": "42"})
+	fmt.Println(errors.Is(err, agenttypes.ErrBadOutput))
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// true
+	// answer does not match the output schema: at /: missing property 'answer'
 }

@@ -9,19 +9,31 @@ import (
 
 // Registry maps names to types and tools. It refuses duplicates and is safe
 // for concurrent use.
+//
+// Types come in two sets. Types registered with RegisterType (the builtin
+// set, plugins) stay until the registry is dropped. Types loaded from
+// definition files (Reload, SetFileTypes) are replaced as a whole on each
+// reload, and a file type hides a registered type of the same name. Every
+// *Type the registry hands out is immutable, so an agent that holds one
+// keeps running unchanged across reloads.
 type Registry struct {
-	mu    sync.RWMutex
-	types map[string]*Type
-	tools map[string]Tool
+	mu     sync.RWMutex
+	types  map[string]*Type // registered with RegisterType
+	files  map[string]*Type // loaded from files; replaced whole, never changed
+	broken map[string]error // names whose highest-precedence file did not load
+	tools  map[string]Tool
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{types: map[string]*Type{}, tools: map[string]Tool{}}
+	return &Registry{types: map[string]*Type{}, files: map[string]*Type{}, tools: map[string]Tool{}}
 }
 
 // RegisterType validates t and adds a copy of it. It fails with
-// ErrDuplicate when the name is taken.
+// ErrDuplicate when another registered type has the name. A type loaded
+// from a file may have it: the file type hides the registered one, as it
+// would had it been registered first (its Shadows, computed by Reload,
+// then lists it only after the next Reload).
 func (r *Registry) RegisterType(t Type) error {
 	if err := t.Validate(); err != nil {
 		return err
@@ -33,6 +45,49 @@ func (r *Registry) RegisterType(t Type) error {
 	}
 	r.types[t.Name] = t.clone()
 	return nil
+}
+
+// SetFileTypes replaces the set of file-loaded types with types, at once:
+// a lookup sees either the old set or the new one. Each type is validated
+// and copied; a file type hides a registered type of the same name. It
+// fails, changing nothing, when a type is invalid or two share a name.
+// Reload is the usual way in; this is for callers that load definitions
+// themselves.
+func (r *Registry) SetFileTypes(types []Type) error {
+	return r.setFiles(types, nil)
+}
+
+func (r *Registry) setFiles(types []Type, broken map[string]error) error {
+	files := make(map[string]*Type, len(types))
+	for _, t := range types {
+		if err := t.Validate(); err != nil {
+			return err
+		}
+		if old, ok := files[t.Name]; ok {
+			return fmt.Errorf("type %q from %s: %w by %s; rename one of them", t.Name, sourceOf(t.Source), ErrDuplicate, sourceOf(old.Source))
+		}
+		files[t.Name] = t.clone()
+	}
+	r.mu.Lock()
+	r.files, r.broken = files, broken
+	r.mu.Unlock()
+	return nil
+}
+
+// Reload discovers the definition files src names, resolves them (extends
+// may name any registered type, so register the builtin set first) and
+// swaps them in as the registry's file types, replacing those of the last
+// Reload. Definitions with errors are left out; their names then report
+// the error on lookup instead of falling back to a type of lower
+// precedence. The returned diagnostics hold every error and warning; agents
+// already running keep the types they started with.
+func (r *Registry) Reload(src Sources) Diagnostics {
+	res := load(r, src)
+	if err := r.setFiles(res.types, res.broken); err != nil {
+		// load validated every type already; this is a bug, not bad input.
+		res.diags = append(res.diags, Diagnostic{Severity: SeverityError, Message: err.Error()})
+	}
+	return res.diags
 }
 
 // RegisterTool adds a tool under the name its Spec gives. It fails with
@@ -51,16 +106,44 @@ func (r *Registry) RegisterTool(tool Tool) error {
 	return nil
 }
 
-// Type returns the type registered under name. The value is shared and
-// must not be modified.
+// Type returns the type registered under name: a file-loaded type before a
+// registered one. The value is shared and must not be modified.
 func (r *Registry) Type(name string) (*Type, error) {
 	r.mu.RLock()
-	t, ok := r.types[name]
+	t, ok := r.files[name]
+	broken := r.broken[name]
+	if !ok && broken == nil {
+		t, ok = r.types[name]
+	}
 	r.mu.RUnlock()
+	if broken != nil {
+		return nil, broken
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w %q; run 'troupe types list' to see the types there are", ErrUnknownType, name)
 	}
 	return t, nil
+}
+
+// visibleType is Type without the error.
+func (r *Registry) visibleType(name string) (*Type, bool) {
+	t, err := r.Type(name)
+	return t, err == nil
+}
+
+// baseType looks name up among registered types only, not file types.
+func (r *Registry) baseType(name string) (*Type, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.types[name]
+	return t, ok
+}
+
+func (r *Registry) hasTool(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.tools[name]
+	return ok
 }
 
 // Tool returns the tool registered under name.
@@ -74,12 +157,18 @@ func (r *Registry) Tool(name string) (Tool, error) {
 	return t, nil
 }
 
-// Types returns every registered type, sorted by name.
+// Types returns every type a lookup can find, sorted by name: file-loaded
+// types, and the registered types they do not hide.
 func (r *Registry) Types() []*Type {
 	r.mu.RLock()
-	out := make([]*Type, 0, len(r.types))
-	for _, t := range r.types {
+	out := make([]*Type, 0, len(r.types)+len(r.files))
+	for _, t := range r.files {
 		out = append(out, t)
+	}
+	for name, t := range r.types {
+		if _, hidden := r.files[name]; !hidden && r.broken[name] == nil {
+			out = append(out, t)
+		}
 	}
 	r.mu.RUnlock()
 	slices.SortFunc(out, func(a, b *Type) int { return cmp.Compare(a.Name, b.Name) })

@@ -42,9 +42,18 @@ type Type struct {
 	// ParseOutput, when set, turns the final answer into structured data
 	// for Result.Data. An error fails the run with reason "bad_output".
 	ParseOutput func(output string) (any, error) `json:"-"`
+	// Examples are tasks the type is meant for; a smoke test can run them.
+	Examples []string `json:"examples,omitempty"`
+	// Extends names the type this one was built from, when its definition
+	// said extends:.
+	Extends string `json:"extends,omitempty"`
 	// Source says where the definition came from: "builtin", a file path,
 	// or "plugin:NAME".
 	Source string `json:"source"`
+	// Shadows lists the sources of the definitions of the same name that
+	// this one hides, nearest first: a project file shadows a user file,
+	// which shadows a builtin type.
+	Shadows []string `json:"shadows,omitempty"`
 }
 
 // Output describes the final answer of a type.
@@ -84,8 +93,13 @@ func (t *Type) Validate() error {
 	default:
 		return fmt.Errorf("%w: type %q has output format %q; use %q or %q", ErrInvalid, t.Name, t.Output.Format, OutputText, OutputJSON)
 	}
-	if t.Output.Format == OutputJSON && len(t.Output.Schema) > 0 && !json.Valid(t.Output.Schema) {
-		return fmt.Errorf("%w: type %q has an output schema that is not valid JSON", ErrInvalid, t.Name)
+	if t.Output.Format == OutputJSON && len(t.Output.Schema) > 0 {
+		if !json.Valid(t.Output.Schema) {
+			return fmt.Errorf("%w: type %q has an output schema that is not valid JSON", ErrInvalid, t.Name)
+		}
+		if err := checkSchema(t.Output.Schema); err != nil {
+			return fmt.Errorf("%w: type %q has an output schema that does not compile: %v", ErrInvalid, t.Name, err)
+		}
 	}
 	return nil
 }
@@ -100,5 +114,7 @@ func (t *Type) Allows(tool string) bool {
 func (t Type) clone() *Type {
 	t.Tools = slices.Clone(t.Tools)
 	t.Output.Schema = slices.Clone(t.Output.Schema)
+	t.Examples = slices.Clone(t.Examples)
+	t.Shadows = slices.Clone(t.Shadows)
 	return &t
 }

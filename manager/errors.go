@@ -30,6 +30,6 @@ var (
 	// ErrToolPanic is wrapped by Result.Err when a tool panicked.
 	ErrToolPanic = errors.New("tool panicked")
 	// ErrBadOutput is wrapped by Result.Err when the final answer could not
-	// be parsed into the type's output format.
-	ErrBadOutput = errors.New("final answer has the wrong form")
+	// be parsed into the type's output format or does not match its schema.
+	ErrBadOutput = agenttypes.ErrBadOutput
 )

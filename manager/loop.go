@@ -173,12 +173,12 @@ func (l *loop) final(content string) bool {
 	a := l.a
 	var data any
 	if a.typ.Output.Format == agenttypes.OutputJSON {
-		v, err := parseJSONAnswer(content)
+		v, err := a.typ.Output.Parse(content)
 		if err != nil {
 			if !l.retried {
 				l.retried = true
 				l.add(llms.TextParts(llms.ChatMessageTypeAI, content), len(content))
-				msg := "Your answer is not valid JSON (" + err.Error() + "). Reply again with only the JSON value."
+				msg := "Your answer was not accepted: " + err.Error() + ". Reply again with only the JSON value, matching the schema."
 				l.add(llms.TextParts(llms.ChatMessageTypeHuman, msg), len(msg))
 				return false
 			}
@@ -452,22 +452,6 @@ func renderPrompt(a *Agent) (string, error) {
 		return "", fmt.Errorf("type %q: prompt template: %w", a.typ.Name, err)
 	}
 	return b.String(), nil
-}
-
-// parseJSONAnswer reads a JSON answer, allowing a Markdown code fence.
-func parseJSONAnswer(s string) (any, error) {
-	s = strings.TrimSpace(s)
-	if rest, ok := strings.CutPrefix(s, "```"); ok {
-		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
-			rest = rest[nl+1:]
-		}
-		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
-	}
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return nil, err
-	}
-	return v, nil
 }
 
 func safeParse(parse func(string) (any, error), s string) (v any, err error) {

@@ -352,7 +352,7 @@ func TestJSONOutputIsParsedWithOneRetry(t *testing.T) {
 	}))
 	res := f.run(t, manager.SpawnRequest{Type: "counter"})
 	require.Equal(t, manager.Completed, res.State, res.Error)
-	assert.Equal(t, map[string]any{"files": float64(3)}, res.Data)
+	assert.Equal(t, map[string]any{"files": json.Number("3")}, res.Data, "numbers keep their exact form")
 
 	model2 := scripted.New(scripted.Step{Text: "nope"}, scripted.Step{Text: "still nope"})
 	f2 := newFixture(t, model2, nil)
@@ -362,6 +362,22 @@ func TestJSONOutputIsParsedWithOneRetry(t *testing.T) {
 	res = f2.run(t, manager.SpawnRequest{Type: "counter"})
 	assert.Equal(t, manager.ReasonBadOutput, res.Reason)
 	assert.ErrorIs(t, res.Err, manager.ErrBadOutput)
+}
+
+func TestJSONOutputIsValidatedAgainstTheSchema(t *testing.T) {
+	model := scripted.New(scripted.Step{Text: `{"files": "three"}`}, scripted.Step{Text: `{"files": 3}`})
+	f := newFixture(t, model, nil)
+	require.NoError(t, f.reg.RegisterType(agenttypes.Type{
+		Name: "counter", Description: "counts",
+		Output: agenttypes.Output{Format: agenttypes.OutputJSON, Schema: []byte(`{"type":"object","properties":{"files":{"type":"integer"}},"required":["files"]}`)},
+	}))
+	res := f.run(t, manager.SpawnRequest{Type: "counter"})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	assert.Equal(t, map[string]any{"files": json.Number("3")}, res.Data, "numbers keep their exact form")
+	reqs := model.Requests()
+	require.Len(t, reqs, 2)
+	retry := scripted.Text(reqs[1].Messages[len(reqs[1].Messages)-1])
+	assert.Contains(t, retry, "files", "the model is told what was wrong")
 }
 
 func TestSpawnRejectsBadInputAndChangesNothing(t *testing.T) {

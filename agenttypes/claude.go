@@ -1,0 +1,190 @@
+package agenttypes
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// DefaultTools are the tools a definition gets when it names none and
+// extends nothing: troupe's read-only set. Treat it as read-only.
+var DefaultTools = []string{"read", "grep", "glob", "ls", "git", "note"}
+
+// futureTools are troupe tool names that definitions may name but that may
+// not be registered yet; naming one is a warning, not an error.
+var futureTools = []string{"ask_parent", "delegate", "write", "edit"}
+
+// KnownToolNames returns troupe's builtin tool names, those available now
+// and those to come, sorted.
+func KnownToolNames() []string {
+	return slices.Sorted(slices.Values(append(slices.Clone(DefaultTools), futureTools...)))
+}
+
+// claudeTools maps Claude Code's tool names onto troupe's. An empty value
+// means troupe has no equivalent; why says what the warning tells the user.
+var claudeTools = map[string]struct{ to, why string }{
+	"Read":         {to: "read"},
+	"Grep":         {to: "grep"},
+	"Glob":         {to: "glob"},
+	"LS":           {to: "ls"},
+	"TodoWrite":    {to: "note"},
+	"TodoRead":     {to: "note"},
+	"Edit":         {to: "edit"},
+	"MultiEdit":    {to: "edit"},
+	"NotebookEdit": {to: "edit"},
+	"Write":        {to: "write"},
+	"Agent":        {to: "delegate"},
+	"Task":         {to: "delegate"},
+	"Bash":         {why: "troupe has no shell tool; the agent runs without it (troupe's git tool covers diff, log, show, status and blame)"},
+	"BashOutput":   {why: "troupe has no shell tool; the agent runs without it"},
+	"KillShell":    {why: "troupe has no shell tool; the agent runs without it"},
+	"WebFetch":     {why: "troupe has no web tools; the agent runs without WebFetch"},
+	"WebSearch":    {why: "troupe has no web tools; the agent runs without WebSearch"},
+	"NotebookRead": {why: "troupe has no notebook tool; use read"},
+}
+
+// isClaudeToolName reports whether name is written the way Claude Code
+// writes its tools, which marks a file as Claude-style.
+func isClaudeToolName(name string) bool {
+	base, _, _ := strings.Cut(name, "(")
+	_, ok := claudeTools[strings.TrimSpace(base)]
+	return ok || strings.HasPrefix(name, "mcp__")
+}
+
+// mappedTool is one entry of a tools list after mapping.
+type mappedTool struct {
+	name string // troupe's name, "" when dropped
+	warn string // a warning to report, if any
+}
+
+// mapTool maps one name from a tools list onto troupe's names. Troupe's own
+// names pass through; unknown names are kept for the registry to judge.
+func mapTool(raw string) mappedTool {
+	raw = strings.TrimSpace(raw)
+	base, args, hasArgs := strings.Cut(raw, "(")
+	base = strings.TrimSpace(base)
+	args = strings.TrimSuffix(strings.TrimSpace(args), ")")
+	if strings.HasPrefix(raw, "mcp__") {
+		return mappedTool{warn: fmt.Sprintf("tool %q is an MCP server tool; troupe does not connect to MCP servers, so the agent runs without it", raw)}
+	}
+	if base == "Bash" && hasArgs && (args == "git" || strings.HasPrefix(args, "git ") || strings.HasPrefix(args, "git:")) {
+		return mappedTool{name: "git", warn: fmt.Sprintf("tool %q is mapped to troupe's read-only git tool (diff, log, show, status, blame)", raw)}
+	}
+	if c, ok := claudeTools[base]; ok {
+		if c.to == "" {
+			return mappedTool{warn: fmt.Sprintf("tool %q: %s", raw, c.why)}
+		}
+		if hasArgs && c.to != "delegate" {
+			return mappedTool{name: c.to, warn: fmt.Sprintf("tool %q: troupe ignores the pattern in parentheses and allows %s on every path inside the agent's root", raw, c.to)}
+		}
+		return mappedTool{name: c.to}
+	}
+	return mappedTool{name: raw}
+}
+
+// splitTools splits a tools string written as "Read, Grep, Agent(a, b)":
+// commas inside parentheses do not split, and a list with no commas splits
+// on spaces.
+func splitTools(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	flush := func(end int) {
+		if part := strings.TrimSpace(s[start:end]); part != "" {
+			out = append(out, part)
+		}
+	}
+	hasComma := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if depth == 0 {
+				hasComma = true
+				flush(i)
+				start = i + 1
+			}
+		}
+	}
+	flush(len(s))
+	if hasComma {
+		return out
+	}
+	// "Read Grep Glob": split on spaces outside parentheses.
+	var words []string
+	for _, part := range out {
+		words = append(words, splitOutsideParens(part)...)
+	}
+	return words
+}
+
+func splitOutsideParens(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '(':
+			depth++
+		case c == ')' && depth > 0:
+			depth--
+		case (c == ' ' || c == '\t') && depth == 0:
+			if p := strings.TrimSpace(s[start:i]); p != "" {
+				out = append(out, p)
+			}
+			start = i + 1
+		}
+	}
+	if p := strings.TrimSpace(s[start:]); p != "" {
+		out = append(out, p)
+	}
+	return out
+}
+
+// modelAliases maps the short model names Claude Code uses onto troupe's
+// provider:model names.
+var modelAliases = map[string]string{
+	"sonnet": "anthropic:claude-sonnet-4-5",
+	"opus":   "anthropic:claude-opus-4-1",
+	"haiku":  "anthropic:claude-haiku-4-5",
+}
+
+// ModelAliases returns the short model names a definition may use and the
+// provider:model each stands for.
+func ModelAliases() map[string]string { return maps.Clone(modelAliases) }
+
+// ModelInherit is the model value that means "the parent's model".
+const ModelInherit = "inherit"
+
+// OfflineModel is the name of the embedded offline retrieval model.
+const OfflineModel = "offline"
+
+// normalizeModel turns what a definition says into troupe's model name.
+// ok is false when the value cannot be used; msg then says what to write.
+// A non-empty msg with ok true is a warning.
+func normalizeModel(raw string) (model string, ok bool, msg string) {
+	m := strings.TrimSpace(raw)
+	switch {
+	case m == "" || strings.EqualFold(m, ModelInherit):
+		return ModelInherit, true, ""
+	case m == OfflineModel:
+		return m, true, ""
+	}
+	if full, found := modelAliases[strings.ToLower(m)]; found {
+		return full, true, ""
+	}
+	if provider, name, found := strings.Cut(m, ":"); found {
+		if provider == "" || name == "" || strings.ContainsAny(m, " \t\n") {
+			return "", false, fmt.Sprintf("model %q: write provider:model, for example anthropic:claude-sonnet-4-5 or openai:gpt-4o-mini", m)
+		}
+		return m, true, ""
+	}
+	if strings.HasPrefix(strings.ToLower(m), "claude-") && !strings.ContainsAny(m, " \t\n") {
+		return "anthropic:" + m, true, ""
+	}
+	return "", false, fmt.Sprintf("model %q: write provider:model (for example openai:%s), a short name (%s), or inherit", m, m, strings.Join(slices.Sorted(maps.Keys(modelAliases)), ", "))
+}

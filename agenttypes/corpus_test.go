@@ -1,0 +1,155 @@
+package agenttypes_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// corpus holds real Claude Code agent files, beside the repository (see
+// its README); the test is skipped where it is absent.
+var corpus = filepath.Join("..", "..", "shared", "corpora")
+
+// frontLine finds a top-level "key: value" line in the front matter.
+func frontLine(front, key string) (string, bool) {
+	m := regexp.MustCompile(`(?m)^` + key + `:[ \t]*(.*?)[ \t]*$`).FindStringSubmatch(front)
+	if m == nil {
+		return "", false
+	}
+	return strings.Trim(m[1], `"'`), true
+}
+
+// expectTools is what troupe should make of a Claude tools line, worked
+// out apart from the loader: the names that map onto the read-only tools
+// troupe has, in order, without repeats.
+func expectTools(line string) []string {
+	mapping := map[string]string{"Read": "read", "Grep": "grep", "Glob": "glob", "LS": "ls", "TodoWrite": "note"}
+	out := []string{}
+	for _, raw := range strings.Split(strings.Trim(line, "[]"), ",") {
+		name := strings.TrimSpace(raw)
+		if to, ok := mapping[name]; ok && !slices.Contains(out, to) {
+			out = append(out, to)
+		}
+		if slices.Contains(agenttypes.DefaultTools, name) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func TestCorpus(t *testing.T) {
+	if _, err := os.Stat(corpus); err != nil {
+		t.Skipf("no corpus at %s: %v", corpus, err)
+	}
+	var files []string
+	require.NoError(t, filepath.WalkDir(corpus, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			files = append(files, p)
+		}
+		return err
+	}))
+	if len(files) == 0 {
+		t.Skip("the corpus holds no Markdown files")
+	}
+	var loaded, fellBack, warned int
+	var failures []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		// The corpus files live in .claude/agents directories where they
+		// come from, so they are read as Claude Code reads them.
+		typ, diags := agenttypes.LoadFile(f, agenttypes.LoadOptions{Mode: agenttypes.ModeLenient})
+		if diags.HasErrors() {
+			failures = append(failures, diags.Errors().String())
+			continue
+		}
+		parts := strings.SplitN(string(data), "\n---", 2)
+		front := parts[0]
+		wantName, ok := frontLine(front, "name")
+		if !ok {
+			wantName = strings.TrimSuffix(filepath.Base(f), ".md")
+		}
+		wantTools := agenttypes.DefaultTools
+		if line, ok := frontLine(front, "tools"); ok {
+			wantTools = expectTools(line)
+		}
+		switch {
+		case typ.Name != wantName:
+			failures = append(failures, f+": name "+typ.Name+", want "+wantName)
+		case strings.TrimSpace(typ.Description) == "":
+			failures = append(failures, f+": empty description")
+		case !slices.Equal(typ.Tools, wantTools):
+			failures = append(failures, f+": tools "+strings.Join(typ.Tools, ",")+", want "+strings.Join(wantTools, ","))
+		case strings.TrimSpace(typ.Prompt) == "":
+			failures = append(failures, f+": empty prompt")
+		default:
+			loaded++
+		}
+		for _, d := range diags {
+			if strings.Contains(d.Message, "not valid YAML") {
+				fellBack++
+			}
+		}
+		if len(diags) > 0 {
+			warned++
+		}
+	}
+	t.Logf("corpus: %d files, %d loaded with the right name, description, tools and prompt (%d with warnings, %d through the line-by-line fallback), %d failed",
+		len(files), loaded, warned, fellBack, len(failures))
+	for _, f := range failures {
+		t.Logf("not loaded: %s", f)
+	}
+	assert.GreaterOrEqual(t, loaded*100, len(files)*99, "at least 99%% load")
+
+	// Dropped into .troupe/agents instead, the files are read in auto
+	// mode: strict unless they look like Claude Code's.
+	var auto int
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if _, diags := agenttypes.ParseDefinition(filepath.Join(".troupe", "agents", filepath.Base(f)), data, agenttypes.LoadOptions{}); !diags.HasErrors() {
+			auto++
+		}
+	}
+	t.Logf("corpus in auto mode: %d of %d load", auto, len(files))
+	assert.GreaterOrEqual(t, auto*100, len(files)*99)
+
+	// Discovered as a project's .claude/agents, one collection at a time
+	// (the collections share some names, which in one layer is an error).
+	entries, err := os.ReadDir(corpus)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		t.Run("discover "+e.Name(), func(t *testing.T) {
+			abs, err := filepath.Abs(filepath.Join(corpus, e.Name()))
+			require.NoError(t, err)
+			repo := t.TempDir()
+			require.NoError(t, os.MkdirAll(filepath.Join(repo, ".claude"), 0o755))
+			if err := os.Symlink(abs, filepath.Join(repo, ".claude", "agents")); err != nil {
+				t.Skipf("no symlinks here: %v", err)
+			}
+			reg := testRegistry(t)
+			diags := reg.Reload(agenttypes.Sources{ProjectDir: repo})
+			var inDir int
+			for _, f := range files {
+				if strings.HasPrefix(f, filepath.Join(corpus, e.Name())+string(filepath.Separator)) {
+					inDir++
+				}
+			}
+			t.Logf("%s: %d files, %d types discovered, %d errors, %d warnings", e.Name(), inDir, len(reg.Types())-1, len(diags.Errors()), len(diags.Warnings()))
+			assert.Empty(t, diags.Errors())
+			assert.GreaterOrEqual(t, (len(reg.Types())-1)*100, inDir*99)
+		})
+	}
+}

@@ -1,0 +1,423 @@
+package agenttypes
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Sources says where definition files live. Every field may be empty,
+// which leaves out the directories built from it. Tests fill it with
+// temporary directories; SourcesFromEnv fills it for a real run.
+type Sources struct {
+	// ProjectDir is the repository root; its .troupe/agents and
+	// .claude/agents directories form the project layer.
+	ProjectDir string
+	// UserConfigDir is $XDG_CONFIG_HOME (by default ~/.config); its
+	// troupe/agents directory is part of the user layer.
+	UserConfigDir string
+	// HomeDir is the user's home; its .claude/agents directory is part of
+	// the user layer.
+	HomeDir string
+}
+
+// Layer is one level of precedence: the directories of the project or of
+// the user. A type in a layer hides types of the same name in the layers
+// after it and among registered (builtin, plugin) types.
+type Layer struct {
+	// Name is "project" or "user".
+	Name string
+	// Dirs are searched recursively, in order.
+	Dirs []string
+}
+
+// Layers returns the layers src names, highest precedence first: project
+// (.troupe/agents, then .claude/agents), then user
+// ($XDG_CONFIG_HOME/troupe/agents, then ~/.claude/agents). A directory
+// that is already part of an earlier layer (the project is the home
+// directory) is not searched twice.
+func (s Sources) Layers() []Layer {
+	var project, user []string
+	if s.ProjectDir != "" {
+		project = append(project, filepath.Join(s.ProjectDir, ".troupe", "agents"), filepath.Join(s.ProjectDir, ".claude", "agents"))
+	}
+	if s.UserConfigDir != "" {
+		user = append(user, filepath.Join(s.UserConfigDir, "troupe", "agents"))
+	}
+	if s.HomeDir != "" {
+		user = append(user, filepath.Join(s.HomeDir, ".claude", "agents"))
+	}
+	seen := map[string]bool{}
+	dedupe := func(dirs []string) []string {
+		var out []string
+		for _, d := range dirs {
+			key := d
+			if abs, err := filepath.Abs(d); err == nil {
+				key = abs
+			}
+			if real, err := filepath.EvalSymlinks(key); err == nil {
+				key = real
+			}
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	return []Layer{{Name: "project", Dirs: dedupe(project)}, {Name: "user", Dirs: dedupe(user)}}
+}
+
+// SourcesFromEnv returns the Sources for a run in projectDir: the user
+// layer from $XDG_CONFIG_HOME (or ~/.config) and the home directory.
+func SourcesFromEnv(projectDir string) Sources {
+	s := Sources{ProjectDir: projectDir}
+	home, err := os.UserHomeDir()
+	if err == nil {
+		s.HomeDir = home
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
+		s.UserConfigDir = x
+	} else if s.HomeDir != "" {
+		s.UserConfigDir = filepath.Join(s.HomeDir, ".config")
+	}
+	return s
+}
+
+// FindProjectRoot returns the nearest directory at or above dir that holds
+// a .troupe directory or a .git entry, or dir itself when none does.
+func FindProjectRoot(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	for d := abs; ; {
+		for _, marker := range []string{".troupe", ".git"} {
+			if _, err := os.Lstat(filepath.Join(d, marker)); err == nil {
+				return d
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return abs
+		}
+		d = parent
+	}
+}
+
+// LoadOptions says how to load definitions outside a Reload.
+type LoadOptions struct {
+	// Registry resolves extends and says which tools exist. With nil,
+	// extends finds only the definitions loaded together, and only
+	// DefaultTools exist.
+	Registry *Registry
+	// Mode is how strictly files are read; ModeAuto by default.
+	Mode Mode
+}
+
+// ParseDefinition reads one definition from data, which came from path
+// (its extension says YAML or Markdown; its directory may say Claude
+// Code). It returns the type, with Source set to path, and every problem
+// found; the type is the zero Type when the diagnostics hold an error.
+func ParseDefinition(path string, data []byte, opts LoadOptions) (Type, Diagnostics) {
+	def, diags := parseDefinition(path, data, opts.Mode)
+	return resolveOne(def, diags, opts)
+}
+
+// LoadFile reads and parses one definition file; see ParseDefinition.
+// Files over MaxDefinitionSize, binary files and anything but a regular
+// file are refused before they are read.
+func LoadFile(path string, opts LoadOptions) (Type, Diagnostics) {
+	data, diag := readDefinitionFile(path)
+	if diag != nil {
+		return Type{}, Diagnostics{*diag}
+	}
+	return ParseDefinition(path, data, opts)
+}
+
+func resolveOne(def *definition, diags Diagnostics, opts LoadOptions) (Type, Diagnostics) {
+	if def == nil {
+		return Type{}, diags
+	}
+	r := newResolver(map[string]*definition{def.name: def}, opts.Registry, false)
+	t, ok := r.resolve(def.name)
+	diags = append(diags, r.diags...)
+	diags.Sort()
+	if !ok {
+		return Type{}, diags
+	}
+	return *t, diags
+}
+
+// LoadFiles reads the definition files at paths, as one layer: two files
+// that define the same name are an error naming both. extends may name any
+// of them or any type opts.Registry knows. It returns the types that
+// loaded, sorted by name, and every problem found, sorted by file and
+// line; the registry is not changed. `troupe types validate` is this.
+func LoadFiles(opts LoadOptions, paths ...string) ([]Type, Diagnostics) {
+	var diags Diagnostics
+	var defs []*definition
+	for _, p := range paths {
+		data, diag := readDefinitionFile(p)
+		if diag != nil {
+			diags = append(diags, *diag)
+			continue
+		}
+		def, ds := parseDefinition(p, data, opts.Mode)
+		diags = append(diags, ds...)
+		if def != nil {
+			defs = append(defs, def)
+		}
+	}
+	byName, ds := uniqueNames(defs)
+	diags = append(diags, ds...)
+	r := newResolver(byName, opts.Registry, false)
+	types := r.all()
+	diags = append(diags, r.diags...)
+	diags.Sort()
+	return types, diags
+}
+
+// Load discovers and resolves the definitions src names, without changing
+// reg: the types Reload would install, and its diagnostics.
+func Load(reg *Registry, src Sources) ([]Type, Diagnostics) {
+	res := load(reg, src)
+	return res.types, res.diags
+}
+
+type loadResult struct {
+	types  []Type
+	broken map[string]error
+	diags  Diagnostics
+}
+
+func load(reg *Registry, src Sources) loadResult {
+	var res loadResult
+	visible := map[string]*definition{} // the winning definition of each name
+	shadows := map[string][]string{}
+	broken := map[string]string{} // name → file of the definition that failed
+	for _, layer := range src.Layers() {
+		inLayer := map[string][]*definition{}
+		for _, dir := range layer.Dirs {
+			files, ds := listDefinitionFiles(dir)
+			res.diags = append(res.diags, ds...)
+			for _, f := range files {
+				data, diag := readDefinitionFile(f)
+				if diag != nil {
+					res.diags = append(res.diags, *diag)
+					continue
+				}
+				if isMarkdown(f) && !hasFrontMatter(data) {
+					res.diags = append(res.diags, Diagnostic{File: f, Severity: SeverityWarning, Message: "skipped: no front matter, so not an agent definition (start it with a \"---\" line to make it one)"})
+					continue
+				}
+				def, ds := parseDefinition(f, data, ModeAuto)
+				res.diags = append(res.diags, ds...)
+				if def != nil {
+					inLayer[def.name] = append(inLayer[def.name], def)
+				}
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(inLayer)) {
+			entries := inLayer[name]
+			if len(entries) > 1 {
+				for i, d := range entries {
+					res.diags = append(res.diags, duplicateDiag(d, entries[(i+1)%len(entries)], layer.Name))
+				}
+			}
+			if _, taken := visible[name]; taken || broken[name] != "" {
+				for _, d := range entries {
+					shadows[name] = append(shadows[name], d.path)
+				}
+				continue
+			}
+			if len(entries) > 1 {
+				broken[name] = entries[0].path + " and " + entries[1].path
+			} else {
+				visible[name] = entries[0]
+			}
+		}
+	}
+	r := newResolver(visible, reg, true)
+	r.broken = broken
+	for _, t := range r.all() {
+		t.Shadows = shadows[t.Name]
+		if reg != nil {
+			if base, ok := reg.baseType(t.Name); ok {
+				t.Shadows = append(t.Shadows, sourceOf(base.Source))
+			}
+		}
+		res.types = append(res.types, t)
+	}
+	res.diags = append(res.diags, r.diags...)
+	for name := range r.failed {
+		broken[name] = visible[name].path
+	}
+	if len(broken) > 0 {
+		res.broken = map[string]error{}
+		for name, where := range broken {
+			res.broken[name] = fmt.Errorf("%w: type %q from %s has errors; run 'troupe types validate %s' to see them", ErrInvalid, name, where, strings.SplitN(where, " and ", 2)[0])
+		}
+	}
+	res.diags.Sort()
+	return res
+}
+
+func duplicateDiag(d, other *definition, layer string) Diagnostic {
+	at := d.at("name")
+	return Diagnostic{File: d.path, Line: at.line, Col: at.col, Severity: SeverityError,
+		Message: fmt.Sprintf("type %q is defined twice in the %s layer, here and in %s; rename or delete one of them", d.name, layer, other.path)}
+}
+
+// uniqueNames indexes definitions by name, reporting each name defined in
+// more than one file (and keeping none of them).
+func uniqueNames(defs []*definition) (map[string]*definition, Diagnostics) {
+	groups := map[string][]*definition{}
+	for _, d := range defs {
+		groups[d.name] = append(groups[d.name], d)
+	}
+	out := map[string]*definition{}
+	var diags Diagnostics
+	for name, g := range groups {
+		if len(g) == 1 {
+			out[name] = g[0]
+			continue
+		}
+		for i, d := range g {
+			at := d.at("name")
+			diags = append(diags, Diagnostic{File: d.path, Line: at.line, Col: at.col, Severity: SeverityError,
+				Message: fmt.Sprintf("type %q is also defined in %s; rename or delete one of them", name, g[(i+1)%len(g)].path)})
+		}
+	}
+	return out, diags
+}
+
+// maxDefinitionFiles caps how many files one directory walk reads.
+const maxDefinitionFiles = 10_000
+
+// listDefinitionFiles walks dir for *.yaml, *.yml and *.md files, skipping
+// hidden entries and not following symlinked directories (a symlink to a
+// file is read). A missing dir gives nothing; the dir itself may be a
+// symlink.
+func listDefinitionFiles(dir string) ([]string, Diagnostics) {
+	info, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, Diagnostics{{File: dir, Severity: SeverityWarning, Message: fmt.Sprintf("cannot read this directory: %v", err)}}
+	}
+	if !info.IsDir() {
+		return nil, Diagnostics{{File: dir, Severity: SeverityWarning, Message: "not a directory; agent definitions go in a directory of that name"}}
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir
+	}
+	var files []string
+	var diags Diagnostics
+	err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(real, p)
+		shown := filepath.Join(dir, rel)
+		if err != nil {
+			diags = append(diags, Diagnostic{File: shown, Severity: SeverityWarning, Message: fmt.Sprintf("skipped: %v", err)})
+			if d != nil && d.IsDir() && p != real {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if p != real && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !isDefinitionFile(p) {
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			st, err := os.Stat(p)
+			if err != nil || !st.Mode().IsRegular() {
+				return nil // a symlinked directory, or a dangling link
+			}
+		}
+		if len(files) >= maxDefinitionFiles {
+			diags = append(diags, Diagnostic{File: dir, Severity: SeverityWarning, Message: fmt.Sprintf("more than %d definition files; the rest are skipped", maxDefinitionFiles)})
+			return filepath.SkipAll
+		}
+		files = append(files, shown)
+		return nil
+	})
+	if err != nil {
+		diags = append(diags, Diagnostic{File: dir, Severity: SeverityWarning, Message: fmt.Sprintf("walk stopped: %v", err)})
+	}
+	slices.Sort(files)
+	return files, diags
+}
+
+func isDefinitionFile(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".yaml", ".yml", ".md":
+		return true
+	}
+	return false
+}
+
+func isMarkdown(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".md", ".markdown":
+		return true
+	}
+	return false
+}
+
+// hasFrontMatter reports whether Markdown text opens with "---".
+func hasFrontMatter(data []byte) bool {
+	s := strings.TrimLeft(strings.TrimPrefix(string(data[:min(len(data), 4096)]), "\ufeff"), " \t\r\n")
+	return strings.HasPrefix(s, "---")
+}
+
+// readDefinitionFile reads a regular file of at most MaxDefinitionSize,
+// checking the size before reading anything.
+func readDefinitionFile(path string) ([]byte, *Diagnostic) {
+	fail := func(format string, args ...any) ([]byte, *Diagnostic) {
+		return nil, &Diagnostic{File: path, Severity: SeverityError, Message: fmt.Sprintf(format, args...)}
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return fail("cannot read: %v", unwrapPath(err))
+	}
+	if !info.Mode().IsRegular() {
+		return fail("not a regular file; a definition is a *.yaml, *.yml or *.md file")
+	}
+	if info.Size() > MaxDefinitionSize {
+		return fail("file is %s; definitions are limited to %s: move long text out of it", sizeString(info.Size()), sizeString(MaxDefinitionSize))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail("cannot read: %v", unwrapPath(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxDefinitionSize+1))
+	if err != nil {
+		return fail("cannot read: %v", unwrapPath(err))
+	}
+	if len(data) > MaxDefinitionSize {
+		return fail("file is over %s; definitions are limited to that: move long text out of it", sizeString(MaxDefinitionSize))
+	}
+	return data, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

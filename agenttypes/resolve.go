@@ -1,0 +1,238 @@
+package agenttypes
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// resolver builds Types from definitions, following extends through the
+// definitions it holds and then through base.
+type resolver struct {
+	defs      map[string]*definition
+	base      func(name string) (*Type, bool)
+	tools     func(name string) bool
+	names     func() []string // every type name, for suggestions
+	toolNames func() []string // every available tool name
+
+	broken map[string]string // names that must not resolve → the file at fault
+
+	diags  Diagnostics
+	done   map[string]*Type
+	failed map[string]bool
+	stack  []string
+}
+
+func newResolver(defs map[string]*definition, reg *Registry, baseOnly bool) *resolver {
+	r := &resolver{defs: defs, done: map[string]*Type{}, failed: map[string]bool{}}
+	r.base = func(string) (*Type, bool) { return nil, false }
+	r.tools = func(name string) bool { return slices.Contains(DefaultTools, name) }
+	r.names = func() []string { return slices.Collect(maps.Keys(defs)) }
+	r.toolNames = func() []string { return slices.Sorted(slices.Values(DefaultTools)) }
+	if reg != nil {
+		lookup := reg.visibleType
+		if baseOnly {
+			lookup = reg.baseType
+		}
+		r.base = lookup
+		r.tools = func(name string) bool { return reg.hasTool(name) || slices.Contains(DefaultTools, name) }
+		r.toolNames = func() []string {
+			out := slices.Clone(DefaultTools)
+			for _, t := range reg.Tools() {
+				if name := t.Spec().Name; !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+			slices.Sort(out)
+			return out
+		}
+		r.names = func() []string {
+			out := slices.Collect(maps.Keys(defs))
+			for _, t := range reg.Types() {
+				out = append(out, t.Name)
+			}
+			return out
+		}
+	}
+	return r
+}
+
+func (r *resolver) errorf(d *definition, at pos, format string, args ...any) {
+	r.diags = append(r.diags, Diagnostic{File: d.path, Line: at.line, Col: at.col, Severity: SeverityError, Message: fmt.Sprintf(format, args...)})
+}
+
+func (r *resolver) warnf(d *definition, at pos, format string, args ...any) {
+	r.diags = append(r.diags, Diagnostic{File: d.path, Line: at.line, Col: at.col, Severity: SeverityWarning, Message: fmt.Sprintf(format, args...)})
+}
+
+// all resolves every definition, in name order.
+func (r *resolver) all() []Type {
+	var out []Type
+	for _, name := range slices.Sorted(maps.Keys(r.defs)) {
+		if t, ok := r.resolve(name); ok {
+			out = append(out, *t)
+		}
+	}
+	return out
+}
+
+func (r *resolver) resolve(name string) (*Type, bool) {
+	if t, ok := r.done[name]; ok {
+		return t, true
+	}
+	if r.failed[name] {
+		return nil, false
+	}
+	d := r.defs[name]
+	var parent *Type
+	if d.extends != "" {
+		var ok bool
+		if parent, ok = r.parent(d); !ok {
+			r.failed[name] = true
+			return nil, false
+		}
+	}
+	t, ok := r.build(d, parent)
+	if !ok || d.failed {
+		r.failed[name] = true
+		return nil, false
+	}
+	r.done[name] = t
+	return t, true
+}
+
+// parent finds the type d extends, reporting self-extension, cycles and
+// unknown names.
+func (r *resolver) parent(d *definition) (*Type, bool) {
+	at := d.at("extends")
+	if d.extends == d.name {
+		// A definition may extend the type it shadows: "explore, with my
+		// prompt" starts from the explore below it.
+		if t, ok := r.base(d.name); ok && t.Source != d.path {
+			return t, true
+		}
+		r.errorf(d, at, "type %q extends itself and there is no lower %q to start from; extend another type (such as explore), or remove extends", d.name, d.name)
+		return nil, false
+	}
+	if pd, ok := r.defs[d.extends]; ok {
+		if i := slices.Index(r.stack, pd.name); i >= 0 {
+			members := append(slices.Clone(r.stack[i:]), d.name)
+			cycle := strings.Join(append(slices.Clone(members), pd.name), " → ")
+			for _, n := range members {
+				r.failed[n] = true
+				cd := r.defs[n]
+				r.errorf(cd, cd.at("extends"), "extends cycle: %s; remove extends from one of them", cycle)
+			}
+			return nil, false
+		}
+		r.stack = append(r.stack, d.name)
+		pt, ok := r.resolve(pd.name)
+		r.stack = r.stack[:len(r.stack)-1]
+		if !ok {
+			if !r.failed[d.name] { // not already reported as part of a cycle
+				r.errorf(d, at, "extends %q, which has errors (see %s)", d.extends, pd.path)
+			}
+			return nil, false
+		}
+		return pt, true
+	}
+	if where, ok := r.broken[d.extends]; ok {
+		r.errorf(d, at, "extends %q, which has errors (see %s)", d.extends, where)
+		return nil, false
+	}
+	if t, ok := r.base(d.extends); ok {
+		return t, true
+	}
+	hint := ""
+	if near := nearest(d.extends, r.names()); near != "" && near != d.name {
+		hint = fmt.Sprintf("; did you mean %q?", near)
+	}
+	r.errorf(d, at, "extends unknown type %q%s (run 'troupe types list' to see the types there are)", d.extends, hint)
+	return nil, false
+}
+
+// build makes the Type of d, starting from parent when it has one.
+func (r *resolver) build(d *definition, parent *Type) (*Type, bool) {
+	before := len(r.diags)
+	var t Type
+	if parent != nil {
+		t = *parent.clone()
+		t.Extends = parent.Name
+		t.Shadows = nil
+	} else {
+		t.Tools = slices.Clone(DefaultTools)
+		t.NeedsLanguageModel = true
+	}
+	t.Name, t.Source = d.name, d.path
+	if d.has("description") {
+		t.Description = d.description
+	}
+	if d.has("prompt") {
+		t.Prompt = d.prompt
+	}
+	if d.has("model") {
+		t.Model = d.model
+	}
+	t.Budget = d.budget.Merge(t.Budget)
+	if d.has("inherit_context") {
+		t.InheritContext = d.inherit
+	}
+	if d.has("needs_language_model") {
+		t.NeedsLanguageModel = d.needsLM
+	}
+	if d.has("output") {
+		t.Output = Output{Format: d.output.Format, Schema: d.output.Schema}
+		t.ParseOutput = nil // the parent's parser reads the parent's format
+	}
+	if d.has("examples") {
+		t.Examples = slices.Clone(d.examples)
+	}
+	if d.has("tools") {
+		t.Tools = r.available(d)
+	}
+	t.Tools = slices.DeleteFunc(t.Tools, func(name string) bool { return slices.Contains(d.disallowed, name) })
+	switch {
+	case t.Description != "":
+	case !d.has("description"):
+		r.errorf(d, d.at("description"), "no description: add description: saying in a sentence what the type is for (troupe types list shows it)")
+	case !d.failed: // when parsing failed, it said what is wrong with it
+		r.errorf(d, d.at("description"), "the description is empty: say in a sentence what the type is for (troupe types list shows it)")
+	}
+	// Parsing has reported what makes a failed definition invalid; this
+	// catches anything else, so that no invalid type gets through.
+	if err := t.Validate(); err != nil && len(r.diags) == before && !d.failed {
+		r.errorf(d, d.at("name"), "%v", err)
+	}
+	for _, dg := range r.diags[before:] {
+		if dg.Severity == SeverityError {
+			return nil, false
+		}
+	}
+	return &t, true
+}
+
+// available keeps the tools of d that exist, reporting the others.
+func (r *resolver) available(d *definition) []string {
+	out := []string{}
+	for i, name := range d.tools {
+		at := d.toolPos[i]
+		switch {
+		case r.tools(name):
+			out = append(out, name)
+		case slices.Contains(futureTools, name):
+			r.warnf(d, at, "troupe has no %s tool yet; the agent runs without it", name)
+		default:
+			hint := ""
+			if near := nearest(name, KnownToolNames()); near != "" {
+				hint = fmt.Sprintf("; did you mean %q?", near)
+			}
+			if d.strict {
+				r.errorf(d, at, "unknown tool %q%s (the tools there are: %s)", name, hint, strings.Join(r.toolNames(), ", "))
+			} else {
+				r.warnf(d, at, "unknown tool %q%s; the agent runs without it", name, hint)
+			}
+		}
+	}
+	return out
+}

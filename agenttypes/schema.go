@@ -1,0 +1,183 @@
+package agenttypes
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// ErrBadOutput is wrapped by Output.Validate and Output.Parse when an answer
+// does not match the type's output schema.
+var ErrBadOutput = errors.New("answer does not match the output schema")
+
+// schemaURL names the one resource each compiled output schema holds.
+const schemaURL = "mem:///output.schema.json"
+
+// compiled output schemas by the SHA-256 of their bytes; the cache is
+// dropped whole when it grows past maxCachedSchemas, which only repeated
+// reloads of changing definitions can do.
+var schemaCache = struct {
+	sync.Mutex
+	m map[[32]byte]*compiledSchema
+}{m: map[[32]byte]*compiledSchema{}}
+
+const maxCachedSchemas = 256
+
+type compiledSchema struct {
+	once sync.Once
+	sch  *jsonschema.Schema
+	err  error
+}
+
+// noLoader refuses every URL, so a schema's $ref can reach neither the file
+// system nor the network.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%s: output schemas may not refer to other documents; put the definitions under $defs", url)
+}
+
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	key := sha256.Sum256(raw)
+	schemaCache.Lock()
+	c, ok := schemaCache.m[key]
+	if !ok {
+		if len(schemaCache.m) >= maxCachedSchemas {
+			clear(schemaCache.m)
+		}
+		c = &compiledSchema{}
+		schemaCache.m[key] = c
+	}
+	schemaCache.Unlock()
+	c.once.Do(func() {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			c.err = fmt.Errorf("not valid JSON: %w", err)
+			return
+		}
+		comp := jsonschema.NewCompiler()
+		comp.UseLoader(noLoader{})
+		comp.DefaultDraft(jsonschema.Draft2020)
+		if err := comp.AddResource(schemaURL, doc); err != nil {
+			c.err = err
+			return
+		}
+		c.sch, c.err = comp.Compile(schemaURL)
+	})
+	return c.sch, c.err
+}
+
+// checkSchema reports why raw is not a usable schema, in one line.
+func checkSchema(raw json.RawMessage) error {
+	if _, err := compileSchema(raw); err != nil {
+		var sve *jsonschema.SchemaValidationError
+		if errors.As(err, &sve) {
+			return fmt.Errorf("it breaks the rules of JSON Schema: %s", describeValidation(sve.Err))
+		}
+		return errors.New(oneLine(err.Error()))
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, schemaURL, "schema")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Validate checks an answer already decoded from JSON (maps, slices,
+// strings, numbers, booleans, nil; or any value that marshals to JSON)
+// against the schema. It returns nil when Format is not json or there is no
+// schema. The error wraps ErrBadOutput and says, in words a model can act
+// on, which parts of the answer are wrong.
+func (o Output) Validate(v any) error {
+	if o.Format != OutputJSON || len(o.Schema) == 0 {
+		return nil
+	}
+	sch, err := compileSchema(o.Schema)
+	if err != nil {
+		return fmt.Errorf("%w: the type's output schema is unusable: %s", ErrInvalid, oneLine(err.Error()))
+	}
+	v, err = plainJSON(v)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadOutput, err)
+	}
+	if err := sch.Validate(v); err != nil {
+		return fmt.Errorf("%w: %s", ErrBadOutput, describeValidation(err))
+	}
+	return nil
+}
+
+// Parse reads an answer as JSON (allowing a Markdown code fence around it)
+// and validates it. With Format text it returns the answer unchanged.
+func (o Output) Parse(answer string) (any, error) {
+	if o.Format != OutputJSON {
+		return answer, nil
+	}
+	s := strings.TrimSpace(answer)
+	if rest, ok := strings.CutPrefix(s, "```"); ok {
+		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
+			rest = rest[nl+1:]
+		}
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+	if err != nil {
+		return nil, fmt.Errorf("%w: the answer is not valid JSON (%v); reply with only the JSON value", ErrBadOutput, err)
+	}
+	if err := o.Validate(v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// plainJSON turns v into the plain values the validator reads.
+func plainJSON(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool, string, float64, float32, int, int64, int32, uint, uint64, json.Number, map[string]any, []any:
+		return x, nil
+	case json.RawMessage:
+		return jsonschema.UnmarshalJSON(bytes.NewReader(x))
+	case []byte:
+		return jsonschema.UnmarshalJSON(bytes.NewReader(x))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("the answer cannot be written as JSON: %w", err)
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
+}
+
+// describeValidation lists the leaf failures as "at /path: message".
+func describeValidation(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return oneLine(err.Error())
+	}
+	var parts []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			at := "/" + strings.Join(e.InstanceLocation, "/")
+			parts = append(parts, fmt.Sprintf("at %s: %s", at, e.ErrorKind.LocalizedString(printer)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	if len(parts) > 10 {
+		parts = append(parts[:10], fmt.Sprintf("and %d more", len(parts)-10))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,107 @@
+package agenttypes_test
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+var findingsSchema = json.RawMessage(`{
+	"type": "object",
+	"required": ["findings"],
+	"properties": {
+		"findings": {
+			"type": "array",
+			"items": {
+				"type": "object",
+				"required": ["path", "line"],
+				"properties": {"path": {"type": "string"}, "line": {"type": "integer", "minimum": 1}}
+			}
+		}
+	}
+}`)
+
+func TestOutputValidate(t *testing.T) {
+	out := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: findingsSchema}
+	type finding struct {
+		Path string `json:"path"`
+		Line int    `json:"line"`
+	}
+	tests := []struct {
+		name string
+		v    any
+		msg  string // "" for valid
+	}{
+		{"decoded JSON", map[string]any{"findings": []any{map[string]any{"path": "a.go", "line": float64(3)}}}, ""},
+		{"a Go value", struct {
+			Findings []finding `json:"findings"`
+		}{[]finding{{"a.go", 3}}}, ""},
+		{"raw JSON", json.RawMessage(`{"findings": []}`), ""},
+		{"missing property", map[string]any{}, "at /: missing property 'findings'"},
+		{"wrong type deep down", map[string]any{"findings": []any{map[string]any{"path": "a.go", "line": "three"}}}, "at /findings/0/line: got string, want integer"},
+		{"below minimum", json.RawMessage(`{"findings": [{"path": "a.go", "line": 0}]}`), "at /findings/0/line: minimum: got 0, want 1"},
+		{"not JSON at all", json.RawMessage(`{`), "unexpected EOF"},
+		{"a value that cannot be JSON", func() {}, "cannot be written as JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := out.Validate(tt.v)
+			if tt.msg == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, agenttypes.ErrBadOutput)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+	assert.NoError(t, agenttypes.Output{Format: agenttypes.OutputText, Schema: findingsSchema}.Validate(42), "text output is not checked")
+	assert.NoError(t, agenttypes.Output{Format: agenttypes.OutputJSON}.Validate(42), "no schema, nothing to check")
+	err := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"type": 5}`)}.Validate(1)
+	assert.ErrorIs(t, err, agenttypes.ErrInvalid)
+}
+
+func TestOutputParse(t *testing.T) {
+	out := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: findingsSchema}
+	v, err := out.Parse("```json\n{\"findings\": [{\"path\": \"a.go\", \"line\": 12}]}\n```")
+	require.NoError(t, err)
+	assert.Equal(t, json.Number("12"), v.(map[string]any)["findings"].([]any)[0].(map[string]any)["line"], "numbers keep their precision")
+	_, err = out.Parse("I found it in a.go")
+	require.ErrorIs(t, err, agenttypes.ErrBadOutput)
+	assert.Contains(t, err.Error(), "not valid JSON")
+	_, err = out.Parse(`{"findings": "none"}`)
+	assert.ErrorIs(t, err, agenttypes.ErrBadOutput)
+	text, err := agenttypes.Output{}.Parse("plain")
+	require.NoError(t, err)
+	assert.Equal(t, "plain", text)
+}
+
+func TestSchemaRefsStayInside(t *testing.T) {
+	for _, ref := range []string{"file:///etc/passwd", "https://example.com/s.json", "other.json"} {
+		typ := agenttypes.Type{Name: "a", Description: "d", Output: agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"$ref": "` + ref + `"}`)}}
+		err := typ.Validate()
+		require.ErrorIs(t, err, agenttypes.ErrInvalid, ref)
+		assert.Contains(t, err.Error(), "does not compile")
+	}
+	local := agenttypes.Type{Name: "a", Description: "d", Output: agenttypes.Output{Format: agenttypes.OutputJSON,
+		Schema: json.RawMessage(`{"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n"}`)}}
+	require.NoError(t, local.Validate())
+	assert.NoError(t, local.Output.Validate(3))
+	assert.ErrorIs(t, local.Output.Validate("3"), agenttypes.ErrBadOutput)
+}
+
+func TestSchemaCacheConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			out := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"type": "integer", "maximum": ` + string(rune('0'+i%4)) + `}`)}
+			assert.NoError(t, out.Validate(0))
+			assert.ErrorIs(t, out.Validate(10), agenttypes.ErrBadOutput)
+		})
+	}
+	wg.Wait()
+}
