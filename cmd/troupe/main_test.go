@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var shop = filepath.Join("..", "..", "testdata", "repos", "shop")
 
+// isolate keeps a test away from the user's own agent definitions and
+// configuration.
+func isolate(t *testing.T) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
+}
+
 type outcome struct {
 	code           int
 	stdout, stderr string
@@ -33,6 +45,7 @@ func troupe(t *testing.T, args ...string) outcome {
 
 func troupeCtx(t *testing.T, ctx context.Context, args ...string) outcome {
 	t.Helper()
+	isolate(t)
 	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
 	t.Setenv("TROUPE_MODEL", "")
 	t.Setenv("OPENAI_API_KEY", "")
@@ -149,6 +162,7 @@ func TestRunBadInputExitsTwo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
 			runs := filepath.Join(t.TempDir(), "runs")
 			t.Setenv("TROUPE_RUNS_DIR", runs)
 			t.Setenv("TROUPE_MODEL", "")
@@ -166,13 +180,38 @@ func TestRunBadInputExitsTwo(t *testing.T) {
 }
 
 func TestRunInterrupted(t *testing.T) {
+	// An OpenAI-compatible server that holds every request until the
+	// client goes away, so the run is surely in flight when interrupted.
+	received := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case received <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer srv.Close()
+	defer close(stop)
+	isolate(t)
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	o := troupeCtx(t, ctx, "run", "explore", "--repo", shop, "--progress", "none", "--json", "anything")
-	assert.Equal(t, 130, o.code, o.stderr)
+	defer cancel()
+	go func() {
+		<-received
+		cancel()
+	}()
+	var out, errb bytes.Buffer
+	code := execute(ctx, []string{"run", "explore", "--repo", shop, "--model", "openai:slow", "--progress", "none", "--json", "anything"}, &out, &errb)
+	assert.Equal(t, 130, code, errb.String())
 	var res jsonResult
-	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res))
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 	assert.Equal(t, "cancelled", res.State)
+	assert.Equal(t, "cancelled", res.Reason)
 }
 
 func TestTypesListAndShow(t *testing.T) {
@@ -224,6 +263,7 @@ func TestToolsListAndCall(t *testing.T) {
 }
 
 func TestRunsListAndShow(t *testing.T) {
+	isolate(t)
 	runs := filepath.Join(t.TempDir(), "runs")
 	var out, errb bytes.Buffer
 	t.Setenv("TROUPE_RUNS_DIR", runs)

@@ -102,16 +102,72 @@ func (a *app) rootCommand() *cobra.Command {
 	return root
 }
 
-// registry returns a registry with the builtin tools and types.
-func (a *app) registry() (*agenttypes.Registry, error) {
+// registry returns a registry with the builtin tools and types and the
+// types defined in files: the project's (.troupe/agents and .claude/agents
+// at the root of the project holding dir) over the user's over the builtin
+// ones. A definition with errors is reported and left out; the rest load.
+func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	reg := agenttypes.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, err
 	}
+	diags := reg.Reload(agenttypes.SourcesFromEnv(agenttypes.FindProjectRoot(dir)))
+	for _, d := range diags.Errors() {
+		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)
+	}
+	if len(diags.Warnings()) > 0 {
+		a.logger().Debug("agent definitions loaded with warnings", "count", len(diags.Warnings()), "hint", "troupe types validate FILE")
+	}
 	return reg, nil
 }
 
-func (a *app) resolver() models.Resolver { return models.Resolver{Getenv: a.getenv} }
+// resolver reads the model configuration: the environment and the config
+// files (the user's, and the project's above dir). A config file that does
+// not parse is bad configuration (exit 2).
+func (a *app) resolver(dir string) (models.Resolver, error) {
+	r, err := models.Load(a.getenv, dir)
+	if err != nil {
+		return models.Resolver{}, usageError{err}
+	}
+	r.Logger = a.logger()
+	return r, nil
+}
+
+// chooseModel returns the default model (--model when given, else the
+// resolver's choice) and the model the agent of typeName will run on,
+// with why: the flag, the type's own model, or the default's reason.
+func chooseModel(ctx context.Context, r models.Resolver, reg *agenttypes.Registry, typeName, flag string) (def, used models.Choice) {
+	if flag != "" && flag != "inherit" {
+		def = models.Choice{Name: flag, Why: "--model", Full: r.Expand(flag)}
+	} else {
+		def = r.Choose(ctx)
+	}
+	used = def
+	if flag == "" || flag == "inherit" {
+		if t, err := reg.Type(typeName); err == nil && t.Model != "" && t.Model != "inherit" {
+			used = models.Choice{Name: t.Model, Why: "type " + t.Name + " names it", Full: r.Expand(t.Model)}
+		}
+	}
+	return def, used
+}
+
+// announceModel says on stderr, before the run, which model it uses;
+// nothing when Spawn is about to refuse the type or the model and say why.
+func announceModel(w io.Writer, reg *agenttypes.Registry, typeName string, c models.Choice) {
+	if t, err := reg.Type(typeName); err != nil || (c.Offline() && t.NeedsLanguageModel) {
+		return
+	}
+	fmt.Fprintf(w, "using model %s\n", c.Describe())
+}
+
+// modelHint adds, to a refusal of the offline model chosen for lack of
+// anything else, every way to configure a language model.
+func modelHint(err error, r models.Resolver, used models.Choice) error {
+	if errors.Is(err, manager.ErrModel) && used.Offline() && used.Why == models.NothingConfigured {
+		return fmt.Errorf("%w\n  %s", err, r.SetupHint())
+	}
+	return err
+}
 
 // runsDir is where transcripts go: $TROUPE_RUNS_DIR, else
 // $XDG_STATE_HOME/troupe/runs, else ~/.local/state/troupe/runs.

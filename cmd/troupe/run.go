@@ -42,7 +42,7 @@ func (a *app) runCommand() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.repo, "repo", ".", "directory the agent works in")
-	fl.StringVar(&f.model, "model", "", "model as provider:model, or offline (default $TROUPE_MODEL, else offline)")
+	fl.StringVar(&f.model, "model", "", "model as provider:model, an alias (sonnet, haiku, opus, mini) or offline\n(default: $TROUPE_MODEL, the config file's model, a running Ollama, a present API key, else offline)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget: input plus output over all model calls")
 	fl.DurationVar(&f.maxTime, "max-time", 0, "wall-time budget, such as 90s or 5m")
 	fl.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "tool-call budget")
@@ -66,15 +66,16 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return usagef("--repo %q: %v", f.repo, err)
 	}
-	reg, err := a.registry()
+	reg, err := a.registry(repo)
 	if err != nil {
 		return err
 	}
-	resolver := a.resolver()
-	model := f.model
-	if model == "" {
-		model = resolver.Default()
+	resolver, err := a.resolver(repo)
+	if err != nil {
+		return err
 	}
+	def, used := chooseModel(cmd.Context(), resolver, reg, typeName, f.model)
+	model := def.Name
 	runs := a.runsDir()
 	if _, err := manager.PruneTranscripts(runs, manager.DefaultRetention); err != nil {
 		a.logger().Warn("could not prune old transcripts", "dir", runs, "err", err)
@@ -89,13 +90,16 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
+	if mode == progressPlain || mode == progressLive {
+		announceModel(a.stderr, reg, typeName, used)
+	}
 	progress := startProgress(mgr, mode, a.stderr)
 
 	agent, err := mgr.Spawn(cmd.Context(), manager.SpawnRequest{Type: typeName, Task: task, Dir: repo, Budget: budget, Model: f.model})
 	if err != nil {
 		_ = mgr.Close(context.Background())
 		progress.wait()
-		return err
+		return modelHint(err, resolver, used)
 	}
 	res, err := agent.Wait(cmd.Context())
 	interrupted := err != nil

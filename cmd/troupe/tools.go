@@ -17,12 +17,13 @@ func (a *app) toolsCommand() *cobra.Command {
 	var typeName, repo string
 	cmd := &cobra.Command{Use: "tools", Short: "List tools, or call one exactly as an agent would"}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.PersistentFlags().StringVar(&repo, "repo", ".", "directory the tool works in (and whose agent types are read)")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the tools (those one type may call, with --type)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := a.registry()
+			reg, err := a.registry(repo)
 			if err != nil {
 				return err
 			}
@@ -66,7 +67,7 @@ func (a *app) toolsCommand() *cobra.Command {
 		Example: `  troupe tools call grep '{"pattern":"func Spawn"}' --repo .`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg, err := a.registry()
+			reg, err := a.registry(repo)
 			if err != nil {
 				return err
 			}
@@ -106,7 +107,6 @@ func (a *app) toolsCommand() *cobra.Command {
 			return nil
 		},
 	}
-	call.Flags().StringVar(&repo, "repo", ".", "directory the tool works in")
 	cmd.AddCommand(list, call)
 	return cmd
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -14,14 +17,16 @@ import (
 
 func (a *app) typesCommand() *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{Use: "types", Short: "List and show agent types"}
+	var repo string
+	cmd := &cobra.Command{Use: "types", Short: "List, show and validate agent types"}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.PersistentFlags().StringVar(&repo, "repo", ".", "project whose .troupe/agents and .claude/agents are read")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the agent types and where each comes from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := a.registry()
+			reg, err := a.registry(repo)
 			if err != nil {
 				return err
 			}
@@ -30,9 +35,13 @@ func (a *app) typesCommand() *cobra.Command {
 				return writeJSON(a.stdout, types)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
+			fmt.Fprintln(tw, "NAME\tSOURCE\tSHADOWS\tDESCRIPTION")
 			for _, t := range types {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Source, firstSentence(t.Description))
+				shadows := "-"
+				if len(t.Shadows) > 0 {
+					shadows = strings.Join(mapSlice(t.Shadows, relPath), ", ")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, relPath(t.Source), shadows, clip(firstSentence(t.Description), 80))
 			}
 			return tw.Flush()
 		},
@@ -41,7 +50,7 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "Show one agent type in full",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg, err := a.registry()
+			reg, err := a.registry(repo)
 			if err != nil {
 				return err
 			}
@@ -55,13 +64,106 @@ func (a *app) typesCommand() *cobra.Command {
 			showType(a.stdout, t)
 			return nil
 		},
+	}, &cobra.Command{
+		Use:   "validate PATH...",
+		Short: "Check definition files (or folders of them) and print every problem as FILE:LINE:COL: message",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := a.registry(repo)
+			if err != nil {
+				return err
+			}
+			paths, err := definitionPaths(args)
+			if err != nil {
+				return err
+			}
+			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, paths...)
+			diags.Sort()
+			if asJSON {
+				if err := writeJSON(a.stdout, map[string]any{"types": len(types), "diagnostics": diags}); err != nil {
+					return err
+				}
+			} else {
+				for _, d := range diags {
+					fmt.Fprintln(a.stdout, d)
+				}
+				fmt.Fprintf(a.stderr, "%d files, %d types, %d errors, %d warnings\n", len(paths), len(types), len(diags.Errors()), len(diags.Warnings()))
+			}
+			if diags.HasErrors() {
+				return exitError{exitFailed}
+			}
+			return nil
+		},
 	})
 	return cmd
+}
+
+// definitionPaths expands folders into the definition files below them.
+func definitionPaths(args []string) ([]string, error) {
+	var paths []string
+	for _, arg := range args {
+		fi, err := os.Stat(arg)
+		if err != nil {
+			return nil, usagef("%s: %v", arg, err)
+		}
+		if !fi.IsDir() {
+			paths = append(paths, arg)
+			continue
+		}
+		err = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch strings.ToLower(filepath.Ext(p)) {
+			case ".md", ".yaml", ".yml":
+				if d.Type().IsRegular() {
+					paths = append(paths, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(paths) == 0 {
+		return nil, usagef("no .md, .yaml or .yml files in %s", strings.Join(args, " "))
+	}
+	return paths, nil
+}
+
+// relPath shows a path relative to the working directory when it is below it.
+func relPath(p string) string {
+	if !filepath.IsAbs(p) {
+		return p
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}
+
+func mapSlice(xs []string, f func(string) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 func showType(w io.Writer, t *agenttypes.Type) {
 	fmt.Fprintf(w, "name:        %s\n", t.Name)
 	fmt.Fprintf(w, "source:      %s\n", t.Source)
+	for _, sh := range t.Shadows {
+		fmt.Fprintf(w, "shadows:     %s\n", sh)
+	}
+	if t.Extends != "" {
+		fmt.Fprintf(w, "extends:     %s\n", t.Extends)
+	}
 	fmt.Fprintf(w, "description: %s\n", t.Description)
 	fmt.Fprintf(w, "tools:       %s\n", strings.Join(t.Tools, ", "))
 	model := t.Model

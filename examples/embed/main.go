@@ -4,8 +4,9 @@
 //
 //	go run ./examples/embed [DIR]
 //
-// With no key configured it uses the offline retrieval model; set
-// TROUPE_MODEL (for example openai:gpt-4o-mini) to use a language model.
+// With no model configured it uses the offline retrieval model; set
+// TROUPE_MODEL (for example openai:gpt-4o-mini), an API key, or a model in
+// the config file (docs/models.md) to use a language model.
 package main
 
 import (
@@ -36,7 +37,12 @@ func run(ctx context.Context, dir string, w io.Writer) error {
 	if err := builtin.Register(reg); err != nil {
 		return err
 	}
-	resolver := models.Resolver{}
+	// The environment and the config files choose the model: TROUPE_MODEL,
+	// the config's model, a running Ollama, a present API key, else offline.
+	resolver, err := models.Load(nil, dir)
+	if err != nil {
+		return err
+	}
 	mgr, err := manager.New(manager.Config{
 		Registry:     reg,
 		Models:       resolver,
