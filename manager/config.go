@@ -54,6 +54,9 @@ type Config struct {
 	// DefaultBudget fills budget fields neither the request nor the type
 	// sets. A field still zero after that is unlimited.
 	DefaultBudget agenttypes.Budget
+	// Stream asks models for their text as it is generated and publishes
+	// it as EventModelDelta events. Models that do not stream ignore it.
+	Stream bool
 	// TranscriptDir, when set, receives one JSON-lines transcript per agent.
 	TranscriptDir string
 	// Logger receives the manager's logs. Default slog.Default().

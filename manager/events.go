@@ -14,6 +14,10 @@ const (
 	EventSpawned    EventKind = "spawned"
 	EventState      EventKind = "state"
 	EventModelCall  EventKind = "model_call"
+	// EventModelDelta carries text as the model streams it (Config.Stream);
+	// it goes to subscribers only, not to transcripts, which get the whole
+	// text in EventModelCall.
+	EventModelDelta EventKind = "model_delta"
 	EventToolCall   EventKind = "tool_call"
 	EventToolResult EventKind = "tool_result"
 	EventNote       EventKind = "note"

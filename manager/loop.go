@@ -68,9 +68,12 @@ func (l *loop) run() {
 	l.add(llms.TextParts(llms.ChatMessageTypeSystem, system), len(system))
 	l.add(llms.TextParts(llms.ChatMessageTypeHuman, a.task), len(a.task))
 
-	opts := make([]llms.CallOption, 0, 2)
+	opts := make([]llms.CallOption, 0, 3)
 	if len(a.tools.specs) > 0 {
 		opts = append(opts, llms.WithTools(a.tools.specs))
+	}
+	if a.m.cfg.Stream {
+		opts = append(opts, llms.WithStreamingFunc(l.delta))
 	}
 	for {
 		if err := l.ctx.Err(); err != nil {
@@ -117,6 +120,17 @@ func (l *loop) run() {
 			return
 		}
 	}
+}
+
+// delta publishes a chunk of streamed text to subscribers.
+func (l *loop) delta(_ context.Context, chunk []byte) error {
+	a := l.a
+	if len(chunk) == 0 || !a.m.events.active() {
+		return nil
+	}
+	e := Event{Kind: EventModelDelta, Time: a.m.cfg.now(), AgentID: a.id, ParentID: a.parentID, Type: a.typ.Name, Turn: l.turns() + 1, Text: string(chunk)}
+	a.m.events.publish(&e)
+	return nil
 }
 
 func (l *loop) add(m llms.MessageContent, chars int) {

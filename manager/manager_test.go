@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -762,4 +763,29 @@ func TestReadAndPruneTranscripts(t *testing.T) {
 	n, err = manager.PruneTranscripts(filepath.Join(dir, "missing"), time.Hour)
 	assert.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+func TestStreamedTextReachesSubscribersOnly(t *testing.T) {
+	dir := t.TempDir()
+	model := scripted.New(scripted.Step{Text: "looking around", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}}, scripted.Step{Text: "the final answer"})
+	f := newFixture(t, model, func(c *manager.Config) { c.Stream = true; c.TranscriptDir = dir })
+	sub := f.mgr.Subscribe()
+	res := f.run(t, manager.SpawnRequest{})
+	require.Equal(t, manager.Completed, res.State)
+	require.NoError(t, f.mgr.Close(context.Background()))
+	var streamed strings.Builder
+	turns := map[int]bool{}
+	for e := range sub.C() {
+		if e.Kind == manager.EventModelDelta {
+			streamed.WriteString(e.Text)
+			turns[e.Turn] = true
+		}
+	}
+	assert.Equal(t, "looking aroundthe final answer", streamed.String())
+	assert.Equal(t, map[int]bool{1: true, 2: true}, turns)
+	events, err := manager.ReadTranscript(res.Transcript)
+	require.NoError(t, err)
+	for _, e := range events {
+		assert.NotEqual(t, manager.EventModelDelta, e.Kind, "deltas stay out of transcripts")
+	}
 }

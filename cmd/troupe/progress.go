@@ -61,14 +61,32 @@ func startProgress(mgr *manager.Manager, mode progressKind, w io.Writer) *progre
 	go func() {
 		defer close(p.done)
 		enc := json.NewEncoder(w)
+		streaming := false // a streamed line is open on a live display
 		for e := range sub.C() {
 			if mode == progressJSON {
 				_ = enc.Encode(e)
 				continue
 			}
+			if e.Kind == manager.EventModelDelta {
+				if mode == progressLive {
+					if !streaming {
+						fmt.Fprintf(w, "  %s#%s ✎ ", e.Type, shortID(e.AgentID))
+						streaming = true
+					}
+					fmt.Fprint(w, dim+strings.ReplaceAll(e.Text, "\n", " ")+reset)
+				}
+				continue
+			}
+			if streaming {
+				fmt.Fprintln(w)
+				streaming = false
+			}
 			if line := progressLine(e, mode == progressLive); line != "" {
 				fmt.Fprintln(w, line)
 			}
+		}
+		if streaming {
+			fmt.Fprintln(w)
 		}
 	}()
 	return p

@@ -154,3 +154,20 @@ func TestRunAnnouncesTROUPE_MODEL(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.True(t, strings.HasPrefix(o.stderr, "using model openai:some-model (TROUPE_MODEL)\n"), o.stderr)
 }
+
+func TestRunProgressJSONStreamsModelText(t *testing.T) {
+	srv := providertest.Replay(t, filepath.Join(providers, "openai", "stream.txt"))
+	o := runWith(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "sk-test-0123456789abcdefghij"}, "",
+		"run", "explore", "--repo", shop, "--model", "openai:gpt-4o-mini", "--progress", "json", "where is the discount applied to the cart total?")
+	require.Equal(t, 0, o.code, o.stderr)
+	var streamed strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(o.stderr), "\n") {
+		var e struct{ Kind, Text string }
+		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+		if e.Kind == "model_delta" {
+			streamed.WriteString(e.Text)
+		}
+	}
+	assert.NotEmpty(t, streamed.String(), "text arrives as it is generated")
+	assert.Contains(t, o.stdout, strings.TrimSpace(streamed.String())[:20], "the streamed text is the answer")
+}

@@ -85,6 +85,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		Models:        resolver,
 		DefaultModel:  model,
 		TranscriptDir: runs,
+		Stream:        mode == progressLive || mode == progressJSON,
 		Logger:        a.logger(),
 	})
 	if err != nil {

@@ -127,6 +127,20 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	if step.Err != nil {
 		return nil, step.Err
 	}
+	if step.Text != "" {
+		var opts llms.CallOptions
+		for _, o := range options {
+			o(&opts)
+		}
+		if opts.StreamingFunc != nil {
+			// Streamed word by word, as a provider would in chunks.
+			for _, word := range strings.SplitAfter(step.Text, " ") {
+				if err := opts.StreamingFunc(ctx, []byte(word)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	choice := &llms.ContentChoice{Content: step.Text, StopReason: "stop"}
 	if len(step.Calls) > 0 {
 		choice.StopReason = "tool_calls"
