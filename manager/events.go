@@ -11,9 +11,9 @@ type EventKind string
 
 // The kinds of event.
 const (
-	EventSpawned    EventKind = "spawned"
-	EventState      EventKind = "state"
-	EventModelCall  EventKind = "model_call"
+	EventSpawned   EventKind = "spawned"
+	EventState     EventKind = "state"
+	EventModelCall EventKind = "model_call"
 	// EventModelDelta carries text as the model streams it (Config.Stream);
 	// it goes to subscribers only, not to transcripts, which get the whole
 	// text in EventModelCall.
