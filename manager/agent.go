@@ -112,12 +112,17 @@ func (a *Agent) Cancel() {
 	if a.m.dequeue(a) {
 		// It never started, so no goroutine will end it.
 		<-a.ready
-		a.finish(Cancelled, ReasonCancelled, context.Canceled, "", nil, false)
+		reason := ReasonCancelled
+		if errors.Is(context.Cause(a.m.base), errShutdown) {
+			reason = ReasonShutdown
+		}
+		a.finish(Cancelled, reason, context.Canceled, "", nil, false)
 	}
 }
 
-// transition moves the agent to a new state if the lifecycle allows it,
-// and reports whether it did. It is the only place state changes.
+// transition moves the agent to a non-terminal state if the lifecycle
+// allows it, and reports whether it did. finish makes terminal moves; the
+// two are the only places state changes, and both check CanTransition.
 func (a *Agent) transition(to State) (from State, ok bool) {
 	now := a.m.cfg.now()
 	a.mu.Lock()
@@ -142,11 +147,16 @@ func (a *Agent) transition(to State) (from State, ok bool) {
 // finish moves the agent to a terminal state once, records its result,
 // and tells everyone who waits.
 func (a *Agent) finish(to State, reason Reason, err error, output string, data any, partial bool) {
-	from, ok := a.transition(to)
-	if !ok {
+	now := a.m.cfg.now()
+	// The state and the result change under one lock, so no snapshot
+	// shows a terminal state without its reason.
+	a.mu.Lock()
+	from := a.state
+	if !CanTransition(from, to) {
+		a.mu.Unlock()
 		return
 	}
-	a.mu.Lock()
+	a.state, a.ended = to, now
 	r := Result{
 		ID: a.id, Type: a.typ.Name, Model: a.modelName, State: to, Reason: reason,
 		Partial: partial, Output: output, Data: data, Err: err,
@@ -163,6 +173,8 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 	}
 	a.result = r
 	a.mu.Unlock()
+	a.m.counts[from].Add(-1)
+	a.m.counts[to].Add(1)
 	a.m.busyNanos.Add(int64(r.Duration))
 
 	if a.observed() {
@@ -174,8 +186,9 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 	}
 	a.cancel(nil)
 	close(a.done)
-	a.m.runCallbacks(a.Info())
+	// Done before the callbacks, so that a callback may call Close.
 	a.m.wg.Done()
+	a.m.runCallbacks(a.Info())
 }
 
 func (m *Manager) runCallbacks(info Info) {

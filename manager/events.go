@@ -182,14 +182,15 @@ func (b *broadcaster) remove(s *Subscription) {
 	b.mu.Unlock()
 }
 
-// publish stamps e and delivers it to every subscription.
+// publish stamps e and delivers it to every subscription. Numbering and
+// queueing happen under one lock, so every subscription sees Seq rise.
 func (b *broadcaster) publish(e *Event) {
-	b.mu.RLock()
+	b.mu.Lock()
 	e.Seq = b.seq.Add(1)
 	for s := range b.subs {
 		s.push(*e)
 	}
-	b.mu.RUnlock()
+	b.mu.Unlock()
 }
 
 // shutdown tells every subscription that no more events will come: each

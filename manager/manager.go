@@ -427,8 +427,9 @@ func (m *Manager) CancelAll() {
 }
 
 // OnComplete registers fn to be called once for every agent that reaches
-// a terminal state from now on. fn runs on the agent's goroutine; a panic
-// in it is logged and recovered.
+// a terminal state from now on. fn runs on the agent's goroutine after the
+// agent counts as ended (so fn may call Close); a panic in it is logged and
+// recovered.
 func (m *Manager) OnComplete(fn func(Info)) {
 	m.callbacksMu.Lock()
 	m.callbacks = append(m.callbacks, fn)
@@ -481,12 +482,17 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.shutdown(errShutdown) // before CancelAll, so running agents end with ReasonShutdown
 	m.CancelAll()
 	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
+	go func() {
+		m.wg.Wait()
+		// Subscriptions close once every agent has ended, even when the
+		// caller stopped waiting for that.
+		m.events.shutdown()
+		close(done)
+	}()
 	select {
 	case <-done:
+		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("manager: close: agents still running: %w", context.Cause(ctx))
 	}
-	m.events.shutdown()
-	return nil
 }

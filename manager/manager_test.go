@@ -566,7 +566,10 @@ func TestLifecycleUnderConcurrentCancel(t *testing.T) {
 
 	last := map[string]manager.State{}
 	ended := map[string]int{}
+	var seq uint64
 	for e := range sub.C() {
+		assert.Greater(t, e.Seq, seq, "a subscription sees Seq rise")
+		seq = e.Seq
 		if e.Kind == manager.EventState {
 			assert.Equal(t, last[e.AgentID], e.From, "transitions chain")
 			assert.True(t, manager.CanTransition(e.From, e.State), "%s → %s", e.From, e.State)
@@ -655,9 +658,7 @@ func TestCloseCancelsEverythingAndRefusesSpawns(t *testing.T) {
 		res, err := a.Wait(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, manager.Cancelled, res.State)
-		if i < 2 {
-			assert.Equal(t, manager.ReasonShutdown, res.Reason, "running agents end by shutdown")
-		}
+		assert.Equal(t, manager.ReasonShutdown, res.Reason, "agent %d, running or pending, ends by shutdown", i)
 	}
 	_, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
 	assert.ErrorIs(t, err, manager.ErrClosed)
@@ -787,5 +788,51 @@ func TestStreamedTextReachesSubscribersOnly(t *testing.T) {
 	require.NoError(t, err)
 	for _, e := range events {
 		assert.NotEqual(t, manager.EventModelDelta, e.Kind, "deltas stay out of transcripts")
+	}
+}
+
+func TestCloseFromOnCompleteDoesNotDeadlock(t *testing.T) {
+	f := newFixture(t, scripted.New(scripted.Step{Text: "done"}), nil)
+	closed := make(chan error, 1)
+	f.mgr.OnComplete(func(manager.Info) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		closed <- f.mgr.Close(ctx)
+	})
+	f.run(t, manager.SpawnRequest{})
+	assert.NoError(t, <-closed)
+}
+
+func TestSubscriptionClosesAfterACloseThatTimedOut(t *testing.T) {
+	release := make(chan struct{})
+	model := scripted.New(scripted.Step{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+		<-release // ignores cancellation, as a stubborn model might
+		return scripted.Step{Text: "late"}
+	}})
+	f := newFixture(t, model, nil)
+	sub := f.mgr.Subscribe()
+	_, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return f.mgr.Stats().Running == 1 }, 5*time.Second, time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, f.mgr.Close(ctx), context.DeadlineExceeded)
+	close(release)
+	for range sub.C() { // ends once the agent has
+	}
+}
+
+func TestSnapshotNeverTerminalWithoutReason(t *testing.T) {
+	f := newFixture(t, scripted.New(scripted.Step{Text: "done"}).WithoutRecording(), func(c *manager.Config) { c.MaxConcurrent = 4 })
+	for range 200 {
+		a, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
+		require.NoError(t, err)
+		for {
+			info := a.Info()
+			if info.State.Terminal() {
+				require.NotEmpty(t, info.Reason, "a terminal snapshot carries its reason")
+				break
+			}
+		}
 	}
 }
