@@ -17,6 +17,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first interrupt, the next one kills the process as
+		// usual, in case something does not honour cancellation.
+		<-ctx.Done()
+		stop()
+	}()
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -331,3 +331,24 @@ func TestProgressLineShowsCost(t *testing.T) {
 	e.Usage.CostUSD = 0
 	assert.Equal(t, "  plan#01234567 turn 2: 100 tokens in, 20 out", progressLine(e, false))
 }
+
+// TestStderrIsSharedSafely runs with debug logs on, so loggers on agent
+// goroutines and the progress display write to stderr at the same time;
+// -race fails this test if those writes are not serialised.
+func TestStderrIsSharedSafely(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"the answer is here"},"finish_reason":"stop"}]}`))
+	}))
+	defer srv.Close()
+	isolate(t)
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "k")
+	t.Setenv("TROUPE_LOG", "debug")
+	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
+	var out, errb bytes.Buffer
+	code := execute(context.Background(), []string{"run", "general", "--repo", shop, "--model", "openai:m", "--progress", "plain", "hi"}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	assert.Equal(t, "the answer is here\n", out.String())
+	assert.Contains(t, errb.String(), "✓ general")
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -49,6 +50,8 @@ type app struct {
 
 // execute runs the command line args and returns the exit status.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Progress and logs write to stderr from several goroutines.
+	stderr = &lockedWriter{w: stderr}
 	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	root := a.rootCommand()
 	root.SetArgs(args)
@@ -223,4 +226,17 @@ func version() string {
 		}
 	}
 	return "dev"
+}
+
+// lockedWriter serialises writes, so lines from the progress display and
+// from loggers on agent goroutines never interleave mid-line.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

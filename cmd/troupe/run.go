@@ -103,10 +103,16 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		return modelHint(err, resolver, used)
 	}
 	res, err := agent.Wait(cmd.Context())
-	interrupted := err != nil
-	if interrupted {
-		agent.Cancel()
-		res, _ = agent.Wait(context.Background())
+	interrupted := false
+	if err != nil {
+		select {
+		case <-agent.Done(): // it ended as the interrupt came: report how
+			res, _ = agent.Wait(context.Background())
+		default:
+			interrupted = true
+			agent.Cancel()
+			res, _ = agent.Wait(context.Background())
+		}
 	}
 	_ = mgr.Close(context.Background())
 	progress.wait()
