@@ -561,7 +561,7 @@ func (dc *decoder) canonical(k *yaml.Node) (string, bool) {
 	case key == "disallowedTools":
 		hint = "; write disallowed_tools:"
 	default:
-		if near := nearest(key, names); near != "" {
+		if near := Nearest(key, names); near != "" {
 			hint = fmt.Sprintf("; did you mean %q?", near)
 		} else if d.strict {
 			hint = "; the fields are " + strings.Join(names, ", ")
@@ -728,7 +728,7 @@ func (dc *decoder) budget(v *yaml.Node) {
 			b.MaxTime = dc.duration(k, val)
 		default:
 			hint := "; the budget fields are " + strings.Join(budgetFields, ", ")
-			if near := nearest(key, budgetFields); near != "" {
+			if near := Nearest(key, budgetFields); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			dc.problem(k, "unknown budget field %q%s", key, hint)
@@ -795,7 +795,7 @@ func (dc *decoder) output(v *yaml.Node) {
 			o.Schema = raw
 		default:
 			hint := "; the output fields are format and schema"
-			if near := nearest(k.Value, outputFields); near != "" {
+			if near := Nearest(k.Value, outputFields); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			dc.problem(k, "unknown output field %q%s", k.Value, hint)

@@ -145,7 +145,7 @@ func (r *resolver) parent(d *definition) (*Type, bool) {
 		return t, true
 	}
 	hint := ""
-	if near := nearest(d.extends, r.names()); near != "" && near != d.name {
+	if near := Nearest(d.extends, r.names()); near != "" && near != d.name {
 		hint = fmt.Sprintf("; did you mean %q?", near)
 	}
 	r.errorf(d, at, "extends unknown type %q%s (run 'troupe types list' to see the types there are)", d.extends, hint)
@@ -224,7 +224,7 @@ func (r *resolver) available(d *definition) []string {
 			r.warnf(d, at, "troupe has no %s tool yet; the agent runs without it", name)
 		default:
 			hint := ""
-			if near := nearest(name, KnownToolNames()); near != "" {
+			if near := Nearest(name, KnownToolNames()); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			if d.strict {

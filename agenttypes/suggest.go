@@ -2,9 +2,10 @@ package agenttypes
 
 import "strings"
 
-// nearest returns the candidate closest to word by edit distance, ignoring
+// Nearest returns the candidate closest to word by edit distance, ignoring
 // case, '_' and '-', or "" when none is close enough to be a likely typo.
-func nearest(word string, candidates []string) string {
+// Error messages use it to say what to write instead.
+func Nearest(word string, candidates []string) string {
 	w := foldName(word)
 	if w == "" {
 		return ""

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // ErrConfig is wrapped by every error about a config file.
@@ -147,7 +149,7 @@ func ConfigFiles(getenv func(string) string, dir string) (user, project string) 
 		user = filepath.Join(home, ".config", "troupe", "config.yaml")
 	}
 	if dir != "" {
-		project = filepath.Join(projectRoot(dir), ".troupe", "config.yaml")
+		project = filepath.Join(agenttypes.FindProjectRoot(dir), ".troupe", "config.yaml")
 	}
 	return user, project
 }
@@ -158,27 +160,6 @@ func homeDir(getenv func(string) string) string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
-}
-
-// projectRoot is the nearest directory at or above dir holding .troupe or
-// .git, or dir itself.
-func projectRoot(dir string) string {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return dir
-	}
-	for d := abs; ; {
-		for _, marker := range []string{".troupe", ".git"} {
-			if _, err := os.Lstat(filepath.Join(d, marker)); err == nil {
-				return d
-			}
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return abs
-		}
-		d = parent
-	}
 }
 
 // LoadConfig reads the user and then the project config file, the project
@@ -305,7 +286,7 @@ func checkKeys(n *yaml.Node, path, shown string, bad func(int, string, ...any) e
 				where = "in " + shown
 			}
 			msg := fmt.Sprintf("unknown key %q %s", k.Value, where)
-			if s := nearest(k.Value, allowed); s != "" {
+			if s := agenttypes.Nearest(k.Value, allowed); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
 			return bad(k.Line, "%s (the keys are: %s)", msg, strings.Join(allowed, ", "))
@@ -559,35 +540,4 @@ func lineOf(n *yaml.Node, path ...string) int {
 		}
 	}
 	return line
-}
-
-// nearest returns the candidate within two edits of s, or "".
-func nearest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
