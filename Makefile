@@ -28,7 +28,7 @@ bench:
 
 # Runs each fuzz target for FUZZTIME, one after the other. A run that ends
 # with "context deadline exceeded" and writes no failing input is Go's own
-# race at the -fuzztime deadline (go.dev/issue/75804, fixed in Go 1.27), not
+# race at the -fuzztime deadline (go.dev/issue/75804), not
 # a failure of the target; it is reported and passed over.
 fuzz:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
