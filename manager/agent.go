@@ -186,6 +186,7 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 	}
 	a.cancel(nil)
 	close(a.done)
+	a.m.retire(a)
 	// Done before the callbacks, so that a callback may call Close.
 	a.m.wg.Done()
 	a.m.runCallbacks(a.Info())

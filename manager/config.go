@@ -45,6 +45,9 @@ type Config struct {
 	// MaxQueue is how many agents may wait as pending before Spawn fails
 	// with ErrQueueFull. Default 10,000.
 	MaxQueue int
+	// KeepEnded is how many ended agents the manager remembers for Get,
+	// List and Wait; the oldest are forgotten beyond it. Default 10,000.
+	KeepEnded int
 	// MaxDepth is how deep delegation may go: a top-level agent has depth
 	// 0, its children depth 1. Default 1, so children cannot delegate.
 	MaxDepth int
@@ -75,6 +78,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxQueue <= 0 {
 		c.MaxQueue = 10_000
+	}
+	if c.KeepEnded <= 0 {
+		c.KeepEnded = 10_000
 	}
 	if c.MaxDepth <= 0 {
 		c.MaxDepth = 1

@@ -28,12 +28,14 @@ type Manager struct {
 	base     context.Context
 	shutdown context.CancelCauseFunc
 
-	mu      sync.Mutex
-	agents  map[string]*Agent
-	queue   *list.List // of *Agent, pending in FIFO order
-	running int
-	closed  bool
-	wg      sync.WaitGroup // one per agent not yet terminal
+	mu        sync.Mutex
+	agents    map[string]*Agent
+	queue     *list.List // of *Agent, pending in FIFO order
+	ended     []string   // IDs of ended agents, oldest first from endedHead
+	endedHead int
+	running   int
+	closed    bool
+	wg        sync.WaitGroup // one per agent not yet terminal
 
 	callbacksMu sync.RWMutex
 	callbacks   []func(Info)
@@ -223,6 +225,24 @@ func (m *Manager) release() {
 	m.mu.Unlock()
 	if next != nil {
 		go next.run()
+	}
+}
+
+// retire remembers that a ended, forgetting the oldest ended agent when
+// more than KeepEnded are remembered, so a long-lived manager stays small.
+func (m *Manager) retire(a *Agent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ended = append(m.ended, a.id)
+	if len(m.ended)-m.endedHead > m.cfg.KeepEnded {
+		delete(m.agents, m.ended[m.endedHead])
+		m.ended[m.endedHead] = ""
+		m.endedHead++
+		// Compact once half the slice is spent: amortised O(1) a call.
+		if m.endedHead > len(m.ended)/2 {
+			m.ended = append(m.ended[:0], m.ended[m.endedHead:]...)
+			m.endedHead = 0
+		}
 	}
 }
 

@@ -836,3 +836,17 @@ func TestSnapshotNeverTerminalWithoutReason(t *testing.T) {
 		}
 	}
 }
+
+func TestEndedAgentsAreForgottenBeyondKeepEnded(t *testing.T) {
+	f := newFixture(t, scripted.New(scripted.Step{Text: "ok"}), func(c *manager.Config) { c.KeepEnded = 2 })
+	var ids []string
+	for range 5 {
+		ids = append(ids, f.run(t, manager.SpawnRequest{}).ID)
+	}
+	assert.Len(t, f.mgr.List(manager.Filter{}), 2)
+	_, err := f.mgr.Get(ids[0])
+	assert.ErrorIs(t, err, manager.ErrNotFound, "the oldest ended agent is forgotten")
+	_, err = f.mgr.Get(ids[4])
+	assert.NoError(t, err, "the newest is kept")
+	assert.Equal(t, 5, f.mgr.Stats().Completed, "counters still count every agent")
+}
