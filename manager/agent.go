@@ -185,8 +185,8 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 		a.transcript.close()
 	}
 	a.cancel(nil)
+	a.m.retire(a) // before done closes, so a waiter sees the manager settled
 	close(a.done)
-	a.m.retire(a)
 	// Done before the callbacks, so that a callback may call Close.
 	a.m.wg.Done()
 	a.m.runCallbacks(a.Info())
