@@ -187,9 +187,10 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 	a.cancel(nil)
 	a.m.retire(a) // before done closes, so a waiter sees the manager settled
 	close(a.done)
-	// Done before the callbacks, so that a callback may call Close.
-	a.m.wg.Done()
+	// Callbacks before Done, so that Close returns only after every
+	// callback has run.
 	a.m.runCallbacks(a.Info())
+	a.m.wg.Done()
 }
 
 func (m *Manager) runCallbacks(info Info) {

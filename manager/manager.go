@@ -447,9 +447,9 @@ func (m *Manager) CancelAll() {
 }
 
 // OnComplete registers fn to be called once for every agent that reaches
-// a terminal state from now on. fn runs on the agent's goroutine after the
-// agent counts as ended (so fn may call Close); a panic in it is logged and
-// recovered.
+// a terminal state from now on. fn runs on the agent's goroutine, and
+// Close waits for it, so fn must not call Close itself (start it on
+// another goroutine instead); a panic in fn is logged and recovered.
 func (m *Manager) OnComplete(fn func(Info)) {
 	m.callbacksMu.Lock()
 	m.callbacks = append(m.callbacks, fn)

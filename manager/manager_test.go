@@ -791,16 +791,20 @@ func TestStreamedTextReachesSubscribersOnly(t *testing.T) {
 	}
 }
 
-func TestCloseFromOnCompleteDoesNotDeadlock(t *testing.T) {
+func TestCloseWaitsForOnComplete(t *testing.T) {
 	f := newFixture(t, scripted.New(scripted.Step{Text: "done"}), nil)
+	var finished atomic.Bool
 	closed := make(chan error, 1)
 	f.mgr.OnComplete(func(manager.Info) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		closed <- f.mgr.Close(ctx)
+		// Closing when the work is done: from another goroutine, since
+		// Close waits for this callback.
+		go func() { closed <- f.mgr.Close(context.Background()) }()
+		time.Sleep(20 * time.Millisecond)
+		finished.Store(true)
 	})
 	f.run(t, manager.SpawnRequest{})
-	assert.NoError(t, <-closed)
+	require.NoError(t, <-closed)
+	assert.True(t, finished.Load(), "Close returns after every callback has run")
 }
 
 func TestSubscriptionClosesAfterACloseThatTimedOut(t *testing.T) {
