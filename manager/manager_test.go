@@ -808,8 +808,9 @@ func TestCloseWaitsForOnComplete(t *testing.T) {
 }
 
 func TestSubscriptionClosesAfterACloseThatTimedOut(t *testing.T) {
-	release := make(chan struct{})
+	release, entered := make(chan struct{}), make(chan struct{})
 	model := scripted.New(scripted.Step{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+		close(entered)
 		<-release // ignores cancellation, as a stubborn model might
 		return scripted.Step{Text: "late"}
 	}})
@@ -817,7 +818,7 @@ func TestSubscriptionClosesAfterACloseThatTimedOut(t *testing.T) {
 	sub := f.mgr.Subscribe()
 	_, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "t"})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return f.mgr.Stats().Running == 1 }, 5*time.Second, time.Millisecond)
+	<-entered
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, f.mgr.Close(ctx), context.DeadlineExceeded)
