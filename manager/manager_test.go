@@ -280,7 +280,7 @@ func TestBudgetsEndTheRun(t *testing.T) {
 			},
 		},
 		{
-			name: "time", budget: agenttypes.Budget{MaxTime: 50 * time.Millisecond}, reason: manager.ReasonBudgetTime,
+			name: "time", budget: agenttypes.Budget{MaxTime: 200 * time.Millisecond}, reason: manager.ReasonBudgetTime,
 			modelSteps: scripted.New(scripted.Step{Text: "thinking", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}}, scripted.Step{Block: true}),
 			check: func(t *testing.T, res manager.Result) {
 				assert.ErrorIs(t, res.Err, context.DeadlineExceeded)
@@ -339,7 +339,7 @@ func TestNotesAreReturnedWhenCutShort(t *testing.T) {
 	}
 	model := scripted.New(scripted.Step{Text: "half way", Calls: []scripted.Call{{Name: "note"}}}, scripted.Step{Block: true})
 	f := newFixture(t, model, nil, note)
-	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTime: 50 * time.Millisecond}})
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTime: 200 * time.Millisecond}})
 	assert.Equal(t, manager.ReasonBudgetTime, res.Reason)
 	assert.Contains(t, res.Output, "half way")
 	assert.Contains(t, res.Output, "found the parser in parse.go")
