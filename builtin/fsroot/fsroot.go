@@ -284,7 +284,7 @@ func (d *Dir) OpenDir(name string) (*Dir, error) {
 		return nil, d.top.wrap(rel, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s: %w (%s)", rel, ErrNotDir, kind(fi.Mode()))
+		return nil, fmt.Errorf("%s: %w (%s)", rel, ErrNotDir, Kind(fi.Mode()))
 	}
 	sub, err := d.root.OpenRoot(name)
 	if err != nil {
@@ -372,10 +372,13 @@ func checkRegular(rel string, fi fs.FileInfo) error {
 	if fi.IsDir() {
 		return fmt.Errorf("%s is a directory (%w); use ls, glob or grep on it", rel, ErrNotRegular)
 	}
-	return fmt.Errorf("%s is a %s (%w); only regular files can be read", rel, kind(fi.Mode()), ErrNotRegular)
+	return fmt.Errorf("%s is a %s (%w); only regular files can be read", rel, Kind(fi.Mode()), ErrNotRegular)
 }
 
-func kind(m fs.FileMode) string {
+// Kind names the kind of file a mode describes, for messages and listings:
+// "directory", "symlink", "named pipe", "socket", "device", "regular file"
+// or "special file".
+func Kind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "directory"

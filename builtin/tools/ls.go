@@ -54,7 +54,7 @@ func runLs(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (string,
 		return path.Base(dir) + "\t" + strconv.FormatInt(fi.Size(), 10), nil
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("%s is a %s, not a directory", dir, kindOf(fi.Mode()))
+		return "", fmt.Errorf("%s is a %s, not a directory", dir, fsroot.Kind(fi.Mode()))
 	}
 	d, err := root.OpenDir(dir)
 	if err != nil {
@@ -97,23 +97,9 @@ func runLs(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (string,
 			}
 			sb.WriteString(name + "\t" + size)
 		default:
-			sb.WriteString(name + "\t(" + kindOf(typ) + ")")
+			sb.WriteString(name + "\t(" + fsroot.Kind(typ) + ")")
 		}
 		sb.WriteByte('\n')
 	}
 	return strings.TrimSuffix(sb.String(), "\n"), nil
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m.IsDir():
-		return "directory"
-	}
-	return "special file"
 }
