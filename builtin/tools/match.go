@@ -129,13 +129,7 @@ func (m *matcher) scan(buf []byte, st *scanState, emit func(n int, line []byte) 
 		}
 		// pos is always a line start, so the candidate's line starts at
 		// or after it.
-		ls := pos + bytes.LastIndexByte(buf[pos:c], '\n') + 1
-		le := bytes.IndexByte(buf[c:], '\n')
-		if le < 0 {
-			le = len(buf)
-		} else {
-			le += c
-		}
+		ls, le := lineAt(buf, pos, c)
 		line := buf[ls:le]
 		if m.exact || m.re.Match(line) {
 			lineNo += bytes.Count(buf[counted:ls], newline)
@@ -165,13 +159,7 @@ func (m *matcher) scanRegexp(buf []byte, st *scanState, emit func(n int, line []
 		if s == len(buf) && buf[s-1] == '\n' {
 			break // an empty match after the final newline is not a line
 		}
-		ls := pos + bytes.LastIndexByte(buf[pos:s], '\n') + 1
-		le := bytes.IndexByte(buf[s:], '\n')
-		if le < 0 {
-			le = len(buf)
-		} else {
-			le += s
-		}
+		ls, le := lineAt(buf, pos, s)
 		line := buf[ls:le]
 		// A match that runs past the line end (\s or [^x] can take a
 		// newline) does not count unless the line matches on its own.
@@ -185,6 +173,17 @@ func (m *matcher) scanRegexp(buf []byte, st *scanState, emit func(n int, line []
 		pos = le + 1
 	}
 	return true
+}
+
+// lineAt returns the start and end of the line holding buf[at], given that
+// pos, at or before it, is a line start.
+func lineAt(buf []byte, pos, at int) (start, end int) {
+	start = pos + bytes.LastIndexByte(buf[pos:at], '\n') + 1
+	end = bytes.IndexByte(buf[at:], '\n')
+	if end < 0 {
+		return start, len(buf)
+	}
+	return start, end + at
 }
 
 var (
