@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -14,10 +15,24 @@ import (
 	"github.com/troupe-dev/troupe/agenttypes"
 )
 
-var (
-	errCancelled = errors.New("agent cancelled")
-	errShutdown  = errors.New("manager closed")
-)
+// errShutdown is the cause of every agent's end when the manager closes.
+var errShutdown = errors.New("manager closed")
+
+// stopCause is why an agent's context was cancelled: the agent itself was
+// cancelled, or it ended. Children's contexts derive from their parent's,
+// so a child sees its ancestor's stopCause and can say which one stopped it.
+type stopCause struct {
+	agent string
+	ended bool  // the agent ended (it was not cancelled)
+	state State // how it ended, when ended
+}
+
+func (c *stopCause) Error() string {
+	if c.ended {
+		return fmt.Sprintf("agent %s ended (%s)", c.agent, c.state)
+	}
+	return fmt.Sprintf("agent %s was cancelled", c.agent)
+}
 
 // Agent is the handle of one run of a type on a task.
 type Agent struct {
@@ -35,13 +50,31 @@ type Agent struct {
 	budget    agenttypes.Budget
 	created   time.Time
 
-	ctx    context.Context
+	parent    *Agent // nil for a top-level agent
+	setup     *typeSetup
+
+	ctx    context.Context // derives from the parent's, so cancelling reaches the subtree
 	cancel context.CancelCauseFunc
-	done   chan struct{}
-	ready  chan struct{} // closed once the spawned event is out
-	elem   *list.Element // in the manager's queue while pending; guarded by m.mu
+	// stopWatch stops the watch that ends the agent when its context is
+	// cancelled while it waits in the queue.
+	stopWatch func() bool
+	done      chan struct{}
+	ready     chan struct{} // closed once the spawned event is out
+
+	// Guarded by m.mu: the agent's place in the queue while pending,
+	// whether it holds a running slot, how many of its waits lend that
+	// slot out, and, while it waits to take a slot back, the channel
+	// closed when it has one and its place in the line of resuming agents.
+	elem       *list.Element
+	slot       bool
+	lent       int
+	resume     chan struct{}
+	resumeElem *list.Element
 
 	transcript *transcript // nil when transcripts are off
+	// emitMu makes numbering and writing one agent's events one step, so
+	// its transcript is in Seq order.
+	emitMu sync.Mutex
 
 	mu        sync.Mutex
 	state     State
@@ -93,31 +126,61 @@ func (a *Agent) Info() Info {
 	}
 }
 
-// Wait blocks until the agent ends or ctx is done.
+// Wait blocks until the agent ends or ctx is done. An agent that waits
+// for another from one of its tool calls (ctx is the tool's context) gives
+// its running slot to others while it waits; see Config.MaxConcurrent.
 func (a *Agent) Wait(ctx context.Context) (Result, error) {
-	select {
-	case <-a.done:
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.result, nil
-	case <-ctx.Done():
-		return Result{}, ctx.Err()
+	rs, err := a.m.await(ctx, []*Agent{a})
+	if err != nil {
+		return Result{}, err
 	}
+	return rs[0], nil
 }
 
-// Cancel stops the agent: a pending agent is cancelled at once, a running
-// one as soon as its current model or tool call returns to the loop.
+// result returns the agent's result; the agent must have ended.
+func (a *Agent) resultNow() Result {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.result
+}
+
+// Cancel stops the agent and everything it spawned: a pending agent is
+// cancelled at once, a running one as soon as its current model or tool
+// call returns to the loop.
 func (a *Agent) Cancel() {
-	a.cancel(errCancelled)
-	if a.m.dequeue(a) {
-		// It never started, so no goroutine will end it.
-		<-a.ready
-		reason := ReasonCancelled
-		if errors.Is(context.Cause(a.m.base), errShutdown) {
-			reason = ReasonShutdown
-		}
-		a.finish(Cancelled, reason, context.Canceled, "", nil, false)
+	a.cancel(&stopCause{agent: a.id})
+	a.endIfQueued()
+}
+
+// endIfQueued ends an agent whose context was cancelled while it waited in
+// the queue; no loop will run to end it. It runs from Cancel and from the
+// watch on the agent's context, whichever comes first.
+func (a *Agent) endIfQueued() {
+	if !a.m.dequeue(a) {
+		return
 	}
+	<-a.ready
+	state, reason, err := a.stopOutcome(context.Cause(a.ctx))
+	a.finish(state, reason, err, "", nil, false)
+}
+
+// stopOutcome says how a run whose context ended ends: the time budget,
+// the manager closing, a cancel of this agent, or an ancestor that was
+// cancelled or ended.
+func (a *Agent) stopOutcome(cause error) (State, Reason, error) {
+	var sc *stopCause
+	switch {
+	case errors.Is(cause, errTimeBudget):
+		return Failed, ReasonBudgetTime, fmt.Errorf("%w: time budget of %s used up: %w", ErrBudgetExceeded, a.budget.MaxTime, context.DeadlineExceeded)
+	case errors.Is(cause, errShutdown):
+		return Cancelled, ReasonShutdown, fmt.Errorf("manager closed: %w", context.Canceled)
+	case errors.As(cause, &sc) && sc.agent != a.id:
+		if sc.ended {
+			return Cancelled, ReasonCancelled, fmt.Errorf("agent cancelled because %s, ending its subtree: %w", sc, context.Canceled)
+		}
+		return Cancelled, ReasonCancelled, fmt.Errorf("agent cancelled because %s, with its subtree: %w", sc, context.Canceled)
+	}
+	return Cancelled, ReasonCancelled, fmt.Errorf("agent cancelled: %w", context.Canceled)
 }
 
 // transition moves the agent to a non-terminal state if the lifecycle
@@ -145,8 +208,14 @@ func (a *Agent) transition(to State) (from State, ok bool) {
 }
 
 // finish moves the agent to a terminal state once, records its result,
-// and tells everyone who waits.
+// and tells everyone who waits. The bookkeeping that waiters depend on
+// (the slot, the subtree, Done) is done whatever user code does: logger
+// handlers and OnComplete callbacks run with their panics recovered.
 func (a *Agent) finish(to State, reason Reason, err error, output string, data any, partial bool) {
+	a.finishWith(to, reason, err, output, data, partial, 0)
+}
+
+func (a *Agent) finishWith(to State, reason Reason, err error, output string, data any, partial bool, overBudget int) {
 	now := a.m.cfg.now()
 	// The state and the result change under one lock, so no snapshot
 	// shows a terminal state without its reason.
@@ -160,7 +229,7 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 	r := Result{
 		ID: a.id, Type: a.typ.Name, Model: a.modelName, State: to, Reason: reason,
 		Partial: partial, Output: output, Data: data, Err: err,
-		Usage: a.usage, ToolCalls: a.toolCalls, Turns: a.turns,
+		Usage: a.usage, ToolCalls: a.toolCalls, Turns: a.turns, TokensOverBudget: overBudget,
 	}
 	if err != nil {
 		r.Error = err.Error()
@@ -177,20 +246,28 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 	a.m.counts[to].Add(1)
 	a.m.busyNanos.Add(int64(r.Duration))
 
-	if a.observed() {
-		a.emit(&Event{Kind: EventState, From: from, State: to, Reason: reason, Error: r.Error})
-		a.emit(&Event{Kind: EventCompleted, State: to, Reason: reason, Text: output, Usage: r.Usage, Error: r.Error})
+	// The slot is free as soon as the agent is terminal, before any
+	// callback, and the subtree is told at once.
+	a.m.releaseSlot(a)
+	if a.stopWatch != nil {
+		a.stopWatch()
 	}
+	a.cancel(&stopCause{agent: a.id, ended: true, state: to})
+
+	a.m.guard("publishing the end of agent "+a.id, func() {
+		if a.observed() {
+			a.emit(&Event{Kind: EventState, From: from, State: to, Reason: reason, Error: r.Error})
+			a.emit(&Event{Kind: EventCompleted, State: to, Reason: reason, Text: output, Usage: r.Usage, Error: r.Error})
+		}
+	})
 	if a.transcript != nil {
 		a.transcript.close()
 	}
-	a.cancel(nil)
 	a.m.retire(a) // before done closes, so a waiter sees the manager settled
 	close(a.done)
-	// Callbacks before Done, so that Close returns only after every
-	// callback has run.
+	// Close waits for the callbacks, so wg.Done comes after them.
+	defer a.m.wg.Done()
 	a.m.runCallbacks(a.Info())
-	a.m.wg.Done()
 }
 
 func (m *Manager) runCallbacks(info Info) {
@@ -198,15 +275,23 @@ func (m *Manager) runCallbacks(info Info) {
 	cbs := m.callbacks
 	m.callbacksMu.RUnlock()
 	for _, fn := range cbs {
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					m.cfg.Logger.Error("OnComplete callback panicked", "agent", info.ID, "panic", p, "stack", string(debug.Stack()))
-				}
-			}()
-			fn(info)
-		}()
+		m.guard("OnComplete callback for agent "+info.ID, func() { fn(info) })
 	}
+}
+
+// guard runs fn, recovering a panic into an error log with its stack. A
+// logger whose handler panics too is itself guarded, and then silent.
+func (m *Manager) guard(what string, fn func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := string(debug.Stack())
+			func() {
+				defer func() { _ = recover() }()
+				m.cfg.Logger.Error(what+" panicked", "panic", p, "stack", stack)
+			}()
+		}
+	}()
+	fn()
 }
 
 // observed reports whether anyone will see events: a subscriber or a
@@ -221,10 +306,12 @@ func (a *Agent) emit(e *Event) {
 	if !a.observed() {
 		return
 	}
-	e.Time = a.m.cfg.now()
 	e.AgentID = a.id
 	e.ParentID = a.parentID
 	e.Type = a.typ.Name
+	a.emitMu.Lock()
+	defer a.emitMu.Unlock()
+	e.Time = a.m.cfg.now()
 	a.m.events.publish(e)
 	if a.transcript != nil {
 		a.transcript.write(e, a.m.cfg.Logger)

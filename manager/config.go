@@ -40,7 +40,11 @@ type Config struct {
 	// the parent names a model.
 	DefaultModel string
 	// MaxConcurrent is how many agents run at once; more wait as pending.
-	// Default 8.
+	// Default 8. An agent that waits for other agents from a tool call
+	// (Wait, WaitAll or SpawnParallel with the tool's context), such as a
+	// parent waiting on its children, lends its slot while it waits and
+	// takes one back, before any pending agent starts, when the wait ends;
+	// so nested work never deadlocks on slots.
 	MaxConcurrent int
 	// MaxQueue is how many agents may wait as pending before Spawn fails
 	// with ErrQueueFull. Default 10,000.
@@ -60,6 +64,10 @@ type Config struct {
 	// Stream asks models for their text as it is generated and publishes
 	// it as EventModelDelta events. Models that do not stream ignore it.
 	Stream bool
+	// SubscriptionBuffer is how many events a subscription holds for a
+	// reader that has fallen behind; past it, events are dropped and the
+	// reader is told how many (EventDropped). Default 4,096.
+	SubscriptionBuffer int
 	// TranscriptDir, when set, receives one JSON-lines transcript per agent.
 	TranscriptDir string
 	// Logger receives the manager's logs. Default slog.Default().
@@ -87,6 +95,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ToolConcurrency <= 0 {
 		c.ToolConcurrency = 4
+	}
+	if c.SubscriptionBuffer <= 0 {
+		c.SubscriptionBuffer = 4096
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

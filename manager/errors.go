@@ -2,6 +2,7 @@ package manager
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
@@ -33,3 +34,13 @@ var (
 	// be parsed into the type's output format or does not match its schema.
 	ErrBadOutput = agenttypes.ErrBadOutput
 )
+
+// PanicError is a panic recovered at a boundary (a tool, the model, an
+// output parser), with the stack of the goroutine that panicked. It is
+// wrapped in Result.Err: errors.As finds it.
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }

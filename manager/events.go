@@ -21,6 +21,13 @@ const (
 	EventToolCall   EventKind = "tool_call"
 	EventToolResult EventKind = "tool_result"
 	EventNote       EventKind = "note"
+	// EventBudgetExceeded says a final answer took the run past its token
+	// budget; the answer is kept and the run completes.
+	EventBudgetExceeded EventKind = "budget_exceeded"
+	// EventDropped takes the place of events a subscriber fell too far
+	// behind to be given; Dropped counts them. Transcripts and OnComplete
+	// callbacks never lose events.
+	EventDropped EventKind = "dropped"
 	EventCompleted  EventKind = "completed"
 )
 
@@ -54,16 +61,22 @@ type Event struct {
 	Usage Usage `json:"usage"`
 	// Reason is why the run ended (EventCompleted).
 	Reason Reason `json:"reason,omitempty"`
+	// Dropped counts the events an EventDropped stands for.
+	Dropped int `json:"dropped,omitempty"`
 }
 
 // Subscription delivers events in publication order. Delivery never blocks
-// an agent: events queue up behind a slow reader, so read until C closes
-// or call Close.
+// an agent: events queue up behind a slow reader, up to
+// Config.SubscriptionBuffer of them; past that, events are dropped and the
+// reader gets one EventDropped counting them where they would have been.
+// Read until C closes or call Close.
 type Subscription struct {
-	c      chan Event
-	b      *broadcaster
-	mu     sync.Mutex
-	queue  []Event
+	c       chan Event
+	b       *broadcaster
+	mu      sync.Mutex
+	queue   []Event
+	dropped int    // events dropped since the queue was last taken
+	lastSeq uint64 // Seq of the last dropped event
 	wake   chan struct{}
 	quit   chan struct{}
 	closed bool
@@ -88,7 +101,14 @@ func (s *Subscription) Close() {
 
 func (s *Subscription) push(e Event) {
 	s.mu.Lock()
-	if !s.closed {
+	switch {
+	case s.closed:
+	case len(s.queue) >= s.b.buffer || s.dropped > 0:
+		// Once dropping, keep dropping until the reader has taken the
+		// queue, so the marker stands exactly where the gap is.
+		s.dropped++
+		s.lastSeq = e.Seq
+	default:
 		s.queue = append(s.queue, e)
 	}
 	s.mu.Unlock()
@@ -107,6 +127,10 @@ func (s *Subscription) pump(drain <-chan struct{}) {
 	for {
 		s.mu.Lock()
 		batch, s.queue = s.queue, batch[:0]
+		if s.dropped > 0 {
+			batch = append(batch, Event{Seq: s.lastSeq, Time: time.Now(), Kind: EventDropped, Dropped: s.dropped})
+			s.dropped = 0
+		}
 		s.mu.Unlock()
 		for _, e := range batch {
 			select {
@@ -125,7 +149,7 @@ func (s *Subscription) pump(drain <-chan struct{}) {
 			return
 		case <-drain:
 			s.mu.Lock()
-			empty := len(s.queue) == 0
+			empty := len(s.queue) == 0 && s.dropped == 0
 			s.mu.Unlock()
 			if empty {
 				return
@@ -136,7 +160,8 @@ func (s *Subscription) pump(drain <-chan struct{}) {
 
 // broadcaster fans events out to subscriptions.
 type broadcaster struct {
-	seq   atomic.Uint64
+	buffer int // events one subscription may hold
+	seq    atomic.Uint64
 	count atomic.Int32
 	mu    sync.RWMutex
 	subs  map[*Subscription]struct{}
@@ -144,8 +169,8 @@ type broadcaster struct {
 	shut  bool
 }
 
-func newBroadcaster() *broadcaster {
-	return &broadcaster{subs: map[*Subscription]struct{}{}, drain: make(chan struct{})}
+func newBroadcaster(buffer int) *broadcaster {
+	return &broadcaster{buffer: buffer, subs: map[*Subscription]struct{}{}, drain: make(chan struct{})}
 }
 
 func (b *broadcaster) active() bool { return b.count.Load() > 0 }

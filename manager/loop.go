@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"text/template"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -24,9 +22,12 @@ var (
 // run is the agent's goroutine: the model ↔ tool loop.
 func (a *Agent) run() {
 	<-a.ready
-	defer a.m.release()
+	if a.stopWatch != nil {
+		a.stopWatch() // the loop notices its context from here on
+	}
 	if _, ok := a.transition(Running); !ok {
-		return // cancelled while it was being started; finish already ran
+		a.m.releaseSlot(a) // it ended while being started
+		return
 	}
 	a.emit(&Event{Kind: EventState, From: Pending, State: Running})
 
@@ -41,8 +42,9 @@ func (a *Agent) run() {
 	l := loop{a: a, ctx: ctx}
 	defer func() {
 		if p := recover(); p != nil {
-			a.logger().Error("agent loop panicked", "panic", p, "stack", string(debug.Stack()))
-			l.fail(ReasonModelError, fmt.Errorf("internal error: %v", p))
+			stack := string(debug.Stack())
+			a.logger().Error("agent loop panicked", "panic", p, "stack", stack)
+			l.fail(ReasonModelError, fmt.Errorf("internal error: %w", &PanicError{Value: p, Stack: stack}))
 		}
 	}()
 	l.run()
@@ -53,20 +55,25 @@ type loop struct {
 	a        *Agent
 	ctx      context.Context
 	msgs     []llms.MessageContent
-	chars    int // characters in msgs, for token estimates
+	tokens   int // estimated tokens of msgs and the tool definitions
 	lastText string
 	retried  bool // the one retry after an unparsable JSON answer
 }
 
 func (l *loop) run() {
 	a := l.a
-	system, err := renderPrompt(a)
+	system, err := a.setup.prompt.Render(l.ctx, agenttypes.PromptData{Type: a.typ.Name, Dir: a.dir, Tools: a.typ.Tools})
 	if err != nil {
-		l.fail(ReasonBadOutput, err)
+		if l.ctx.Err() != nil {
+			l.stopped()
+			return
+		}
+		l.fail(ReasonPrompt, fmt.Errorf("type %q: %w", a.typ.Name, err))
 		return
 	}
-	l.add(llms.TextParts(llms.ChatMessageTypeSystem, system), len(system))
-	l.add(llms.TextParts(llms.ChatMessageTypeHuman, a.task), len(a.task))
+	l.tokens = a.setup.toolTokens(a.modelName, a.model)
+	l.add(llms.TextParts(llms.ChatMessageTypeSystem, system), system)
+	l.add(llms.TextParts(llms.ChatMessageTypeHuman, a.task), a.task)
 
 	opts := make([]llms.CallOption, 0, 3)
 	if len(a.tools.specs) > 0 {
@@ -86,7 +93,7 @@ func (l *loop) run() {
 		}
 		callOpts := opts
 		if a.budget.MaxTokens > 0 {
-			left := a.budget.MaxTokens - l.used() - estimateTokens(l.chars)
+			left := a.budget.MaxTokens - l.used() - l.tokens
 			if left < a.m.cfg.MinOutputTokens {
 				l.budget(ReasonBudgetTokens, "token", a.budget.MaxTokens)
 				return
@@ -94,27 +101,38 @@ func (l *loop) run() {
 			callOpts = append(opts[:len(opts):len(opts)], llms.WithMaxTokens(left))
 		}
 		choice, usage, err := l.call(callOpts)
-		if err != nil {
-			if l.ctx.Err() != nil {
-				l.stopped()
-				return
+		if choice != nil && choice.Content != "" {
+			l.lastText = choice.Content
+		}
+		// A model that ignores its context can answer after the time
+		// budget ran out: the run ends budget_time whatever it said, with
+		// the answer kept as the partial output.
+		if l.ctx.Err() != nil {
+			if choice != nil {
+				a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: choice.Content})
 			}
+			l.stopped()
+			return
+		}
+		if err != nil {
 			l.fail(ReasonModelError, err)
 			return
 		}
-		if choice.Content != "" {
-			l.lastText = choice.Content
-		}
-		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: choice.Content})
-		if a.budget.MaxTokens > 0 && l.used() > a.budget.MaxTokens {
-			l.budget(ReasonBudgetTokens, "token", a.budget.MaxTokens)
-			return
+		over := 0
+		if a.budget.MaxTokens > 0 {
+			over = l.used() - a.budget.MaxTokens
 		}
 		if len(choice.ToolCalls) == 0 {
-			if l.final(choice.Content) {
+			if l.final(choice.Content, usage, over) {
 				return
 			}
 			continue
+		}
+		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: choice.Content})
+		if over > 0 {
+			// The tokens are spent; the tool calls they asked for are not run.
+			l.budget(ReasonBudgetTokens, "token", a.budget.MaxTokens)
+			return
 		}
 		if !l.tools(choice) {
 			return
@@ -133,10 +151,15 @@ func (l *loop) delta(_ context.Context, chunk []byte) error {
 	return nil
 }
 
-func (l *loop) add(m llms.MessageContent, chars int) {
+// add appends a message to the conversation; text is what it says, for
+// the token estimate.
+func (l *loop) add(m llms.MessageContent, text string) {
 	l.msgs = append(l.msgs, m)
-	l.chars += chars
+	l.tokens += countTokens(l.a.model, text) + perMessageTokens
 }
+
+// perMessageTokens is what each message costs for its role and framing.
+const perMessageTokens = 4
 
 func (l *loop) turns() int {
 	l.a.mu.Lock()
@@ -155,8 +178,9 @@ func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage U
 	a := l.a
 	defer func() {
 		if p := recover(); p != nil {
-			a.logger().Error("model panicked", "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("model %s panicked: %v", a.modelName, p)
+			stack := string(debug.Stack())
+			a.logger().Error("model panicked", "panic", p, "stack", stack)
+			err = fmt.Errorf("model %s: %w", a.modelName, &PanicError{Value: p, Stack: stack})
 		}
 	}()
 	resp, err := a.model.GenerateContent(l.ctx, l.msgs, opts...)
@@ -171,7 +195,7 @@ func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage U
 		return nil, Usage{}, fmt.Errorf("model %s returned no choices", a.modelName)
 	}
 	choice = resp.Choices[0]
-	usage = usageOf(choice, l.chars)
+	usage = usageOf(choice, l.tokens)
 	a.mu.Lock()
 	a.usage = a.usage.add(usage)
 	a.mu.Unlock()
@@ -182,35 +206,55 @@ func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage U
 }
 
 // final handles an answer with no tool calls; false means one more turn
-// (a retry after an unparsable JSON answer).
-func (l *loop) final(content string) bool {
+// (a retry after an unparsable JSON answer). over is how many tokens the
+// run is past its token budget: a whole answer is kept all the same, since
+// its tokens are spent, and the result says by how much.
+func (l *loop) final(content string, usage Usage, over int) bool {
+	a := l.a
+	data, err := l.parseOutput(content)
+	if err != nil {
+		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: content})
+		if !l.retried && a.typ.Output.Format == agenttypes.OutputJSON && over <= 0 {
+			l.retried = true
+			l.add(llms.TextParts(llms.ChatMessageTypeAI, content), content)
+			msg := "Your answer was not accepted: " + err.Error() + ". Reply again with only the JSON value, matching the schema."
+			l.add(llms.TextParts(llms.ChatMessageTypeHuman, msg), msg)
+			return false
+		}
+		a.finish(Failed, ReasonBadOutput, fmt.Errorf("%w: %w", ErrBadOutput, err), content, nil, true)
+		return true
+	}
+	// The final text is stored once, in the completed event.
+	a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage})
+	if over > 0 {
+		a.emit(&Event{Kind: EventBudgetExceeded, Turn: l.turns(), Usage: usage,
+			Text: fmt.Sprintf("the final answer took the run %d tokens past its token budget of %d; it is kept", over, a.budget.MaxTokens)})
+	} else {
+		over = 0
+	}
+	a.finishWith(Completed, ReasonDone, nil, content, data, false, over)
+	return true
+}
+
+// parseOutput turns the final answer into the type's structured data.
+func (l *loop) parseOutput(content string) (any, error) {
 	a := l.a
 	var data any
 	if a.typ.Output.Format == agenttypes.OutputJSON {
 		v, err := a.typ.Output.Parse(content)
 		if err != nil {
-			if !l.retried {
-				l.retried = true
-				l.add(llms.TextParts(llms.ChatMessageTypeAI, content), len(content))
-				msg := "Your answer was not accepted: " + err.Error() + ". Reply again with only the JSON value, matching the schema."
-				l.add(llms.TextParts(llms.ChatMessageTypeHuman, msg), len(msg))
-				return false
-			}
-			a.finish(Failed, ReasonBadOutput, fmt.Errorf("%w: %w", ErrBadOutput, err), content, nil, true)
-			return true
+			return nil, err
 		}
 		data = v
 	}
 	if a.typ.ParseOutput != nil {
 		v, err := safeParse(a.typ.ParseOutput, content)
 		if err != nil {
-			a.finish(Failed, ReasonBadOutput, fmt.Errorf("%w: %w", ErrBadOutput, err), content, nil, true)
-			return true
+			return nil, err
 		}
 		data = v
 	}
-	a.finish(Completed, ReasonDone, nil, content, data, false)
-	return true
+	return data, nil
 }
 
 // tools runs the tool calls of one turn; false means the run ended.
@@ -218,46 +262,65 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 	a := l.a
 	calls := choice.ToolCalls
 	ai := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: make([]llms.ContentPart, 0, len(calls)+1)}
-	chars := len(choice.Content)
+	var text strings.Builder
 	if choice.Content != "" {
 		ai.Parts = append(ai.Parts, llms.TextPart(choice.Content))
+		text.WriteString(choice.Content)
 	}
 	for _, c := range calls {
 		ai.Parts = append(ai.Parts, c)
 		if c.FunctionCall != nil {
-			chars += len(c.FunctionCall.Name) + len(c.FunctionCall.Arguments)
+			text.WriteString(c.FunctionCall.Name)
+			text.WriteString(c.FunctionCall.Arguments)
 		}
 	}
-	l.add(ai, chars)
+	l.add(ai, text.String())
 
-	// Only the calls the budget still allows are executed.
-	allowed := len(calls)
+	// A call to a tool the agent may not use is refused and costs nothing;
+	// of the others, only as many as the budget still allows are run.
+	left := len(calls)
 	if max := a.budget.MaxToolCalls; max > 0 {
 		a.mu.Lock()
-		left := max - a.toolCalls
+		left = max - a.toolCalls
 		a.mu.Unlock()
-		allowed = min(allowed, left)
 	}
-	results := make([]toolOutcome, allowed)
-	l.execute(calls[:allowed], results)
-	for i := range results {
+	results := make([]toolOutcome, len(calls))
+	run := make([]int, 0, len(calls))
+	cut := false
+	for i, c := range calls {
+		name := ""
+		if c.FunctionCall != nil {
+			name = c.FunctionCall.Name
+		}
+		switch _, ok := a.tools.byName[name]; {
+		case !ok:
+			results[i] = l.refuse(c, name)
+		case left > 0:
+			left--
+			run = append(run, i)
+		default:
+			cut = true
+			results[i] = toolOutcome{name: name, text: "error: not run: the tool-call budget is used up"}
+		}
+	}
+	l.execute(calls, run, results)
+	for _, i := range run {
 		if results[i].panicked != nil {
 			a.finish(Failed, ReasonToolPanic, results[i].panicked, l.partialOutput(), nil, true)
 			return false
 		}
 	}
 	for i, r := range results {
-		c := calls[i]
 		l.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-			llms.ToolCallResponse{ToolCallID: c.ID, Name: r.name, Content: r.text},
-		}}, len(r.text))
-	}
-	if allowed < len(calls) {
-		l.budget(ReasonBudgetToolCalls, "tool call", a.budget.MaxToolCalls)
-		return false
+			llms.ToolCallResponse{ToolCallID: calls[i].ID, Name: r.name, Content: r.text},
+		}}, r.text)
 	}
 	if err := l.ctx.Err(); err != nil {
 		l.stopped()
+		return false
+	}
+	if cut {
+		l.budget(ReasonBudgetToolCalls, "tool call", a.budget.MaxToolCalls)
 		return false
 	}
 	return true
@@ -269,41 +332,46 @@ type toolOutcome struct {
 	panicked error
 }
 
-// execute runs calls, several at once up to ToolConcurrency, and puts each
-// outcome at its call's index so results go back in call order.
-func (l *loop) execute(calls []llms.ToolCall, out []toolOutcome) {
-	if len(calls) == 1 {
-		out[0] = l.callTool(calls[0])
+// execute runs the calls at the indexes in run, several at once up to
+// ToolConcurrency, and puts each outcome at its call's index so results
+// go back in call order.
+func (l *loop) execute(calls []llms.ToolCall, run []int, out []toolOutcome) {
+	if len(run) == 1 {
+		out[run[0]] = l.callTool(calls[run[0]])
 		return
 	}
 	sem := make(chan struct{}, l.a.m.cfg.ToolConcurrency)
 	var wg sync.WaitGroup
-	for i, c := range calls {
+	for _, i := range run {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i] = l.callTool(c)
+			out[i] = l.callTool(calls[i])
 		}()
 	}
 	wg.Wait()
 }
 
-// callTool runs one tool call. A refused call is reported to the model and
-// never executed; an error becomes the tool's text; a panic is kept.
+// refuse answers a call to a tool the agent may not use: reported to the
+// model, never executed.
+func (l *loop) refuse(c llms.ToolCall, name string) toolOutcome {
+	a := l.a
+	args := ""
+	if c.FunctionCall != nil {
+		args = c.FunctionCall.Arguments
+	}
+	a.emit(&Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Args: args, Error: "refused: not allowed for type " + a.typ.Name})
+	return toolOutcome{name: name, text: fmt.Sprintf("error: tool %q is not available to this agent; the tools you may call are: %s", name, a.tools.names)}
+}
+
+// callTool runs one call to a tool the agent may use. An error becomes the
+// tool's text; a panic is kept.
 func (l *loop) callTool(c llms.ToolCall) (o toolOutcome) {
 	a := l.a
-	name, args := "", ""
-	if c.FunctionCall != nil {
-		name, args = c.FunctionCall.Name, c.FunctionCall.Arguments
-	}
+	name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
 	o.name = name
-	tool, ok := a.tools.byName[name]
-	if !ok {
-		o.text = fmt.Sprintf("error: tool %q is not available to this agent; the tools you may call are: %s", name, a.tools.names)
-		a.emit(&Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Args: args, Error: "refused: not allowed for type " + a.typ.Name})
-		return o
-	}
+	tool := a.tools.byName[name]
 	a.mu.Lock()
 	a.toolCalls++
 	a.mu.Unlock()
@@ -313,8 +381,8 @@ func (l *loop) callTool(c llms.ToolCall) (o toolOutcome) {
 	text, err, panicked := invoke(l.ctx, tool, args)
 	if panicked != nil {
 		a.logger().Error("tool panicked", "tool", name, "panic", panicked.value, "stack", panicked.stack)
-		o.panicked = fmt.Errorf("%w: %s: %v", ErrToolPanic, name, panicked.value)
-		a.emit(&Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Error: o.panicked.Error()})
+		o.panicked = fmt.Errorf("%w: %s: %w", ErrToolPanic, name, &PanicError{Value: panicked.value, Stack: panicked.stack})
+		a.emit(&Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Error: fmt.Sprintf("%s: %v", name, panicked.value)})
 		return o
 	}
 	ev := Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Size: len(text)}
@@ -351,20 +419,11 @@ func invoke(ctx context.Context, tool agenttypes.Tool, args string) (text string
 	return text, err, nil
 }
 
-// stopped ends a run whose context ended: the time budget, a cancel, or
-// the manager closing.
+// stopped ends a run whose context ended: the time budget, a cancel of
+// the agent or an ancestor, an ancestor ending, or the manager closing.
 func (l *loop) stopped() {
-	cause := context.Cause(l.ctx)
-	switch {
-	case errors.Is(cause, errTimeBudget):
-		l.a.finish(Failed, ReasonBudgetTime,
-			fmt.Errorf("%w: time budget of %s used up: %w", ErrBudgetExceeded, l.a.budget.MaxTime, context.DeadlineExceeded),
-			l.partialOutput(), nil, true)
-	case errors.Is(cause, errShutdown):
-		l.a.finish(Cancelled, ReasonShutdown, fmt.Errorf("manager closed: %w", context.Canceled), l.partialOutput(), nil, true)
-	default:
-		l.a.finish(Cancelled, ReasonCancelled, fmt.Errorf("agent cancelled: %w", context.Canceled), l.partialOutput(), nil, true)
-	}
+	state, reason, err := l.a.stopOutcome(context.Cause(l.ctx))
+	l.a.finish(state, reason, err, l.partialOutput(), nil, true)
 }
 
 func (l *loop) budget(reason Reason, what string, limit int) {
@@ -405,11 +464,11 @@ func estimateTokens(chars int) int { return (chars + 3) / 4 }
 // usageOf reads the provider's token counts from a choice, or estimates
 // them. Anthropic repeats usage on every choice, so only one is read.
 // A model that knows its price reports it as GenerationInfo["CostUSD"].
-func usageOf(c *llms.ContentChoice, inputChars int) Usage {
-	in, okIn := intInfo(c.GenerationInfo, "PromptTokens", "InputTokens")
-	out, okOut := intInfo(c.GenerationInfo, "CompletionTokens", "OutputTokens")
+func usageOf(c *llms.ContentChoice, inputTokens int) Usage {
+	in, okIn := GenerationInt(c.GenerationInfo, "PromptTokens", "InputTokens")
+	out, okOut := GenerationInt(c.GenerationInfo, "CompletionTokens", "OutputTokens")
 	if !okIn {
-		in = estimateTokens(inputChars)
+		in = inputTokens
 	}
 	if !okOut {
 		n := len(c.Content)
@@ -427,7 +486,9 @@ func usageOf(c *llms.ContentChoice, inputChars int) Usage {
 	return u
 }
 
-func intInfo(info map[string]any, keys ...string) (int, bool) {
+// GenerationInt reads a count a provider put in a choice's GenerationInfo
+// under the first of keys it has, whatever integer or float type it used.
+func GenerationInt(info map[string]any, keys ...string) (int, bool) {
 	for _, k := range keys {
 		switch v := info[k].(type) {
 		case int:
@@ -443,35 +504,10 @@ func intInfo(info map[string]any, keys ...string) (int, bool) {
 	return 0, false
 }
 
-var promptCache sync.Map // *agenttypes.Type → *template.Template
-
-func renderPrompt(a *Agent) (string, error) {
-	if !strings.Contains(a.typ.Prompt, "{{") {
-		return a.typ.Prompt, nil
-	}
-	var tmpl *template.Template
-	if v, ok := promptCache.Load(a.typ); ok {
-		tmpl = v.(*template.Template)
-	} else {
-		t, err := template.New(a.typ.Name).Option("missingkey=error").Parse(a.typ.Prompt)
-		if err != nil {
-			return "", fmt.Errorf("type %q: prompt template: %w", a.typ.Name, err)
-		}
-		promptCache.Store(a.typ, t)
-		tmpl = t
-	}
-	var b bytes.Buffer
-	err := tmpl.Execute(&b, agenttypes.PromptData{Type: a.typ.Name, Dir: a.dir, Tools: a.typ.Tools})
-	if err != nil {
-		return "", fmt.Errorf("type %q: prompt template: %w", a.typ.Name, err)
-	}
-	return b.String(), nil
-}
-
 func safeParse(parse func(string) (any, error), s string) (v any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("output parser panicked: %v\n%s", p, debug.Stack())
+			err = fmt.Errorf("output parser: %w", &PanicError{Value: p, Stack: string(debug.Stack())})
 		}
 	}()
 	return parse(s)

@@ -31,6 +31,7 @@ type Manager struct {
 	mu        sync.Mutex
 	agents    map[string]*Agent
 	queue     *list.List // of *Agent, pending in FIFO order
+	resumers  *list.List // of *Agent, taking a slot back after a wait; before the queue
 	ended     []string   // IDs of ended agents, oldest first from endedHead
 	endedHead int
 	running   int
@@ -40,8 +41,8 @@ type Manager struct {
 	callbacksMu sync.RWMutex
 	callbacks   []func(Info)
 
-	models   sync.Map // model name → llms.Model
-	toolsets sync.Map // *agenttypes.Type → *toolset
+	models sync.Map // model name → llms.Model
+	setups sync.Map // type name → *typeSetup
 
 	counts      [numStates]atomic.Int64
 	inTokens    atomic.Int64
@@ -67,11 +68,12 @@ func New(cfg Config) (*Manager, error) {
 	base, cancel := context.WithCancelCause(context.Background())
 	return &Manager{
 		cfg:      cfg,
-		events:   newBroadcaster(),
+		events:   newBroadcaster(cfg.SubscriptionBuffer),
 		base:     base,
 		shutdown: cancel,
 		agents:   map[string]*Agent{},
 		queue:    list.New(),
+		resumers: list.New(),
 	}, nil
 }
 
@@ -132,16 +134,21 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := m.toolset(typ)
+	setup, err := m.setup(typ)
 	if err != nil {
 		return nil, err
 	}
 	var parent *Agent
 	depth := 0
+	parentCtx := m.base
 	if req.ParentID != "" {
 		if parent = m.lookup(req.ParentID); parent == nil {
 			return nil, fmt.Errorf("%w: parent %q", ErrNotFound, req.ParentID)
 		}
+		if st := parent.Info().State; st.Terminal() {
+			return nil, fmt.Errorf("%w: parent %s has ended (%s) and can have no more children", ErrBadRequest, parent.id, st)
+		}
+		parentCtx = parent.ctx
 		depth = parent.depth + 1
 		if depth > m.cfg.MaxDepth {
 			return nil, fmt.Errorf("%w: agent %s is at depth %d and may not spawn children (the limit is %d)", ErrDepthExceeded, parent.id, parent.depth, m.cfg.MaxDepth)
@@ -153,17 +160,19 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		return nil, err
 	}
 	if r, ok := model.(RetrievalOnly); ok && r.RetrievalOnly() && typ.NeedsLanguageModel {
-		return nil, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves; pass --model provider:model (for example openai:gpt-4o-mini with OPENAI_API_KEY set, or ollama:qwen2.5-coder) or set TROUPE_MODEL", ErrModel, typ.Name, modelName)
+		return nil, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves; name a language model (provider:model) in the request, the type or Config.DefaultModel", ErrModel, typ.Name, modelName)
 	}
 	budget := req.Budget.Merge(typ.Budget).Merge(m.cfg.DefaultBudget)
-	actx, cancel := context.WithCancelCause(m.base)
+	actx, cancel := context.WithCancelCause(parentCtx)
 	a := &Agent{
 		m:         m,
 		id:        uuid.NewString(),
 		parentID:  req.ParentID,
+		parent:    parent,
 		depth:     depth,
 		typ:       typ,
-		tools:     ts,
+		setup:     setup,
+		tools:     setup.tools,
 		task:      req.Task,
 		label:     req.Label,
 		dir:       req.Dir,
@@ -192,12 +201,16 @@ func (m *Manager) admit(a *Agent) error {
 	start := m.running < m.cfg.MaxConcurrent
 	if start {
 		m.running++
+		a.slot = true
 	} else {
-		if m.queue.Len() >= m.cfg.MaxQueue {
+		if n := m.queue.Len(); n >= m.cfg.MaxQueue {
 			m.mu.Unlock()
-			return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, m.queue.Len())
+			return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, n)
 		}
 		a.elem = m.queue.PushBack(a)
+		// A queued agent has no loop to notice its context ending (its
+		// parent cancelled or ended, the manager closing): this does.
+		a.stopWatch = context.AfterFunc(a.ctx, a.endIfQueued)
 	}
 	m.agents[a.id] = a
 	m.wg.Add(1)
@@ -212,20 +225,132 @@ func (m *Manager) admit(a *Agent) error {
 	return nil
 }
 
-// release frees a running slot and starts the oldest pending agent.
-func (m *Manager) release() {
+// The running slots. At most MaxConcurrent agents hold one. An agent gives
+// its slot back when it ends, and lends it out while it waits for other
+// agents (from a tool call), so a parent waiting on its children never
+// holds the slot they need; it takes a slot back, before any pending agent
+// starts, when the wait is over.
+
+// releaseSlot gives back a's slot, if it holds one, to the next in line.
+func (m *Manager) releaseSlot(a *Agent) {
 	m.mu.Lock()
-	m.running--
-	var next *Agent
-	if front := m.queue.Front(); front != nil {
-		next = m.queue.Remove(front).(*Agent)
-		next.elem = nil
-		m.running++
+	if !a.slot {
+		m.mu.Unlock()
+		return
 	}
+	a.slot = false
+	m.running--
+	start := m.handOffLocked()
 	m.mu.Unlock()
-	if next != nil {
+	for _, next := range start {
 		go next.run()
 	}
+}
+
+// handOffLocked fills free slots: agents resuming after a wait first, then
+// the oldest pending agents, which it returns to be started. m.mu is held.
+func (m *Manager) handOffLocked() (start []*Agent) {
+	for m.running < m.cfg.MaxConcurrent {
+		if front := m.resumers.Front(); front != nil {
+			r := m.resumers.Remove(front).(*Agent)
+			r.resumeElem = nil
+			r.slot = true
+			m.running++
+			close(r.resume)
+			r.resume = nil
+			continue
+		}
+		front := m.queue.Front()
+		if front == nil {
+			break
+		}
+		next := m.queue.Remove(front).(*Agent)
+		next.elem = nil
+		next.slot = true
+		m.running++
+		start = append(start, next)
+	}
+	return start
+}
+
+// lendSlot lets others use w's slot while w waits.
+func (m *Manager) lendSlot(w *Agent) {
+	m.mu.Lock()
+	w.lent++
+	if w.lent > 1 || !w.slot {
+		m.mu.Unlock()
+		return
+	}
+	w.slot = false
+	m.running--
+	start := m.handOffLocked()
+	m.mu.Unlock()
+	for _, next := range start {
+		go next.run()
+	}
+}
+
+// reclaimSlot takes a slot back for w when its last wait is over, waiting
+// for one if all are taken, until ctx ends.
+func (m *Manager) reclaimSlot(ctx context.Context, w *Agent) {
+	m.mu.Lock()
+	w.lent--
+	if w.lent > 0 || w.slot || w.resume != nil {
+		m.mu.Unlock()
+		return
+	}
+	if m.running < m.cfg.MaxConcurrent && m.resumers.Len() == 0 {
+		w.slot = true
+		m.running++
+		m.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	w.resume = ch
+	w.resumeElem = m.resumers.PushBack(w)
+	m.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		m.mu.Lock()
+		if w.resumeElem != nil {
+			m.resumers.Remove(w.resumeElem)
+			w.resumeElem, w.resume = nil, nil
+		}
+		m.mu.Unlock()
+	}
+}
+
+// await waits for every agent in agents to end, or for ctx. When ctx is
+// the context of a tool call of a running agent of this manager, that
+// agent lends its slot while it waits.
+func (m *Manager) await(ctx context.Context, agents []*Agent) ([]Result, error) {
+	out := make([]Result, len(agents))
+	blocked := false
+	for _, a := range agents {
+		select {
+		case <-a.done:
+		default:
+			blocked = true
+		}
+	}
+	if blocked {
+		if id := agenttypes.EnvFrom(ctx).AgentID; id != "" {
+			if w := m.lookup(id); w != nil && !slices.Contains(agents, w) {
+				m.lendSlot(w)
+				defer m.reclaimSlot(ctx, w)
+			}
+		}
+	}
+	for i, a := range agents {
+		select {
+		case <-a.done:
+			out[i] = a.resultNow()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return out, nil
 }
 
 // retire remembers that a ended, forgetting the oldest ended agent when
@@ -368,25 +493,16 @@ func (m *Manager) WaitAll(ctx context.Context, ids ...string) ([]Result, error) 
 		}
 		agents[i] = a
 	}
-	return waitAll(ctx, agents)
-}
-
-func waitAll(ctx context.Context, agents []*Agent) ([]Result, error) {
-	out := make([]Result, len(agents))
-	for i, a := range agents {
-		r, err := a.Wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = r
-	}
-	return out, nil
+	return m.await(ctx, agents)
 }
 
 // SpawnParallel spawns every request, waits for all of them, and returns
 // their results in the order of reqs, whatever order they finished in.
 // Every request is validated before any is spawned. When ctx ends first,
-// the group is cancelled and its results are returned with ctx's error.
+// the group is cancelled and SpawnParallel returns at once with ctx's
+// error and a result for every request: the final one for agents that had
+// ended, and for the others their state at that moment with Partial set
+// (Wait on their IDs for the final results).
 func (m *Manager) SpawnParallel(ctx context.Context, reqs []SpawnRequest) ([]Result, error) {
 	prepared := make([]*Agent, len(reqs))
 	for i, req := range reqs {
@@ -407,19 +523,35 @@ func (m *Manager) SpawnParallel(ctx context.Context, reqs []SpawnRequest) ([]Res
 			for _, p := range prepared[i:] {
 				p.cancel(nil)
 			}
-			_, _ = waitAll(context.Background(), prepared[:i])
 			return nil, fmt.Errorf("request %d (%s): %w", i, a.typ.Name, err)
 		}
 	}
-	results, err := waitAll(ctx, prepared)
-	if err != nil {
-		for _, a := range prepared {
-			a.Cancel()
-		}
-		results, _ = waitAll(context.Background(), prepared)
-		return results, err
+	results, err := m.await(ctx, prepared)
+	if err == nil {
+		return results, nil
 	}
-	return results, nil
+	results = make([]Result, len(prepared))
+	for i, a := range prepared {
+		a.Cancel()
+		results[i] = a.resultOrSnapshot(err)
+	}
+	return results, err
+}
+
+// resultOrSnapshot is the agent's result when it has ended, else a partial
+// result with its state and usage so far and err.
+func (a *Agent) resultOrSnapshot(err error) Result {
+	select {
+	case <-a.done:
+		return a.resultNow()
+	default:
+	}
+	i := a.Info()
+	if i.State.Terminal() {
+		return a.resultNow()
+	}
+	return Result{ID: i.ID, Type: i.Type, Model: i.Model, State: i.State, Reason: ReasonCancelled, Partial: true,
+		Err: err, Error: err.Error(), Usage: i.Usage, ToolCalls: i.ToolCalls, Turns: i.Turns}
 }
 
 // Cancel cancels the agent with the given ID. Cancelling an agent that
@@ -436,7 +568,7 @@ func (m *Manager) Cancel(id string) error {
 // CancelAll cancels every agent that has not ended.
 func (m *Manager) CancelAll() {
 	m.mu.Lock()
-	live := make([]*Agent, 0, m.running+m.queue.Len())
+	live := make([]*Agent, 0, len(m.agents))
 	for _, a := range m.agents {
 		live = append(live, a)
 	}

@@ -446,7 +446,8 @@ func TestModelResolution(t *testing.T) {
 	_, err = mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "thinker", Task: "t", Model: "offline"})
 	require.ErrorIs(t, err, manager.ErrModel)
 	assert.Contains(t, err.Error(), "needs a language model")
-	assert.Contains(t, err.Error(), "TROUPE_MODEL")
+	assert.Contains(t, err.Error(), "Config.DefaultModel", "the library says what to set in library terms")
+	assert.NotContains(t, err.Error(), "--model", "the library does not speak of command-line flags")
 	assert.Equal(t, 1, count(asked, "b"), "a resolved model is reused")
 }
 

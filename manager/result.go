@@ -18,6 +18,9 @@ const (
 	ReasonModelError      Reason = "model_error"
 	ReasonToolPanic       Reason = "tool_panic"
 	ReasonBadOutput       Reason = "bad_output"
+	// ReasonPrompt: the type's prompt template failed to render (too
+	// large, or an error such as an index out of range).
+	ReasonPrompt Reason = "prompt_error"
 	ReasonCancelled       Reason = "cancelled"
 	ReasonShutdown        Reason = "shutdown"
 )
@@ -61,8 +64,13 @@ type Result struct {
 	// context.Canceled, context.DeadlineExceeded, ErrToolPanic, or the
 	// model's own error.
 	Err        error         `json:"-"`
-	Usage      Usage         `json:"usage"`
-	ToolCalls  int           `json:"tool_calls"`
+	Usage Usage `json:"usage"`
+	// TokensOverBudget is how many tokens past its token budget a run
+	// went when a whole final answer arrived over it. The answer is kept
+	// (the tokens are spent), the run completes, and an
+	// EventBudgetExceeded says so.
+	TokensOverBudget int           `json:"tokens_over_budget,omitempty"`
+	ToolCalls        int           `json:"tool_calls"`
 	Turns      int           `json:"turns"`
 	Duration   time.Duration `json:"-"`
 	Transcript string        `json:"transcript,omitempty"`
