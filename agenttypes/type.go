@@ -88,6 +88,9 @@ func (t *Type) Validate() error {
 	if err := t.Budget.Validate(); err != nil {
 		return fmt.Errorf("type %q: %w", t.Name, err)
 	}
+	if _, err := CompilePrompt(t.Name, t.Prompt); err != nil {
+		return fmt.Errorf("%w: type %q: %w", ErrInvalid, t.Name, err)
+	}
 	switch t.Output.Format {
 	case "", OutputText, OutputJSON:
 	default:

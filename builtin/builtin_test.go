@@ -84,7 +84,7 @@ func TestReasoningTypesRefuseOfflineModel(t *testing.T) {
 	for _, name := range []string{"plan", "review", "general"} {
 		_, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: name, Task: "t", Dir: shop})
 		require.ErrorIs(t, err, manager.ErrModel, name)
-		assert.Contains(t, err.Error(), "--model provider:model")
+		assert.Contains(t, err.Error(), "needs a language model", name)
 	}
 }
 

@@ -66,6 +66,7 @@ type Agent struct {
 	// slot out, and, while it waits to take a slot back, the channel
 	// closed when it has one and its place in the line of resuming agents.
 	elem       *list.Element
+	waits      []*slotWait // waits on this agent by agents lending their slot
 	slot       bool
 	lent       int
 	resume     chan struct{}

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -102,6 +103,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Logger = slog.New(safeHandler{c.Logger.Handler()})
 	if c.MinOutputTokens <= 0 {
 		c.MinOutputTokens = 64
 	}
@@ -109,3 +111,33 @@ func (c *Config) setDefaults() {
 		c.now = time.Now
 	}
 }
+
+// safeHandler keeps a logger's handler from taking an agent down: a panic
+// in it is recovered and the record dropped. The manager logs from agent
+// goroutines and while ending agents, where a panic would leave waiters
+// hanging.
+type safeHandler struct{ h slog.Handler }
+
+func (s safeHandler) Enabled(ctx context.Context, l slog.Level) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return s.h.Enabled(ctx, l)
+}
+
+func (s safeHandler) Handle(ctx context.Context, r slog.Record) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("log handler panicked: %v", p)
+		}
+	}()
+	return s.h.Handle(ctx, r)
+}
+
+func (s safeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return safeHandler{s.h.WithAttrs(attrs)}
+}
+
+func (s safeHandler) WithGroup(name string) slog.Handler { return safeHandler{s.h.WithGroup(name)} }

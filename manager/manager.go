@@ -231,20 +231,51 @@ func (m *Manager) admit(a *Agent) error {
 // holds the slot they need; it takes a slot back, before any pending agent
 // starts, when the wait is over.
 
-// releaseSlot gives back a's slot, if it holds one, to the next in line.
+// slotWait is one wait of a running agent on others, during which it
+// lends its slot. The agent whose end completes the wait hands its slot
+// straight to the waiter, so the waiter resumes before any pending agent.
+type slotWait struct {
+	w    *Agent
+	on   []*Agent
+	over bool // the wait has returned; guarded by m.mu
+}
+
+// releaseSlot gives back a's slot, if it holds one: to an agent whose wait
+// a's end completes, else to the next in line.
 func (m *Manager) releaseSlot(a *Agent) {
 	m.mu.Lock()
+	waits := a.waits
+	a.waits = nil
 	if !a.slot {
 		m.mu.Unlock()
 		return
 	}
 	a.slot = false
 	m.running--
+	for _, sw := range waits {
+		if w := sw.w; !sw.over && w.lent == 1 && !w.slot && w.resume == nil && allEnded(sw.on) {
+			w.slot = true
+			m.running++
+			break
+		}
+	}
 	start := m.handOffLocked()
 	m.mu.Unlock()
 	for _, next := range start {
 		go next.run()
 	}
+}
+
+func allEnded(agents []*Agent) bool {
+	for _, a := range agents {
+		a.mu.Lock()
+		ended := a.state.Terminal()
+		a.mu.Unlock()
+		if !ended {
+			return false
+		}
+	}
+	return true
 }
 
 // handOffLocked fills free slots: agents resuming after a wait first, then
@@ -273,13 +304,17 @@ func (m *Manager) handOffLocked() (start []*Agent) {
 	return start
 }
 
-// lendSlot lets others use w's slot while w waits.
-func (m *Manager) lendSlot(w *Agent) {
+// lendSlot lets others use w's slot while w waits on agents.
+func (m *Manager) lendSlot(w *Agent, on []*Agent) *slotWait {
+	sw := &slotWait{w: w, on: on}
 	m.mu.Lock()
+	for _, a := range on {
+		a.waits = append(a.waits, sw)
+	}
 	w.lent++
 	if w.lent > 1 || !w.slot {
 		m.mu.Unlock()
-		return
+		return sw
 	}
 	w.slot = false
 	m.running--
@@ -288,12 +323,16 @@ func (m *Manager) lendSlot(w *Agent) {
 	for _, next := range start {
 		go next.run()
 	}
+	return sw
 }
 
-// reclaimSlot takes a slot back for w when its last wait is over, waiting
-// for one if all are taken, until ctx ends.
-func (m *Manager) reclaimSlot(ctx context.Context, w *Agent) {
+// reclaimSlot ends a wait: when it was w's last, w takes a slot back (it
+// may have been handed one already), waiting for one if all are taken,
+// until ctx ends.
+func (m *Manager) reclaimSlot(ctx context.Context, sw *slotWait) {
+	w := sw.w
 	m.mu.Lock()
+	sw.over = true
 	w.lent--
 	if w.lent > 0 || w.slot || w.resume != nil {
 		m.mu.Unlock()
@@ -337,8 +376,8 @@ func (m *Manager) await(ctx context.Context, agents []*Agent) ([]Result, error) 
 	if blocked {
 		if id := agenttypes.EnvFrom(ctx).AgentID; id != "" {
 			if w := m.lookup(id); w != nil && !slices.Contains(agents, w) {
-				m.lendSlot(w)
-				defer m.reclaimSlot(ctx, w)
+				sw := m.lendSlot(w, agents)
+				defer m.reclaimSlot(ctx, sw)
 			}
 		}
 	}
