@@ -323,6 +323,45 @@ func assertDiags(t *testing.T, want []string, got agenttypes.Diagnostics) {
 	}
 }
 
+// A budget written in a file must be positive: zero does not mean "the
+// default" there (leaving the field out does), and the command line
+// refuses zero too.
+func TestBudgetMustBePositive(t *testing.T) {
+	tests := []struct {
+		name, path, text, want string
+	}{
+		{"zero tool calls", "agents/x.yaml", "name: x\ndescription: d\nbudget: {max_tool_calls: 0}\n",
+			"agents/x.yaml:3:26: max_tool_calls is 0: a budget must be positive; leave max_tool_calls out to inherit the default"},
+		{"zero tokens", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_tokens: 0\n",
+			"agents/x.yaml:4:15: max_tokens is 0: a budget must be positive; leave max_tokens out to inherit the default"},
+		{"zero turns", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_turns: 0\n",
+			"agents/x.yaml:4:14: max_turns is 0: a budget must be positive; leave max_turns out to inherit the default"},
+		{"negative turns", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_turns: -2\n",
+			"agents/x.yaml:4:14: max_turns is -2: a budget must be positive; leave max_turns out to inherit the default"},
+		{"zero time", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_time: 0s\n",
+			"agents/x.yaml:4:13: max_time is 0s: a budget must be positive; leave max_time out to inherit the default"},
+		{"zero time with no unit", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_time: 0\n",
+			"agents/x.yaml:4:13: max_time is 0: a budget must be positive; leave max_time out to inherit the default"},
+		{"negative time", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_time: -5m\n",
+			"agents/x.yaml:4:13: max_time is -5m: a budget must be positive; leave max_time out to inherit the default"},
+		{"Claude maxTurns 0", ".claude/agents/x.md", "---\nname: x\ndescription: d\nmaxTurns: 0\n---\nbody\n",
+			".claude/agents/x.md:4:11: maxTurns is 0: a budget must be positive; leave maxTurns out to inherit the default"},
+		{"lenient budget with a zero", ".claude/agents/x.md", "---\nname: x\ndescription: d\ntools: Read\nbudget: {maxToolCalls: 0}\n---\nbody\n",
+			".claude/agents/x.md:5:24: maxToolCalls is 0: a budget must be positive; leave maxToolCalls out to inherit the default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typ, diags := agenttypes.ParseDefinition(tt.path, []byte(tt.text), agenttypes.LoadOptions{})
+			require.Len(t, diags.Errors(), 1, "%s", diags)
+			assert.Equal(t, tt.want, diags.Errors()[0].String())
+			assert.Empty(t, typ.Name, "the type is not loaded")
+		})
+	}
+	typ, diags := agenttypes.ParseDefinition("agents/x.yaml", []byte("name: x\ndescription: d\nbudget: {max_tool_calls: 1, max_turns: 1, max_tokens: 1, max_time: 1ms}\n"), agenttypes.LoadOptions{})
+	require.Empty(t, diags)
+	assert.Equal(t, agenttypes.Budget{MaxToolCalls: 1, MaxTurns: 1, MaxTokens: 1, MaxTime: time.Millisecond}, typ.Budget, "the smallest positive values load")
+}
+
 func TestDiagnosticsError(t *testing.T) {
 	_, diags := agenttypes.LoadFile(filepath.Join(fixtures, "bad", "typo.yaml"), agenttypes.LoadOptions{})
 	err := diags.Err()

@@ -598,7 +598,9 @@ func kindName(n *yaml.Node) string {
 	}
 }
 
-// count reads a non-negative whole number.
+// count reads a budget field: a positive whole number. Zero is refused as
+// well as negatives: in a Budget zero means "not set", and a file that
+// wants that leaves the field out.
 func (dc *decoder) count(k, v *yaml.Node) (int, bool) {
 	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 		dc.errorf(v, "%s must be a whole number, such as 20", k.Value)
@@ -612,8 +614,8 @@ func (dc *decoder) count(k, v *yaml.Node) (int, bool) {
 	case err != nil:
 		dc.errorf(v, "%s must be a whole number, such as 20, not %q", k.Value, v.Value)
 		return 0, false
-	case n < 0:
-		dc.errorf(v, "%s is %d; give a positive number, or leave it out for the default", k.Value, n)
+	case n <= 0:
+		dc.errorf(v, "%s is %d: %s", k.Value, n, notPositive(k.Value))
 		return 0, false
 	}
 	return int(n), true
@@ -742,8 +744,12 @@ func (dc *decoder) duration(k, v *yaml.Node) time.Duration {
 		dc.errorf(v, "%s is a duration, such as 90s, 5m or 1h30m", k.Value)
 		return 0
 	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
-		dc.errorf(v, "%s %s has no unit; write %ss for seconds or %sm for minutes", k.Value, s, s, s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f <= 0 {
+			dc.errorf(v, "%s is %s: %s", k.Value, s, notPositive(k.Value))
+		} else {
+			dc.errorf(v, "%s %s has no unit; write %ss for seconds or %sm for minutes", k.Value, s, s, s)
+		}
 		return 0
 	}
 	dur, err := time.ParseDuration(s)
@@ -751,11 +757,17 @@ func (dc *decoder) duration(k, v *yaml.Node) time.Duration {
 	case err != nil:
 		dc.errorf(v, "%s %q is not a duration; write it like 90s, 5m or 1h30m", k.Value, s)
 		return 0
-	case dur < 0:
-		dc.errorf(v, "%s is %s; give a positive duration such as 5m, or leave it out for the default", k.Value, s)
+	case dur <= 0:
+		dc.errorf(v, "%s is %s: %s", k.Value, s, notPositive(k.Value))
 		return 0
 	}
 	return dur
+}
+
+// notPositive is what a budget field of zero or less is told. The same
+// rule holds for budgets given on the command line.
+func notPositive(field string) string {
+	return fmt.Sprintf("a budget must be positive; leave %s out to inherit the default", field)
 }
 
 func (dc *decoder) output(v *yaml.Node) {
