@@ -246,7 +246,10 @@ func parseInto(sink *diagSink, path string, data []byte, mode Mode) *definition 
 	if !d.has("name") {
 		stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		d.name = stem
-		if !typeName.MatchString(stem) {
+		if slug := slugOf(stem); d.claude && slug != "" && slug != stem {
+			sink.warnf(1, 1, "no name: and the file name %q is not lowercase-and-hyphens as Claude Code asks; the type is called %q (add name: %s to say so)", stem, slug, slug)
+			d.name = slug
+		} else if !typeName.MatchString(stem) {
 			sink.errorf(1, 1, "no name: and the file name %q is not a type name; add name: %s", stem, slugify(stem))
 		}
 	}
@@ -295,12 +298,21 @@ func splitFrontMatter(sink *diagSink, text string) (fm string, lineOff int, body
 	}
 	open := i
 	for j := open + 1; j < len(lines); j++ {
-		if t := strings.TrimRight(lines[j], " \t\n"); t == "---" || t == "..." {
+		if t := strings.TrimRight(lines[j], " \t\n"); isFrontMatterEnd(t) {
 			return strings.Join(lines[open+1:j], ""), open + 1, strings.Join(lines[j+1:], ""), j + 2, true
 		}
 	}
 	sink.errorf(open+1, 1, "the front matter opened here is never closed: add a line \"---\" after its last key")
 	return "", 0, "", 0, false
+}
+
+// isFrontMatterEnd reports whether a line (its trailing blanks removed)
+// closes front matter: "---", "...", or a longer run of dashes such as
+// "-----", which files in the wild use. A line of dashes at the start of a
+// line cannot be part of YAML front matter, so reading it as the end only
+// turns what would be a YAML error into the file its author meant.
+func isFrontMatterEnd(line string) bool {
+	return line == "..." || (len(line) >= 3 && strings.Trim(line, "-") == "")
 }
 
 // parseYAML parses one YAML document into a node tree, without expanding
@@ -471,7 +483,12 @@ func (dc *decoder) top(root *yaml.Node) {
 		case "name":
 			if s, ok := dc.str(k, v); ok {
 				d.name = strings.TrimSpace(s)
-				if !typeName.MatchString(d.name) {
+				if slug := slugOf(d.name); d.claude && slug != "" && slug != d.name {
+					// Claude Code's names are lowercase words joined by
+					// hyphens, and files in the wild often write a title.
+					dc.warnf(v, "name %q is not lowercase-and-hyphens as Claude Code asks; the type is called %q (write name: %s to say so)", d.name, slug, slug)
+					d.name = slug
+				} else if !typeName.MatchString(d.name) {
 					dc.errorf(v, "name %q is not a type name: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (no spaces or '/'), such as %q", d.name, slugify(d.name))
 				}
 			}
@@ -961,12 +978,19 @@ var slugBad = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // slugify turns a would-be name into a valid one, for suggestions.
 func slugify(s string) string {
+	if s = slugOf(s); s != "" {
+		return s
+	}
+	return "my-agent"
+}
+
+// slugOf is s lowercased, with each run of characters a type name cannot
+// hold replaced by '-': "Python Security Expert" is
+// "python-security-expert". It is "" when nothing of s is left.
+func slugOf(s string) string {
 	s = strings.Trim(slugBad.ReplaceAllString(strings.ToLower(strings.TrimSpace(s)), "-"), "-._")
 	if len(s) > 64 {
-		s = s[:64]
-	}
-	if s == "" {
-		return "my-agent"
+		s = strings.TrimRight(s[:64], "-._")
 	}
 	return s
 }
