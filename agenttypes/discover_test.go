@@ -151,10 +151,10 @@ func TestDiscoveryDuplicatesAndBroken(t *testing.T) {
 
 	_, err = reg.Type("twin")
 	require.ErrorIs(t, err, agenttypes.ErrInvalid, "a broken name does not fall back to a lower layer")
-	assert.Contains(t, err.Error(), "troupe types validate")
+	assert.Equal(t, fmt.Sprintf(`invalid definition: type "twin" is not loaded: it is defined in both %s and %s; rename or delete one of them`, a, b), err.Error())
 	_, err = reg.Type("explore")
 	require.ErrorIs(t, err, agenttypes.ErrInvalid, "nor to a registered type")
-	assert.Contains(t, err.Error(), "broken.yaml")
+	assert.Equal(t, fmt.Sprintf(`invalid definition: type "explore" is not loaded: %s has errors; fix them to load it`, filepath.Join(src.ProjectDir, ".troupe", "agents", "broken.yaml")), err.Error())
 	_, err = reg.Type("fine")
 	assert.NoError(t, err)
 	for _, ty := range reg.Types() {

@@ -161,7 +161,7 @@ func resolveOne(def *definition, diags Diagnostics, opts LoadOptions) (Type, Dia
 // with a warning. extends may name any
 // of them or any type opts.Registry knows. It returns the types that
 // loaded, sorted by name, and every problem found, sorted by file and
-// line; the registry is not changed. `troupe types validate` is this.
+// line; the registry is not changed.
 func LoadFiles(opts LoadOptions, paths ...string) ([]Type, Diagnostics) {
 	var diags Diagnostics
 	var defs []*definition
@@ -203,7 +203,8 @@ func load(reg *Registry, src Sources) loadResult {
 	var res loadResult
 	visible := map[string]*definition{} // the winning definition of each name
 	shadows := map[string][]string{}
-	broken := map[string]string{} // name → file of the definition that failed
+	broken := map[string]string{}   // name → file of the definition that failed
+	twice := map[string][2]string{} // name → the files that both define it
 	for _, layer := range src.Layers() {
 		inLayer := map[string][]*definition{}
 		for _, dir := range layer.Dirs {
@@ -238,6 +239,7 @@ func load(reg *Registry, src Sources) loadResult {
 			}
 			if kept == nil {
 				broken[name] = entries[0].path + " and " + entries[1].path
+				twice[name] = [2]string{entries[0].path, entries[1].path}
 				continue
 			}
 			visible[name] = kept
@@ -264,7 +266,11 @@ func load(reg *Registry, src Sources) loadResult {
 	if len(broken) > 0 {
 		res.broken = map[string]error{}
 		for name, where := range broken {
-			res.broken[name] = fmt.Errorf("%w: type %q from %s has errors; run 'troupe types validate %s' to see them", ErrInvalid, name, where, strings.SplitN(where, " and ", 2)[0])
+			if pair, ok := twice[name]; ok {
+				res.broken[name] = fmt.Errorf("%w: type %q is not loaded: it is defined in both %s and %s; rename or delete one of them", ErrInvalid, name, pair[0], pair[1])
+				continue
+			}
+			res.broken[name] = fmt.Errorf("%w: type %q is not loaded: %s has errors; fix them to load it", ErrInvalid, name, where)
 		}
 	}
 	res.diags.Sort()
