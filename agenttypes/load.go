@@ -156,12 +156,12 @@ func resolveOne(def *definition, diags Diagnostics, opts LoadOptions) (Type, Dia
 }
 
 // LoadFiles reads the definition files at paths, as one layer: two files
-// that define the same name are an error naming both, unless both are
-// Claude Code files, when the first by path is kept and the other ignored
-// with a warning. extends may name any
-// of them or any type opts.Registry knows. It returns the types that
-// loaded, sorted by name, and every problem found, sorted by file and
-// line; the registry is not changed.
+// that define the same name are an error naming both, unless all of them
+// are Claude Code files, when the first by path is kept and the others are
+// ignored with a warning. extends may name any of them or any type
+// opts.Registry knows. It returns the types that loaded, sorted by name,
+// and every problem found, sorted by file and line; the registry is not
+// changed.
 func LoadFiles(opts LoadOptions, paths ...string) ([]Type, Diagnostics) {
 	var diags Diagnostics
 	var defs []*definition

@@ -112,13 +112,7 @@ func (r *Registry) RegisterTool(tool Tool) error {
 // when there are few, which there are); a name whose definition file has
 // errors fails with ErrInvalid, naming the file.
 func (r *Registry) Type(name string) (*Type, error) {
-	r.mu.RLock()
-	t, ok := r.files[name]
-	broken := r.broken[name]
-	if !ok && broken == nil {
-		t, ok = r.types[name]
-	}
-	r.mu.RUnlock()
+	t, ok, broken := r.find(name)
 	if broken != nil {
 		return nil, broken
 	}
@@ -132,10 +126,23 @@ func (r *Registry) Type(name string) (*Type, error) {
 	return t, nil
 }
 
+// find looks name up as Type does; broken is the error of a name whose
+// definition file did not load.
+func (r *Registry) find(name string) (t *Type, ok bool, broken error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok = r.files[name]
+	broken = r.broken[name]
+	if !ok && broken == nil {
+		t, ok = r.types[name]
+	}
+	return t, ok && broken == nil, broken
+}
+
 // visibleType is Type without the error.
 func (r *Registry) visibleType(name string) (*Type, bool) {
-	t, err := r.Type(name)
-	return t, err == nil
+	t, ok, _ := r.find(name)
+	return t, ok
 }
 
 // baseType looks name up among registered types only, not file types.
