@@ -146,7 +146,8 @@ func splitOutsideParens(s string) []string {
 }
 
 // modelAliases maps the short model names Claude Code uses onto troupe's
-// provider:model names.
+// provider:model names. It is the one table of them: builtin/models starts
+// its aliases from it.
 var modelAliases = map[string]string{
 	"sonnet": "anthropic:claude-sonnet-4-5",
 	"opus":   "anthropic:claude-opus-4-1",
@@ -154,7 +155,8 @@ var modelAliases = map[string]string{
 }
 
 // ModelAliases returns the short model names a definition may use and the
-// provider:model each stands for.
+// provider:model each stands for. Model resolution starts from the same
+// table, so a short name means the same model everywhere.
 func ModelAliases() map[string]string { return maps.Clone(modelAliases) }
 
 // ModelInherit is the model value that means "the parent's model".

@@ -123,8 +123,7 @@ func TestCorpus(t *testing.T) {
 	t.Logf("corpus in auto mode: %d of %d load", auto, len(files))
 	assert.GreaterOrEqual(t, auto*100, len(files)*99)
 
-	// Discovered as a project's .claude/agents, one collection at a time
-	// (the collections share some names, which in one layer is an error).
+	// Discovered as a project's .claude/agents, one collection at a time.
 	entries, err := os.ReadDir(corpus)
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -152,4 +151,56 @@ func TestCorpus(t *testing.T) {
 			assert.GreaterOrEqual(t, (len(reg.Types())-1)*100, inDir*99)
 		})
 	}
+
+	// All collections in one project's .claude/agents: they share some
+	// names, and of each such pair the first by path is kept with a warning
+	// on the other, so every name loads and no file is an error.
+	t.Run("discover all in one layer", func(t *testing.T) {
+		repo := t.TempDir()
+		agents := filepath.Join(repo, ".claude", "agents")
+		require.NoError(t, os.MkdirAll(agents, 0o755))
+		var names []string
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			abs, err := filepath.Abs(filepath.Join(corpus, e.Name()))
+			require.NoError(t, err)
+			// Each file is linked, not copied: the corpus stays outside the
+			// repository, and a symlinked directory would not be followed.
+			require.NoError(t, os.MkdirAll(filepath.Join(agents, e.Name()), 0o755))
+			require.NoError(t, filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || !strings.HasSuffix(p, ".md") {
+					return err
+				}
+				rel, _ := filepath.Rel(abs, p)
+				dst := filepath.Join(agents, e.Name(), rel)
+				require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+				if err := os.Symlink(p, dst); err != nil {
+					t.Skipf("no symlinks here: %v", err)
+				}
+				data, err := os.ReadFile(p)
+				require.NoError(t, err)
+				name, ok := frontLine(strings.SplitN(string(data), "\n---", 2)[0], "name")
+				if !ok {
+					name = strings.TrimSuffix(filepath.Base(p), ".md")
+				}
+				names = append(names, name)
+				return nil
+			}))
+		}
+		unique := len(slices.Compact(slices.Sorted(slices.Values(names))))
+		reg := testRegistry(t)
+		diags := reg.Reload(agenttypes.Sources{ProjectDir: repo})
+		var dups int
+		for _, d := range diags.Warnings() {
+			if strings.Contains(d.Message, "is also defined in") {
+				dups++
+			}
+		}
+		t.Logf("all collections: %d files, %d names, %d types discovered, %d kept the first of a shared name, %d errors", len(names), unique, len(reg.Types())-1, dups, len(diags.Errors()))
+		assert.Empty(t, diags.Errors())
+		assert.Equal(t, len(names)-unique, dups, "one warning for each file given way")
+		assert.GreaterOrEqual(t, (len(reg.Types())-1)*100, unique*99)
+	})
 }

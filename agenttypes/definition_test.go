@@ -184,6 +184,17 @@ func TestDefinitionFields(t *testing.T) {
 		assert.Equal(t, []string{"read"}, typ.Tools)
 		assert.Contains(t, typ.Prompt, "name: not-a-key")
 	})
+	t.Run("claude title as name", func(t *testing.T) {
+		typ := load(t, "good/claude/title-name.md")
+		assert.Equal(t, "python-security-expert", typ.Name)
+		assert.Equal(t, []string{"read", "grep", "glob"}, typ.Tools)
+	})
+	t.Run("claude front matter closed by a longer line", func(t *testing.T) {
+		typ := load(t, "good/claude/long-closer.md")
+		assert.Equal(t, "changelog-writer", typ.Name)
+		assert.Equal(t, []string{"read", "grep"}, typ.Tools)
+		assert.Equal(t, "You write changelog entries. Keep each to one line.", typ.Prompt)
+	})
 	t.Run("name from the file", func(t *testing.T) {
 		assert.Equal(t, "no-name", load(t, "good/claude/no-name.md").Name)
 	})
@@ -294,6 +305,16 @@ func TestStrictAndLenient(t *testing.T) {
 			errs: []string{`x.md:2:1: a definition is a mapping of "key: value" lines`},
 		},
 		{
+			name: "inherit_context: true is said aloud",
+			path: "agents/x.yaml", text: "name: x\ndescription: d\ninherit_context: true\n",
+			warns: []string{`x.yaml:3:18: warning: inherit_context: a child of this type is given its parent's conversation before its task`},
+		},
+		{
+			name: "inherit_context: false is not",
+			path: ".claude/agents/x.md", text: "---\nname: x\ndescription: d\ninherit_context: false\n---\n",
+			warns: []string{},
+		},
+		{
 			name: "unsupported extension",
 			path: "agents/x.json", text: "{}",
 			errs: []string{`x.json: unsupported file type ".json"`},
@@ -321,6 +342,118 @@ func assertDiags(t *testing.T, want []string, got agenttypes.Diagnostics) {
 	for i, w := range want {
 		assert.Contains(t, got[i].String(), w)
 	}
+}
+
+// Claude Code files from the wild that differ from troupe's format in
+// small ways load, with a warning where the name changes.
+func TestClaudeNamesAndDelimiters(t *testing.T) {
+	tests := []struct {
+		name, path, text string
+		wantName         string // "" when the file does not load
+		want             []string
+	}{
+		{
+			name: "a title as name is slugged", path: ".claude/agents/x.md",
+			text:     "---\nname: Python Security Expert\ndescription: d\n---\nbody\n",
+			wantName: "python-security-expert",
+			want:     []string{`.claude/agents/x.md:2:7: warning: name "Python Security Expert" is not lowercase-and-hyphens as Claude Code asks; the type is called "python-security-expert" (write name: python-security-expert to say so)`},
+		},
+		{
+			name: "capitals are lowered", path: ".claude/agents/x.md",
+			text:     "---\nname: CodeReviewer\ndescription: d\n---\nbody\n",
+			wantName: "codereviewer",
+			want:     []string{`.claude/agents/x.md:2:7: warning: name "CodeReviewer" is not lowercase-and-hyphens as Claude Code asks; the type is called "codereviewer"`},
+		},
+		{
+			name: "a Claude-style file outside .claude is slugged too", path: "agents/x.md",
+			text:     "---\nname: Data Scientist\ndescription: d\ntools: Read, Bash\n---\nbody\n",
+			wantName: "data-scientist",
+			want:     []string{`x.md:2:7: warning: name "Data Scientist" is not lowercase-and-hyphens`, `x.md:4:14: warning: tool "Bash"`},
+		},
+		{
+			name: "a file name that is a title", path: ".claude/agents/Python Expert.md",
+			text:     "---\ndescription: d\n---\nbody\n",
+			wantName: "python-expert",
+			want:     []string{`Python Expert.md:1:1: warning: no name: and the file name "Python Expert" is not lowercase-and-hyphens as Claude Code asks; the type is called "python-expert" (add name: python-expert to say so)`},
+		},
+		{
+			name: "a name with nothing to slug is an error", path: ".claude/agents/x.md",
+			text: "---\nname: \"???\"\ndescription: d\n---\nbody\n",
+			want: []string{`x.md:2:7: name "???" is not a type name`},
+		},
+		{
+			name: "troupe's own files keep the error", path: "agents/x.md",
+			text: "---\nname: Python Security Expert\ndescription: d\n---\nbody\n",
+			want: []string{`x.md:2:7: name "Python Security Expert" is not a type name: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (no spaces or '/'), such as "python-security-expert"`},
+		},
+		{
+			name: "and keep capitals", path: "agents/x.yaml",
+			text:     "name: CodeReviewer\ndescription: d\nprompt: body\n",
+			wantName: "CodeReviewer",
+		},
+		{
+			name: "a longer closing line", path: ".claude/agents/x.md",
+			text:     "---\nname: x\ndescription: d\ntools: Read\n-----\nbody\n",
+			wantName: "x",
+		},
+		{
+			name: "a longer closing line in troupe's own Markdown", path: "agents/x.md",
+			text:     "---\nname: x\ndescription: d\n----------\nbody\n",
+			wantName: "x",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typ, diags := agenttypes.ParseDefinition(tt.path, []byte(tt.text), agenttypes.LoadOptions{})
+			if tt.wantName == "" {
+				assertDiags(t, tt.want, diags.Errors())
+				return
+			}
+			require.False(t, diags.HasErrors(), "%s", diags)
+			assertDiags(t, tt.want, diags)
+			assert.Equal(t, tt.wantName, typ.Name)
+			assert.Equal(t, "body", typ.Prompt, "the body after the closing line is the prompt")
+		})
+	}
+}
+
+// A budget written in a file must be positive: zero does not mean "the
+// default" there (leaving the field out does), and the command line
+// refuses zero too.
+func TestBudgetMustBePositive(t *testing.T) {
+	tests := []struct {
+		name, path, text, want string
+	}{
+		{"zero tool calls", "agents/x.yaml", "name: x\ndescription: d\nbudget: {max_tool_calls: 0}\n",
+			"agents/x.yaml:3:26: max_tool_calls is 0: a budget must be positive; leave max_tool_calls out to inherit the default"},
+		{"zero tokens", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_tokens: 0\n",
+			"agents/x.yaml:4:15: max_tokens is 0: a budget must be positive; leave max_tokens out to inherit the default"},
+		{"zero turns", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_turns: 0\n",
+			"agents/x.yaml:4:14: max_turns is 0: a budget must be positive; leave max_turns out to inherit the default"},
+		{"negative turns", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_turns: -2\n",
+			"agents/x.yaml:4:14: max_turns is -2: a budget must be positive; leave max_turns out to inherit the default"},
+		{"zero time", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_time: 0s\n",
+			"agents/x.yaml:4:13: max_time is 0s: a budget must be positive; leave max_time out to inherit the default"},
+		{"zero time with no unit", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_time: 0\n",
+			"agents/x.yaml:4:13: max_time is 0: a budget must be positive; leave max_time out to inherit the default"},
+		{"negative time", "agents/x.yaml", "name: x\ndescription: d\nbudget:\n  max_time: -5m\n",
+			"agents/x.yaml:4:13: max_time is -5m: a budget must be positive; leave max_time out to inherit the default"},
+		{"Claude maxTurns 0", ".claude/agents/x.md", "---\nname: x\ndescription: d\nmaxTurns: 0\n---\nbody\n",
+			".claude/agents/x.md:4:11: maxTurns is 0: a budget must be positive; leave maxTurns out to inherit the default"},
+		{"lenient budget with a zero", ".claude/agents/x.md", "---\nname: x\ndescription: d\ntools: Read\nbudget: {maxToolCalls: 0}\n---\nbody\n",
+			".claude/agents/x.md:5:24: maxToolCalls is 0: a budget must be positive; leave maxToolCalls out to inherit the default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typ, diags := agenttypes.ParseDefinition(tt.path, []byte(tt.text), agenttypes.LoadOptions{})
+			require.Len(t, diags.Errors(), 1, "%s", diags)
+			assert.Equal(t, tt.want, diags.Errors()[0].String())
+			assert.Empty(t, typ.Name, "the type is not loaded")
+		})
+	}
+	typ, diags := agenttypes.ParseDefinition("agents/x.yaml", []byte("name: x\ndescription: d\nbudget: {max_tool_calls: 1, max_turns: 1, max_tokens: 1, max_time: 1ms}\n"), agenttypes.LoadOptions{})
+	require.Empty(t, diags)
+	assert.Equal(t, agenttypes.Budget{MaxToolCalls: 1, MaxTurns: 1, MaxTokens: 1, MaxTime: time.Millisecond}, typ.Budget, "the smallest positive values load")
 }
 
 func TestDiagnosticsError(t *testing.T) {

@@ -151,10 +151,10 @@ func TestDiscoveryDuplicatesAndBroken(t *testing.T) {
 
 	_, err = reg.Type("twin")
 	require.ErrorIs(t, err, agenttypes.ErrInvalid, "a broken name does not fall back to a lower layer")
-	assert.Contains(t, err.Error(), "troupe types validate")
+	assert.Equal(t, fmt.Sprintf(`invalid definition: type "twin" is not loaded: it is defined in both %s and %s; rename or delete one of them`, a, b), err.Error())
 	_, err = reg.Type("explore")
 	require.ErrorIs(t, err, agenttypes.ErrInvalid, "nor to a registered type")
-	assert.Contains(t, err.Error(), "broken.yaml")
+	assert.Equal(t, fmt.Sprintf(`invalid definition: type "explore" is not loaded: %s has errors; fix them to load it`, filepath.Join(src.ProjectDir, ".troupe", "agents", "broken.yaml")), err.Error())
 	_, err = reg.Type("fine")
 	assert.NoError(t, err)
 	for _, ty := range reg.Types() {
@@ -283,4 +283,65 @@ func TestDefinitionExtendsTheTypeItShadows(t *testing.T) {
 	assert.Equal(t, "builtin prompt", got.Prompt, "the rest comes from the explore it shadows")
 	assert.Equal(t, []string{"read"}, got.Tools)
 	assert.Equal(t, []string{"builtin"}, got.Shadows)
+}
+
+func TestDiscoveryClaudeDuplicatesKeepTheFirstByPath(t *testing.T) {
+	src, root := testSources(t)
+	claude := func(name, desc string) string {
+		return "---\nname: " + name + "\ndescription: " + desc + "\ntools: Read, Grep\n---\nBody.\n"
+	}
+	layout(t, root, map[string]string{
+		"repo/.claude/agents/b.md":       claude("twin", "Second by path."),
+		"repo/.claude/agents/a.md":       claude("twin", "First by path."),
+		"repo/.claude/agents/team/c.md":  claude("twin", "Third by path."),
+		"config/troupe/agents/twin.yaml": def("twin", "The user's, in the layer below."),
+		// The first by path has errors, so the next one is kept.
+		"home/.claude/agents/a-broken.md": "---\nname: pair\ndescription: d\nmaxTurns: 0\n---\n",
+		"home/.claude/agents/b-fine.md":   claude("pair", "Fine."),
+	})
+	proj := func(rel string) string { return filepath.Join(src.ProjectDir, ".claude", "agents", rel) }
+	home := func(rel string) string { return filepath.Join(src.HomeDir, ".claude", "agents", rel) }
+	reg := testRegistry(t)
+	diags := reg.Reload(src)
+
+	require.Len(t, diags.Errors(), 1, "%s", diags)
+	assert.Equal(t, home("a-broken.md")+":4:11: maxTurns is 0: a budget must be positive; leave maxTurns out to inherit the default", diags.Errors()[0].String())
+	want := []string{
+		home("a-broken.md") + `:2:1: warning: type "pair" is also defined in ` + home("b-fine.md") + ", which is kept; this file is ignored: rename or delete one of them",
+		proj("b.md") + `:2:1: warning: type "twin" is also defined in ` + proj("a.md") + ", which is kept; this file is ignored: rename or delete one of them",
+		proj("team/c.md") + `:2:1: warning: type "twin" is also defined in ` + proj("a.md") + ", which is kept; this file is ignored: rename or delete one of them",
+	}
+	var got []string
+	for _, d := range diags.Warnings() {
+		if strings.Contains(d.Message, "also defined") {
+			got = append(got, d.String())
+		}
+	}
+	assert.Equal(t, want, got, "a warning on each ignored file, naming the one kept")
+
+	twin, err := reg.Type("twin")
+	require.NoError(t, err, "never both dropped")
+	assert.Equal(t, "First by path.", twin.Description)
+	assert.Equal(t, proj("a.md"), twin.Source)
+	assert.Equal(t, []string{proj("b.md"), proj("team/c.md"), filepath.Join(src.UserConfigDir, "troupe", "agents", "twin.yaml")}, twin.Shadows)
+	pair, err := reg.Type("pair")
+	require.NoError(t, err)
+	assert.Equal(t, "Fine.", pair.Description)
+
+	// LoadFiles reads its files as one layer, by the same rule.
+	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{}, proj("b.md"), proj("a.md"))
+	require.False(t, diags.HasErrors(), "%s", diags)
+	require.Len(t, types, 1)
+	assert.Equal(t, "First by path.", types[0].Description)
+	assert.Contains(t, diags.String(), proj("b.md")+`:2:1: warning: type "twin" is also defined in `+proj("a.md"))
+
+	// Troupe's own files keep the error, and neither loads.
+	dir := t.TempDir()
+	x := write(t, dir, "x.yaml", def("same", "One."))
+	y := write(t, dir, "y.yaml", def("same", "Two."))
+	types, diags = agenttypes.LoadFiles(agenttypes.LoadOptions{}, x, y)
+	assert.Empty(t, types)
+	require.Len(t, diags, 2, "%s", diags)
+	assert.Equal(t, x+`:1:1: type "same" is also defined in `+y+"; rename or delete one of them", diags[0].String())
+	assert.Equal(t, y+`:1:1: type "same" is also defined in `+x+"; rename or delete one of them", diags[1].String())
 }

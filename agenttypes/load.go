@@ -156,10 +156,12 @@ func resolveOne(def *definition, diags Diagnostics, opts LoadOptions) (Type, Dia
 }
 
 // LoadFiles reads the definition files at paths, as one layer: two files
-// that define the same name are an error naming both. extends may name any
-// of them or any type opts.Registry knows. It returns the types that
-// loaded, sorted by name, and every problem found, sorted by file and
-// line; the registry is not changed. `troupe types validate` is this.
+// that define the same name are an error naming both, unless all of them
+// are Claude Code files, when the first by path is kept and the others are
+// ignored with a warning. extends may name any of them or any type
+// opts.Registry knows. It returns the types that loaded, sorted by name,
+// and every problem found, sorted by file and line; the registry is not
+// changed.
 func LoadFiles(opts LoadOptions, paths ...string) ([]Type, Diagnostics) {
 	var diags Diagnostics
 	var defs []*definition
@@ -201,7 +203,8 @@ func load(reg *Registry, src Sources) loadResult {
 	var res loadResult
 	visible := map[string]*definition{} // the winning definition of each name
 	shadows := map[string][]string{}
-	broken := map[string]string{} // name → file of the definition that failed
+	broken := map[string]string{}   // name → file of the definition that failed
+	twice := map[string][2]string{} // name → the files that both define it
 	for _, layer := range src.Layers() {
 		inLayer := map[string][]*definition{}
 		for _, dir := range layer.Dirs {
@@ -226,21 +229,22 @@ func load(reg *Registry, src Sources) loadResult {
 		}
 		for _, name := range slices.Sorted(maps.Keys(inLayer)) {
 			entries := inLayer[name]
-			if len(entries) > 1 {
-				for i, d := range entries {
-					res.diags = append(res.diags, duplicateDiag(d, entries[(i+1)%len(entries)], layer.Name))
-				}
-			}
+			kept, ignored, ds := pickDuplicate(entries, layer.Name)
+			res.diags = append(res.diags, ds...)
 			if _, taken := visible[name]; taken || broken[name] != "" {
 				for _, d := range entries {
 					shadows[name] = append(shadows[name], d.path)
 				}
 				continue
 			}
-			if len(entries) > 1 {
+			if kept == nil {
 				broken[name] = entries[0].path + " and " + entries[1].path
-			} else {
-				visible[name] = entries[0]
+				twice[name] = [2]string{entries[0].path, entries[1].path}
+				continue
+			}
+			visible[name] = kept
+			for _, d := range ignored {
+				shadows[name] = append(shadows[name], d.path)
 			}
 		}
 	}
@@ -262,21 +266,59 @@ func load(reg *Registry, src Sources) loadResult {
 	if len(broken) > 0 {
 		res.broken = map[string]error{}
 		for name, where := range broken {
-			res.broken[name] = fmt.Errorf("%w: type %q from %s has errors; run 'troupe types validate %s' to see them", ErrInvalid, name, where, strings.SplitN(where, " and ", 2)[0])
+			if pair, ok := twice[name]; ok {
+				res.broken[name] = fmt.Errorf("%w: type %q is not loaded: it is defined in both %s and %s; rename or delete one of them", ErrInvalid, name, pair[0], pair[1])
+				continue
+			}
+			res.broken[name] = fmt.Errorf("%w: type %q is not loaded: %s has errors; fix them to load it", ErrInvalid, name, where)
 		}
 	}
 	res.diags.Sort()
 	return res
 }
 
-func duplicateDiag(d, other *definition, layer string) Diagnostic {
-	at := d.at("name")
-	return Diagnostic{File: d.path, Line: at.line, Col: at.col, Severity: SeverityError,
-		Message: fmt.Sprintf("type %q is defined twice in the %s layer, here and in %s; rename or delete one of them", d.name, layer, other.path)}
+// pickDuplicate decides between the definitions of one name in one
+// layer (layer is "" for the files LoadFiles is given). One definition is
+// simply kept. When every one is a Claude Code file, the first by path is
+// kept (the first that parsed without errors, if any did) and each other
+// one is ignored with a warning naming it, since Claude Code users copy
+// agents between collections and neither file is wrong on its own. Any
+// other mix is an error on each definition, and none is kept: which of two
+// troupe definitions was meant is not for troupe to guess.
+func pickDuplicate(group []*definition, layer string) (kept *definition, ignored []*definition, diags Diagnostics) {
+	if len(group) == 1 {
+		return group[0], nil, nil
+	}
+	group = slices.Clone(group)
+	if !slices.ContainsFunc(group, func(d *definition) bool { return !d.claude }) {
+		slices.SortStableFunc(group, func(a, b *definition) int { return strings.Compare(a.path, b.path) })
+		i := max(slices.IndexFunc(group, func(d *definition) bool { return !d.failed }), 0)
+		kept = group[i]
+		for _, d := range group {
+			if d == kept {
+				continue
+			}
+			at := d.at("name")
+			diags = append(diags, Diagnostic{File: d.path, Line: at.line, Col: at.col, Severity: SeverityWarning,
+				Message: fmt.Sprintf("type %q is also defined in %s, which is kept; this file is ignored: rename or delete one of them", d.name, kept.path)})
+			ignored = append(ignored, d)
+		}
+		return kept, ignored, diags
+	}
+	for i, d := range group {
+		other := group[(i+1)%len(group)]
+		at := d.at("name")
+		msg := fmt.Sprintf("type %q is also defined in %s; rename or delete one of them", d.name, other.path)
+		if layer != "" {
+			msg = fmt.Sprintf("type %q is defined twice in the %s layer, here and in %s; rename or delete one of them", d.name, layer, other.path)
+		}
+		diags = append(diags, Diagnostic{File: d.path, Line: at.line, Col: at.col, Severity: SeverityError, Message: msg})
+	}
+	return nil, nil, diags
 }
 
-// uniqueNames indexes definitions by name, reporting each name defined in
-// more than one file (and keeping none of them).
+// uniqueNames indexes definitions by name, choosing between those defined
+// in more than one file as pickDuplicate does.
 func uniqueNames(defs []*definition) (map[string]*definition, Diagnostics) {
 	groups := map[string][]*definition{}
 	for _, d := range defs {
@@ -285,14 +327,10 @@ func uniqueNames(defs []*definition) (map[string]*definition, Diagnostics) {
 	out := map[string]*definition{}
 	var diags Diagnostics
 	for name, g := range groups {
-		if len(g) == 1 {
-			out[name] = g[0]
-			continue
-		}
-		for i, d := range g {
-			at := d.at("name")
-			diags = append(diags, Diagnostic{File: d.path, Line: at.line, Col: at.col, Severity: SeverityError,
-				Message: fmt.Sprintf("type %q is also defined in %s; rename or delete one of them", name, g[(i+1)%len(g)].path)})
+		kept, _, ds := pickDuplicate(g, "")
+		diags = append(diags, ds...)
+		if kept != nil {
+			out[name] = kept
 		}
 	}
 	return out, diags

@@ -246,7 +246,10 @@ func parseInto(sink *diagSink, path string, data []byte, mode Mode) *definition 
 	if !d.has("name") {
 		stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		d.name = stem
-		if !typeName.MatchString(stem) {
+		if slug := slugOf(stem); d.claude && slug != "" && slug != stem {
+			sink.warnf(1, 1, "no name: and the file name %q is not lowercase-and-hyphens as Claude Code asks; the type is called %q (add name: %s to say so)", stem, slug, slug)
+			d.name = slug
+		} else if !typeName.MatchString(stem) {
 			sink.errorf(1, 1, "no name: and the file name %q is not a type name; add name: %s", stem, slugify(stem))
 		}
 	}
@@ -295,12 +298,21 @@ func splitFrontMatter(sink *diagSink, text string) (fm string, lineOff int, body
 	}
 	open := i
 	for j := open + 1; j < len(lines); j++ {
-		if t := strings.TrimRight(lines[j], " \t\n"); t == "---" || t == "..." {
+		if t := strings.TrimRight(lines[j], " \t\n"); isFrontMatterEnd(t) {
 			return strings.Join(lines[open+1:j], ""), open + 1, strings.Join(lines[j+1:], ""), j + 2, true
 		}
 	}
 	sink.errorf(open+1, 1, "the front matter opened here is never closed: add a line \"---\" after its last key")
 	return "", 0, "", 0, false
+}
+
+// isFrontMatterEnd reports whether a line (its trailing blanks removed)
+// closes front matter: "---", "...", or a longer run of dashes such as
+// "-----", which files in the wild use. A line of dashes at the start of a
+// line cannot be part of YAML front matter, so reading it as the end only
+// turns what would be a YAML error into the file its author meant.
+func isFrontMatterEnd(line string) bool {
+	return line == "..." || (len(line) >= 3 && strings.Trim(line, "-") == "")
 }
 
 // parseYAML parses one YAML document into a node tree, without expanding
@@ -471,7 +483,12 @@ func (dc *decoder) top(root *yaml.Node) {
 		case "name":
 			if s, ok := dc.str(k, v); ok {
 				d.name = strings.TrimSpace(s)
-				if !typeName.MatchString(d.name) {
+				if slug := slugOf(d.name); d.claude && slug != "" && slug != d.name {
+					// Claude Code's names are lowercase words joined by
+					// hyphens, and files in the wild often write a title.
+					dc.warnf(v, "name %q is not lowercase-and-hyphens as Claude Code asks; the type is called %q (write name: %s to say so)", d.name, slug, slug)
+					d.name = slug
+				} else if !typeName.MatchString(d.name) {
 					dc.errorf(v, "name %q is not a type name: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (no spaces or '/'), such as %q", d.name, slugify(d.name))
 				}
 			}
@@ -514,6 +531,11 @@ func (dc *decoder) top(root *yaml.Node) {
 			}
 		case "inherit_context":
 			d.inherit, _ = dc.boolean(k, v)
+			if d.inherit {
+				// Said aloud because it changes what the model sees, and
+				// only for an agent spawned as a child.
+				dc.warnf(v, "inherit_context: a child of this type is given its parent's conversation before its task")
+			}
 		case "needs_language_model":
 			d.needsLM, _ = dc.boolean(k, v)
 		case "output":
@@ -598,7 +620,9 @@ func kindName(n *yaml.Node) string {
 	}
 }
 
-// count reads a non-negative whole number.
+// count reads a budget field: a positive whole number. Zero is refused as
+// well as negatives: in a Budget zero means "not set", and a file that
+// wants that leaves the field out.
 func (dc *decoder) count(k, v *yaml.Node) (int, bool) {
 	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 		dc.errorf(v, "%s must be a whole number, such as 20", k.Value)
@@ -612,8 +636,8 @@ func (dc *decoder) count(k, v *yaml.Node) (int, bool) {
 	case err != nil:
 		dc.errorf(v, "%s must be a whole number, such as 20, not %q", k.Value, v.Value)
 		return 0, false
-	case n < 0:
-		dc.errorf(v, "%s is %d; give a positive number, or leave it out for the default", k.Value, n)
+	case n <= 0:
+		dc.errorf(v, "%s is %d: %s", k.Value, n, notPositive(k.Value))
 		return 0, false
 	}
 	return int(n), true
@@ -742,8 +766,12 @@ func (dc *decoder) duration(k, v *yaml.Node) time.Duration {
 		dc.errorf(v, "%s is a duration, such as 90s, 5m or 1h30m", k.Value)
 		return 0
 	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
-		dc.errorf(v, "%s %s has no unit; write %ss for seconds or %sm for minutes", k.Value, s, s, s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f <= 0 {
+			dc.errorf(v, "%s is %s: %s", k.Value, s, notPositive(k.Value))
+		} else {
+			dc.errorf(v, "%s %s has no unit; write %ss for seconds or %sm for minutes", k.Value, s, s, s)
+		}
 		return 0
 	}
 	dur, err := time.ParseDuration(s)
@@ -751,11 +779,17 @@ func (dc *decoder) duration(k, v *yaml.Node) time.Duration {
 	case err != nil:
 		dc.errorf(v, "%s %q is not a duration; write it like 90s, 5m or 1h30m", k.Value, s)
 		return 0
-	case dur < 0:
-		dc.errorf(v, "%s is %s; give a positive duration such as 5m, or leave it out for the default", k.Value, s)
+	case dur <= 0:
+		dc.errorf(v, "%s is %s: %s", k.Value, s, notPositive(k.Value))
 		return 0
 	}
 	return dur
+}
+
+// notPositive is what a budget field of zero or less is told. The same
+// rule holds for budgets given on the command line.
+func notPositive(field string) string {
+	return fmt.Sprintf("a budget must be positive; leave %s out to inherit the default", field)
 }
 
 func (dc *decoder) output(v *yaml.Node) {
@@ -949,12 +983,19 @@ var slugBad = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // slugify turns a would-be name into a valid one, for suggestions.
 func slugify(s string) string {
+	if s = slugOf(s); s != "" {
+		return s
+	}
+	return "my-agent"
+}
+
+// slugOf is s lowercased, with each run of characters a type name cannot
+// hold replaced by '-': "Python Security Expert" is
+// "python-security-expert". It is "" when nothing of s is left.
+func slugOf(s string) string {
 	s = strings.Trim(slugBad.ReplaceAllString(strings.ToLower(strings.TrimSpace(s)), "-"), "-._")
 	if len(s) > 64 {
-		s = s[:64]
-	}
-	if s == "" {
-		return "my-agent"
+		s = strings.TrimRight(s[:64], "-._")
 	}
 	return s
 }

@@ -107,28 +107,42 @@ func (r *Registry) RegisterTool(tool Tool) error {
 }
 
 // Type returns the type registered under name: a file-loaded type before a
-// registered one. The value is shared and must not be modified.
+// registered one. The value is shared and must not be modified. An unknown
+// name fails with ErrUnknownType, saying which name was likely meant (or,
+// when there are few, which there are); a name whose definition file has
+// errors fails with ErrInvalid, naming the file.
 func (r *Registry) Type(name string) (*Type, error) {
-	r.mu.RLock()
-	t, ok := r.files[name]
-	broken := r.broken[name]
-	if !ok && broken == nil {
-		t, ok = r.types[name]
-	}
-	r.mu.RUnlock()
+	t, ok, broken := r.find(name)
 	if broken != nil {
 		return nil, broken
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w %q; run 'troupe types list' to see the types there are", ErrUnknownType, name)
+		var names []string
+		for _, t := range r.Types() {
+			names = append(names, t.Name)
+		}
+		return nil, fmt.Errorf("%w %q%s", ErrUnknownType, name, whatThereIs(name, names, "types"))
 	}
 	return t, nil
 }
 
+// find looks name up as Type does; broken is the error of a name whose
+// definition file did not load.
+func (r *Registry) find(name string) (t *Type, ok bool, broken error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok = r.files[name]
+	broken = r.broken[name]
+	if !ok && broken == nil {
+		t, ok = r.types[name]
+	}
+	return t, ok && broken == nil, broken
+}
+
 // visibleType is Type without the error.
 func (r *Registry) visibleType(name string) (*Type, bool) {
-	t, err := r.Type(name)
-	return t, err == nil
+	t, ok, _ := r.find(name)
+	return t, ok
 }
 
 // baseType looks name up among registered types only, not file types.
@@ -152,7 +166,11 @@ func (r *Registry) Tool(name string) (Tool, error) {
 	t, ok := r.tools[name]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%w %q; run 'troupe tools list' to see the tools there are", ErrUnknownTool, name)
+		var names []string
+		for _, t := range r.Tools() {
+			names = append(names, t.Spec().Name)
+		}
+		return nil, fmt.Errorf("%w %q%s", ErrUnknownTool, name, whatThereIs(name, names, "tools"))
 	}
 	return t, nil
 }

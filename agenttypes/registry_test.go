@@ -2,6 +2,7 @@ package agenttypes_test
 
 import (
 	"fmt"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -82,4 +83,107 @@ func TestRegistryDuplicatesAndConcurrency(t *testing.T) {
 func TestBudgetMerge(t *testing.T) {
 	b := agenttypes.Budget{MaxTurns: 3}.Merge(agenttypes.Budget{MaxTurns: 10, MaxTokens: 100, MaxTime: time.Minute, MaxToolCalls: 7})
 	assert.Equal(t, agenttypes.Budget{MaxTurns: 3, MaxTokens: 100, MaxTime: time.Minute, MaxToolCalls: 7}, b)
+}
+
+// A name that is not found is answered with what it could have been: the
+// nearest name when one is close, else the names there are when they are
+// few. The errors speak of types and tools, not of commands to run.
+func TestUnknownNamesSayWhatThereIs(t *testing.T) {
+	reg := agenttypes.NewRegistry()
+	for _, name := range []string{"explore", "plan", "review"} {
+		require.NoError(t, reg.RegisterType(agenttypes.Type{Name: name, Description: "d"}))
+	}
+	for _, name := range []string{"read", "grep"} {
+		require.NoError(t, reg.RegisterTool(&agenttypes.ToolFunc{ToolSpec: agenttypes.ToolSpec{Name: name, Description: "d"}}))
+	}
+	tests := []struct {
+		name   string
+		lookup func() error
+		target error
+		want   string
+	}{
+		{"a type typo", func() error { _, err := reg.Type("exlpore"); return err }, agenttypes.ErrUnknownType,
+			`unknown agent type "exlpore"; did you mean "explore"?`},
+		{"a type with a different case", func() error { _, err := reg.Type("Plan"); return err }, agenttypes.ErrUnknownType,
+			`unknown agent type "Plan"; did you mean "plan"?`},
+		{"a type far from any", func() error { _, err := reg.Type("nosuch"); return err }, agenttypes.ErrUnknownType,
+			`unknown agent type "nosuch"; the types are explore, plan, review`},
+		{"a tool typo", func() error { _, err := reg.Tool("reed"); return err }, agenttypes.ErrUnknownTool,
+			`unknown tool "reed"; did you mean "read"?`},
+		{"a tool far from any", func() error { _, err := reg.Tool("rm"); return err }, agenttypes.ErrUnknownTool,
+			`unknown tool "rm"; the tools are grep, read`},
+		{"no types at all", func() error { _, err := agenttypes.NewRegistry().Type("explore"); return err }, agenttypes.ErrUnknownType,
+			`unknown agent type "explore"; no types are registered`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.lookup()
+			require.ErrorIs(t, err, tt.target)
+			assert.Equal(t, tt.want, err.Error())
+		})
+	}
+
+	many := agenttypes.NewRegistry()
+	for i := range 40 {
+		require.NoError(t, many.RegisterType(agenttypes.Type{Name: fmt.Sprintf("type-%02d", i), Description: "d"}))
+	}
+	_, err := many.Type("nosuch")
+	require.ErrorIs(t, err, agenttypes.ErrUnknownType)
+	assert.Equal(t, `unknown agent type "nosuch"; none of the 40 types has a name close to it`, err.Error(), "a long list is not spelled out")
+}
+
+func TestNearest(t *testing.T) {
+	tools := []string{"read", "grep", "glob", "ls", "git", "note"}
+	tests := []struct{ word, want string }{
+		{"reed", "read"},
+		{"grpe", "grep"},
+		{"gti", "git"},
+		{"LS", "ls"},
+		{"max-tokens", "max_tokens"},
+		{"rm", ""}, // every letter changed: not a typo of "ls"
+		{"x", ""},
+		{"frobnicate", ""},
+		{"", ""},
+	}
+	cands := append(tools, "max_tokens")
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, agenttypes.Nearest(tt.word, cands), tt.word)
+	}
+}
+
+// Library errors and diagnostics say what is wrong with the file or the
+// name; the command line adds its own hints.
+func TestLibraryMessagesNameNoCommands(t *testing.T) {
+	command := regexp.MustCompile(`troupe (types|tools|run|plugins|runs) `)
+	src, root := testSources(t)
+	layout(t, root, map[string]string{
+		"repo/.troupe/agents/a.yaml":      "name: twin\ndescription: One.\n",
+		"repo/.troupe/agents/b.yaml":      "name: twin\ndescription: Two.\n",
+		"repo/.troupe/agents/broken.yaml": "name: broken\n",
+		"repo/.troupe/agents/orphan.yaml": "name: orphan\ndescription: d\nextends: explorer\n",
+		"repo/.troupe/agents/empty.yaml":  "name: empty\ndescription: \"\"\n",
+	})
+	reg := testRegistry(t)
+	diags := reg.Reload(src)
+	require.True(t, diags.HasErrors())
+	var msgs []string
+	for _, d := range diags {
+		msgs = append(msgs, d.String())
+	}
+	for _, name := range []string{"twin", "broken", "orphan", "nosuch"} {
+		_, err := reg.Type(name)
+		require.Error(t, err)
+		msgs = append(msgs, err.Error())
+	}
+	_, err := reg.Tool("nosuch")
+	msgs = append(msgs, err.Error())
+	for _, m := range msgs {
+		assert.NotRegexp(t, command, m)
+	}
+	_, err = reg.Type("twin")
+	assert.ErrorIs(t, err, agenttypes.ErrInvalid)
+	assert.Contains(t, err.Error(), `type "twin" is not loaded: it is defined in both `)
+	_, err = reg.Type("broken")
+	assert.ErrorIs(t, err, agenttypes.ErrInvalid)
+	assert.Regexp(t, `type "broken" is not loaded: \S*broken\.yaml has errors`, err.Error())
 }

@@ -144,11 +144,8 @@ func (r *resolver) parent(d *definition) (*Type, bool) {
 	if t, ok := r.base(d.extends); ok {
 		return t, true
 	}
-	hint := ""
-	if near := Nearest(d.extends, r.names()); near != "" && near != d.name {
-		hint = fmt.Sprintf("; did you mean %q?", near)
-	}
-	r.errorf(d, at, "extends unknown type %q%s (run 'troupe types list' to see the types there are)", d.extends, hint)
+	names := slices.DeleteFunc(r.names(), func(n string) bool { return n == d.name })
+	r.errorf(d, at, "extends unknown type %q%s", d.extends, whatThereIs(d.extends, names, "types"))
 	return nil, false
 }
 
@@ -195,9 +192,9 @@ func (r *resolver) build(d *definition, parent *Type) (*Type, bool) {
 	switch {
 	case t.Description != "":
 	case !d.has("description"):
-		r.errorf(d, d.at("description"), "no description: add description: saying in a sentence what the type is for (troupe types list shows it)")
+		r.errorf(d, d.at("description"), "no description: add description: saying in a sentence what the type is for (a parent model reads it to choose a type)")
 	case !d.failed: // when parsing failed, it said what is wrong with it
-		r.errorf(d, d.at("description"), "the description is empty: say in a sentence what the type is for (troupe types list shows it)")
+		r.errorf(d, d.at("description"), "the description is empty: say in a sentence what the type is for (a parent model reads it to choose a type)")
 	}
 	// Parsing has reported what makes a failed definition invalid; this
 	// catches anything else, so that no invalid type gets through.

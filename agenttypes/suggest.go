@@ -1,6 +1,10 @@
 package agenttypes
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Nearest returns the candidate closest to word by edit distance, ignoring
 // case, '_' and '-', or "" when none is close enough to be a likely typo.
@@ -17,11 +21,34 @@ func Nearest(word string, candidates []string) string {
 			best, bestDist = c, d
 		}
 	}
-	limit := max(2, len(w)/3)
+	// A word must keep at least one of its letters to be a typo: "rm" is
+	// not a misspelt "ls".
+	limit := min(max(2, len(w)/3), len(w)-1)
 	if bestDist < 0 || bestDist > limit {
 		return ""
 	}
 	return best
+}
+
+// maxListed is how many names an error spells out; past that, a list is
+// longer than it is useful.
+const maxListed = 12
+
+// whatThereIs says, after "unknown NOUN NAME", what name could have been
+// meant: `; did you mean "explore"?` when a known name is close, else the
+// known names when they are few. plural names them ("types", "tools").
+func whatThereIs(name string, known []string, plural string) string {
+	known = slices.Compact(slices.Sorted(slices.Values(known)))
+	switch near := Nearest(name, known); {
+	case near != "":
+		return fmt.Sprintf("; did you mean %q?", near)
+	case len(known) == 0:
+		return fmt.Sprintf("; no %s are registered", plural)
+	case len(known) <= maxListed:
+		return fmt.Sprintf("; the %s are %s", plural, strings.Join(known, ", "))
+	default:
+		return fmt.Sprintf("; none of the %d %s has a name close to it", len(known), plural)
+	}
 }
 
 func foldName(s string) string {

@@ -391,7 +391,7 @@ func TestSpawnRejectsBadInputAndChangesNothing(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"unknown type", manager.SpawnRequest{Type: "nope", Task: "x"}, manager.ErrUnknownType, "troupe types list"},
+		{"unknown type", manager.SpawnRequest{Type: "nope", Task: "x"}, manager.ErrUnknownType, `unknown agent type "nope"`},
 		{"empty task", manager.SpawnRequest{Type: "worker", Task: "  "}, manager.ErrBadRequest, "task is empty"},
 		{"missing dir", manager.SpawnRequest{Type: "worker", Task: "x", Dir: "/does/not/exist"}, manager.ErrBadRequest, "exist"},
 		{"file as dir", manager.SpawnRequest{Type: "worker", Task: "x", Dir: file}, manager.ErrBadRequest, "not a directory"},

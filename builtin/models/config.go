@@ -456,13 +456,15 @@ func mergeMap[V any](dst, src map[string]V) map[string]V {
 	return dst
 }
 
-// BuiltinAliases are the aliases every config starts with.
-var BuiltinAliases = map[string]string{
-	"sonnet": "anthropic:claude-sonnet-4-5",
-	"haiku":  "anthropic:claude-haiku-4-5",
-	"opus":   "anthropic:claude-opus-4-1",
-	"mini":   "openai:gpt-4o-mini",
-}
+// BuiltinAliases are the aliases every config starts with: the short names
+// an agent definition may use (agenttypes.ModelAliases: sonnet, opus,
+// haiku), so that a name means one model in a file and on the command
+// line, and mini.
+var BuiltinAliases = func() map[string]string {
+	aliases := agenttypes.ModelAliases()
+	aliases["mini"] = "openai:gpt-4o-mini"
+	return aliases
+}()
 
 // aliases returns the builtin aliases overridden by the config's.
 func (c *Config) aliases() map[string]string {

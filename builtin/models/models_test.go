@@ -17,6 +17,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"go.uber.org/goleak"
 
+	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/manager"
 )
@@ -67,6 +68,19 @@ func TestResolve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A short name means one model in an agent definition and everywhere a
+// model is named: the builtin aliases start from the definitions' table.
+func TestBuiltinAliasesAreTheDefinitionAliases(t *testing.T) {
+	defs := agenttypes.ModelAliases()
+	require.NotEmpty(t, defs)
+	for alias, full := range defs {
+		assert.Equal(t, full, models.BuiltinAliases[alias], alias)
+		assert.Equal(t, full, resolver(nil).Expand(alias), alias)
+	}
+	assert.Equal(t, "openai:gpt-4o-mini", models.BuiltinAliases["mini"], "mini is troupe's own")
+	assert.Len(t, models.BuiltinAliases, len(defs)+1)
 }
 
 func TestResolveConfigAliasesAndKeys(t *testing.T) {

@@ -147,7 +147,7 @@ func TestRunBadInputExitsTwo(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{"unknown type", []string{"run", "nosuch", "task"}, "troupe types list"},
+		{"unknown type", []string{"run", "nosuch", "task"}, `unknown agent type "nosuch"`},
 		{"empty task", []string{"run", "explore", "  "}, "task is empty"},
 		{"missing task", []string{"run", "explore"}, "requires at least 2 arg"},
 		{"missing repo", []string{"run", "explore", "--repo", "/does/not/exist", "task"}, "/does/not/exist"},
@@ -259,7 +259,7 @@ func TestToolsListAndCall(t *testing.T) {
 
 	o = troupe(t, "tools", "call", "rm", `{}`)
 	assert.Equal(t, 2, o.code)
-	assert.Contains(t, o.stderr, "troupe tools list")
+	assert.Contains(t, o.stderr, `unknown tool "rm"`)
 }
 
 func TestRunsListAndShow(t *testing.T) {
