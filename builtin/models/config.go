@@ -41,6 +41,7 @@ var ErrConfig = errors.New("bad troupe config")
 //	output_limits:                   # most output tokens one call may ask for
 //	  ollama:qwen2.5-coder: 4096
 //	retry: {attempts: 4, max_wait: 60s}
+//	max_response_bytes: 67108864     # most bytes read of one provider response (64 MiB)
 type Config struct {
 	// Model is the default model.
 	Model string `yaml:"model"`
@@ -55,6 +56,9 @@ type Config struct {
 	OutputLimits map[string]int `yaml:"output_limits"`
 	// Retry tunes retries of rate-limited and failed calls.
 	Retry RetryConfig `yaml:"retry"`
+	// MaxResponseBytes caps what is read of one provider response; 0
+	// means DefaultMaxResponseBytes.
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 
 	// Files are the files read, user first.
 	Files []string `yaml:"-"`
@@ -212,7 +216,7 @@ func orDefault(s, d string) string {
 
 // keys the schema allows, by section; "*" stands for any name.
 var schema = map[string][]string{
-	"":            {"model", "aliases", "providers", "prices", "output_limits", "retry"},
+	"":            {"model", "aliases", "providers", "prices", "output_limits", "retry", "max_response_bytes"},
 	"providers":   {"openai", "anthropic", "ollama", "googleai"},
 	"providers.*": {"base_url", "host", "api_key", "api_key_env", "model"},
 	"prices.*":    {"input", "output"},
@@ -253,7 +257,7 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 		return &Config{}, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, bad(root.Line, "the file must be a mapping of keys (model:, aliases:, providers:, prices:, output_limits:, retry:)")
+		return nil, bad(root.Line, "the file must be a mapping of keys (model:, aliases:, providers:, prices:, output_limits:, retry:, max_response_bytes:)")
 	}
 	if err := checkKeys(root, "", "", bad); err != nil {
 		return nil, err
@@ -374,6 +378,9 @@ func (c *Config) validate(root *yaml.Node, bad func(int, string, ...any) error) 
 			return bad(line("output_limits", k), "output_limits.%s: must be a positive number of tokens", k)
 		}
 	}
+	if c.MaxResponseBytes < 0 {
+		return bad(line("max_response_bytes"), "max_response_bytes: must be a positive number of bytes, such as %d (64 MiB)", DefaultMaxResponseBytes)
+	}
 	if a := c.Retry.Attempts; a < 0 || a > 10 {
 		return bad(line("retry", "attempts"), "retry.attempts: %d is not between 1 and 10", a)
 	}
@@ -440,6 +447,9 @@ func (c *Config) merge(o *Config) {
 	}
 	if o.Retry.MaxWait != 0 {
 		c.Retry.MaxWait = o.Retry.MaxWait
+	}
+	if o.MaxResponseBytes != 0 {
+		c.MaxResponseBytes = o.MaxResponseBytes
 	}
 }
 
