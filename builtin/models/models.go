@@ -216,7 +216,7 @@ func (r Resolver) SetupHint() string {
 	if project != "" {
 		files += " or " + project
 	}
-	return "no language model is configured. Set TROUPE_MODEL=provider:model (or pass --model); or an API key: " +
+	return "no language model is configured. Set TROUPE_MODEL=provider:model; or an API key: " +
 		"OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY; or OPENAI_BASE_URL for an OpenAI-compatible server; " +
 		"or start Ollama (OLLAMA_HOST, default " + DefaultOllamaHost + "); or write `model: provider:model` in " + files
 }
