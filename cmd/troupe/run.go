@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -62,9 +61,9 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	repo, err := filepath.Abs(f.repo)
+	repo, err := repoDir(f.repo)
 	if err != nil {
-		return usagef("--repo %q: %v", f.repo, err)
+		return err
 	}
 	reg, err := a.registry(repo)
 	if err != nil {
@@ -100,7 +99,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		_ = mgr.Close(context.Background())
 		progress.wait()
-		return modelHint(err, resolver, used)
+		return lookupHint(modelHint(err, resolver, used), reg, typeName)
 	}
 	res, err := agent.Wait(cmd.Context())
 	interrupted := false
