@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // ErrConfig is wrapped by every error about a config file.
@@ -179,12 +181,12 @@ func LoadConfig(user, project string) (*Config, error) {
 		if f.path == "" {
 			continue
 		}
-		b, err := os.ReadFile(f.path)
+		b, err := readConfigFile(f.path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+			return nil, err
 		}
 		c, err := ParseConfig(f.path, bytes.NewReader(b))
 		if err != nil {
@@ -205,6 +207,56 @@ func LoadConfig(user, project string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// MaxConfigSize is the largest config file read; config files are a few
+// lines long.
+const MaxConfigSize = 1 << 20
+
+// readConfigFile reads a config file that is a regular file of at most
+// MaxConfigSize. A named pipe, device or directory in its place is an
+// error, found without blocking; a missing file is fs.ErrNotExist.
+func readConfigFile(path string) ([]byte, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrConfig, path, fmt.Sprintf(format, args...))
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, bad("is a %s, not a regular file; a config file is a YAML file", fsroot.Kind(fi.Mode()))
+	}
+	f, err := os.OpenFile(path, openFlags, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, bad("%v", unwrapPath(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, bad("%v", unwrapPath(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, bad("is a %s, not a regular file; a config file is a YAML file", fsroot.Kind(fi.Mode()))
+	}
+	if fi.Size() > MaxConfigSize {
+		return nil, bad("is %s; config files are limited to %s: is this the right file?", sizeString(fi.Size()), sizeString(MaxConfigSize))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, bad("%v", unwrapPath(err))
+	}
+	if len(b) > MaxConfigSize {
+		return nil, bad("is over %s; config files are limited to that: is this the right file?", sizeString(MaxConfigSize))
+	}
+	return b, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func orDefault(s, d string) string {
@@ -233,9 +285,12 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 		}
 		return fmt.Errorf("%w: %s: %s", ErrConfig, where, fmt.Sprintf(format, args...))
 	}
-	b, err := io.ReadAll(r)
+	b, err := io.ReadAll(io.LimitReader(r, MaxConfigSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+	}
+	if len(b) > MaxConfigSize {
+		return nil, bad(0, "is over %s; config files are limited to that: is this the right file?", sizeString(MaxConfigSize))
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
