@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -93,12 +94,40 @@ func PruneTranscripts(dir string, maxAge time.Duration) (int, error) {
 	return removed, nil
 }
 
+// maxTranscriptRead caps what ReadTranscript reads of one file.
+const maxTranscriptRead = 64 << 20
+
 // ReadTranscript reads a transcript back. A last line cut short by a crash
-// is skipped; any other bad line is an error naming it.
+// is skipped; any other bad line is an error naming it. Only a regular
+// file is read (a named pipe or device in the runs directory is an error,
+// never a wait), and only its first 64 MiB: the events of a longer one
+// come back with an error saying it was cut.
 func ReadTranscript(path string) ([]Event, error) {
-	data, err := os.ReadFile(path)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s); a transcript is a JSON-lines file", path, fileKind(fi.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() { // replaced between the two looks
+		return nil, fmt.Errorf("%s is not a regular file (%s); a transcript is a JSON-lines file", path, fileKind(fi.Mode()))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTranscriptRead+1))
+	if err != nil {
+		return nil, err
+	}
+	cut := len(data) > maxTranscriptRead
+	if cut {
+		data = data[:maxTranscriptRead]
 	}
 	var events []Event
 	lines := bytes.Split(data, []byte("\n"))
@@ -109,11 +138,28 @@ func ReadTranscript(path string) ([]Event, error) {
 		var e Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			if i == len(lines)-1 {
-				break // torn final write
+				break // torn final write, or where the read stopped
 			}
 			return events, fmt.Errorf("%s:%d: %w", path, i+1, err)
 		}
 		events = append(events, e)
 	}
+	if cut {
+		return events, fmt.Errorf("%s is %d bytes; only the first %d MiB were read", path, fi.Size(), maxTranscriptRead>>20)
+	}
 	return events, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }

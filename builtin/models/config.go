@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // ErrConfig is wrapped by every error about a config file.
@@ -41,6 +43,7 @@ var ErrConfig = errors.New("bad troupe config")
 //	output_limits:                   # most output tokens one call may ask for
 //	  ollama:qwen2.5-coder: 4096
 //	retry: {attempts: 4, max_wait: 60s}
+//	max_response_bytes: 67108864     # most bytes read of one provider response (64 MiB)
 type Config struct {
 	// Model is the default model.
 	Model string `yaml:"model"`
@@ -55,6 +58,9 @@ type Config struct {
 	OutputLimits map[string]int `yaml:"output_limits"`
 	// Retry tunes retries of rate-limited and failed calls.
 	Retry RetryConfig `yaml:"retry"`
+	// MaxResponseBytes caps what is read of one provider response; 0
+	// means DefaultMaxResponseBytes.
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 
 	// Files are the files read, user first.
 	Files []string `yaml:"-"`
@@ -175,12 +181,12 @@ func LoadConfig(user, project string) (*Config, error) {
 		if f.path == "" {
 			continue
 		}
-		b, err := os.ReadFile(f.path)
+		b, err := readConfigFile(f.path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+			return nil, err
 		}
 		c, err := ParseConfig(f.path, bytes.NewReader(b))
 		if err != nil {
@@ -203,6 +209,56 @@ func LoadConfig(user, project string) (*Config, error) {
 	return cfg, nil
 }
 
+// MaxConfigSize is the largest config file read; config files are a few
+// lines long.
+const MaxConfigSize = 1 << 20
+
+// readConfigFile reads a config file that is a regular file of at most
+// MaxConfigSize. A named pipe, device or directory in its place is an
+// error, found without blocking; a missing file is fs.ErrNotExist.
+func readConfigFile(path string) ([]byte, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrConfig, path, fmt.Sprintf(format, args...))
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, bad("is a %s, not a regular file; a config file is a YAML file", fsroot.Kind(fi.Mode()))
+	}
+	f, err := os.OpenFile(path, openFlags, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, bad("%v", unwrapPath(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, bad("%v", unwrapPath(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, bad("is a %s, not a regular file; a config file is a YAML file", fsroot.Kind(fi.Mode()))
+	}
+	if fi.Size() > MaxConfigSize {
+		return nil, bad("is %s; config files are limited to %s: is this the right file?", sizeString(fi.Size()), sizeString(MaxConfigSize))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, bad("%v", unwrapPath(err))
+	}
+	if len(b) > MaxConfigSize {
+		return nil, bad("is over %s; config files are limited to that: is this the right file?", sizeString(MaxConfigSize))
+	}
+	return b, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
@@ -212,7 +268,7 @@ func orDefault(s, d string) string {
 
 // keys the schema allows, by section; "*" stands for any name.
 var schema = map[string][]string{
-	"":            {"model", "aliases", "providers", "prices", "output_limits", "retry"},
+	"":            {"model", "aliases", "providers", "prices", "output_limits", "retry", "max_response_bytes"},
 	"providers":   {"openai", "anthropic", "ollama", "googleai"},
 	"providers.*": {"base_url", "host", "api_key", "api_key_env", "model"},
 	"prices.*":    {"input", "output"},
@@ -229,9 +285,12 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 		}
 		return fmt.Errorf("%w: %s: %s", ErrConfig, where, fmt.Sprintf(format, args...))
 	}
-	b, err := io.ReadAll(r)
+	b, err := io.ReadAll(io.LimitReader(r, MaxConfigSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+	}
+	if len(b) > MaxConfigSize {
+		return nil, bad(0, "is over %s; config files are limited to that: is this the right file?", sizeString(MaxConfigSize))
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
@@ -253,7 +312,7 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 		return &Config{}, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, bad(root.Line, "the file must be a mapping of keys (model:, aliases:, providers:, prices:, output_limits:, retry:)")
+		return nil, bad(root.Line, "the file must be a mapping of keys (model:, aliases:, providers:, prices:, output_limits:, retry:, max_response_bytes:)")
 	}
 	if err := checkKeys(root, "", "", bad); err != nil {
 		return nil, err
@@ -374,6 +433,9 @@ func (c *Config) validate(root *yaml.Node, bad func(int, string, ...any) error) 
 			return bad(line("output_limits", k), "output_limits.%s: must be a positive number of tokens", k)
 		}
 	}
+	if c.MaxResponseBytes < 0 {
+		return bad(line("max_response_bytes"), "max_response_bytes: must be a positive number of bytes, such as %d (64 MiB)", DefaultMaxResponseBytes)
+	}
 	if a := c.Retry.Attempts; a < 0 || a > 10 {
 		return bad(line("retry", "attempts"), "retry.attempts: %d is not between 1 and 10", a)
 	}
@@ -440,6 +502,9 @@ func (c *Config) merge(o *Config) {
 	}
 	if o.Retry.MaxWait != 0 {
 		c.Retry.MaxWait = o.Retry.MaxWait
+	}
+	if o.MaxResponseBytes != 0 {
+		c.MaxResponseBytes = o.MaxResponseBytes
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,13 +34,17 @@ var (
 	// ErrUnreachable: no HTTP response at all: connection refused, DNS,
 	// TLS. For a local server (Ollama, vLLM), it is probably not running.
 	ErrUnreachable = errors.New("provider unreachable")
+	// ErrResponseTooLarge: the provider's response passed the size limit
+	// (Resolver.MaxResponseBytes, the config's max_response_bytes, else
+	// DefaultMaxResponseBytes); reading stopped there.
+	ErrResponseTooLarge = errors.New("response too large")
 )
 
 // Error is a classified model-call failure. It matches its Kind with
 // errors.Is; Message is the provider's own words with keys redacted.
 type Error struct {
 	// Kind is ErrAuth, ErrRateLimit, ErrContextLength, ErrServer,
-	// ErrBadRequest or ErrUnreachable.
+	// ErrBadRequest, ErrUnreachable or ErrResponseTooLarge.
 	Kind error
 	// Provider is "openai", "anthropic", "ollama", "googleai" or "".
 	Provider string
@@ -103,6 +108,8 @@ func (e *Error) hint() string {
 		if env := keyEnv[e.Provider]; env != "" {
 			return "check " + env + " (or api_key under providers." + e.Provider + " in the config file)"
 		}
+	case ErrResponseTooLarge:
+		return "if answers this large are expected, raise max_response_bytes in the config file (Resolver.MaxResponseBytes in Go)"
 	case ErrUnreachable:
 		switch e.Provider {
 		case "ollama":
@@ -169,6 +176,9 @@ type exchange struct {
 	body       []byte
 	retryAfter time.Duration
 	netErr     error
+	// tooLarge is the limit the body passed, or 0; atomic because a
+	// streaming client reads the body on a goroutine of its own.
+	tooLarge atomic.Int64
 }
 
 // statusRe finds the status in langchaingo's "API returned unexpected
@@ -180,7 +190,15 @@ var statusRe = regexp.MustCompile(`status code: (\d{3})(?::\s*(.*))?`)
 // failure is not one it recognises (a malformed response, say).
 func classify(provider string, err error, ex *exchange, secrets []string) *Error {
 	e := &Error{Provider: provider}
+	var big *responseTooLarge
 	switch {
+	case errors.As(err, &big):
+		e.Kind = ErrResponseTooLarge
+		e.Message = big.Error()
+	case ex != nil && ex.tooLarge.Load() > 0:
+		// The client read past the limit but did not pass the error on.
+		e.Kind = ErrResponseTooLarge
+		e.Message = (&responseTooLarge{limit: ex.tooLarge.Load()}).Error()
 	case ex != nil && ex.status >= 400:
 		e.Status = ex.status
 		e.Code, e.Message = errorBody(ex.body)

@@ -79,6 +79,11 @@ type Resolver struct {
 	Stream StreamFunc
 	// Logger receives retries; slog.Default() when nil.
 	Logger *slog.Logger
+	// MaxResponseBytes caps what is read of one provider response,
+	// streamed or not; a longer one fails the call with
+	// ErrResponseTooLarge. 0 takes the config's max_response_bytes, else
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64
 
 	userFile, projectFile string
 }
@@ -211,7 +216,7 @@ func (r Resolver) SetupHint() string {
 	if project != "" {
 		files += " or " + project
 	}
-	return "no language model is configured. Set TROUPE_MODEL=provider:model (or pass --model); or an API key: " +
+	return "no language model is configured. Set TROUPE_MODEL=provider:model; or an API key: " +
 		"OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY; or OPENAI_BASE_URL for an OpenAI-compatible server; " +
 		"or start Ollama (OLLAMA_HOST, default " + DefaultOllamaHost + "); or write `model: provider:model` in " + files
 }
@@ -272,6 +277,16 @@ func (r Resolver) keyVar(provider string) string {
 		return p.APIKeyEnv
 	}
 	return keyEnv[provider]
+}
+
+func (r Resolver) maxResponseBytes() int64 {
+	if r.MaxResponseBytes > 0 {
+		return r.MaxResponseBytes
+	}
+	if n := r.cfg().MaxResponseBytes; n > 0 {
+		return n
+	}
+	return DefaultMaxResponseBytes
 }
 
 func (r Resolver) transport() http.RoundTripper {
@@ -371,7 +386,8 @@ func (r Resolver) Resolve(_ context.Context, name string) (llms.Model, error) {
 	}
 	retry.Base, retry.Max, retry.Sleep = r.Retry.Base, r.Retry.Max, r.Retry.Sleep
 	o.Retry = retry
-	client := &http.Client{Transport: &recorder{base: r.transport()}}
+	maxBody := r.maxResponseBytes()
+	client := &http.Client{Transport: &recorder{base: r.transport(), maxBody: maxBody}}
 	where := r.userFile
 	if where == "" {
 		where = "the config file"
@@ -410,7 +426,7 @@ func (r Resolver) Resolve(_ context.Context, name string) (llms.Model, error) {
 		base = anthropicBase(base)
 		o.Secrets = []string{key}
 		o.DefaultMaxTokens = o.OutputLimit
-		client.Transport = &recorder{base: &anthropicWire{base: r.transport()}}
+		client.Transport = &recorder{base: &anthropicWire{base: r.transport()}, maxBody: maxBody}
 		inner, err = anthropic.New(anthropic.WithModel(model), anthropic.WithToken(key), anthropic.WithBaseURL(base), anthropic.WithHTTPClient(client))
 	case "ollama":
 		// Ollama's OpenAI-compatible endpoint, because langchaingo's

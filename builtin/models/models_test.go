@@ -162,6 +162,7 @@ func TestSetupHintNamesEverything(t *testing.T) {
 		filepath.Join(dir, "troupe", "config.yaml"), filepath.Join(".troupe", "config.yaml")} {
 		assert.Contains(t, hint, s)
 	}
+	assert.NotContains(t, hint, "--model", "a library message names no command-line flag")
 }
 
 func TestLoadReadsUserAndProjectConfig(t *testing.T) {

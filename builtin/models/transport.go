@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -22,22 +23,38 @@ func withExchange(ctx context.Context, ex *exchange) context.Context {
 // builds. It changes nothing on the wire; for an error response it keeps
 // the status, the Retry-After headers and the body (and hands the client
 // an identical body), so failures are classified from what was really
-// said rather than from error strings.
+// said rather than from error strings. It also caps every response body at
+// maxBody bytes, streamed or not, so a server that never stops sending
+// cannot fill memory.
 type recorder struct {
-	base http.RoundTripper
+	base    http.RoundTripper
+	maxBody int64
 }
 
 const maxErrorBody = 64 << 10
 
+// DefaultMaxResponseBytes caps what is read of one provider response when
+// neither Resolver.MaxResponseBytes nor the config's max_response_bytes
+// says otherwise. It is far above any real answer, streamed ones included
+// (a streamed token costs a few hundred bytes of framing).
+const DefaultMaxResponseBytes = 64 << 20
+
 func (t *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	resp, err := t.base.RoundTrip(req)
-	if ex == nil {
+	if err != nil {
+		if ex != nil {
+			ex.netErr = err
+		}
 		return resp, err
 	}
-	if err != nil {
-		ex.netErr = err
-		return resp, err
+	limit := t.maxBody
+	if limit <= 0 {
+		limit = DefaultMaxResponseBytes
+	}
+	resp.Body = &limitedBody{rc: resp.Body, left: limit, limit: limit, ex: ex}
+	if ex == nil {
+		return resp, nil
 	}
 	ex.status = resp.StatusCode
 	if resp.StatusCode >= 400 {
@@ -48,6 +65,67 @@ func (t *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return resp, nil
+}
+
+// limitedBody reads at most limit bytes of a response body (and one more
+// to tell a body of exactly limit bytes from a longer one), then fails
+// every read with a *responseTooLarge.
+type limitedBody struct {
+	rc    io.ReadCloser
+	left  int64
+	limit int64
+	over  bool
+	ex    *exchange
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.over {
+		return 0, &responseTooLarge{limit: b.limit}
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.left == 0 {
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n == 0 {
+			return 0, err
+		}
+		b.over = true
+		if b.ex != nil {
+			b.ex.tooLarge.Store(b.limit)
+		}
+		return 0, &responseTooLarge{limit: b.limit}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// responseTooLarge is the read error of a body past its limit; it matches
+// ErrResponseTooLarge.
+type responseTooLarge struct{ limit int64 }
+
+func (e *responseTooLarge) Error() string {
+	return fmt.Sprintf("the response is larger than the limit of %s", sizeString(e.limit))
+}
+
+func (e *responseTooLarge) Unwrap() error { return ErrResponseTooLarge }
+
+// sizeString renders a byte count for messages: "64 MiB", "1.5 KiB", "12 bytes".
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', -1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // anthropicWire merges consecutive messages of the same role in an

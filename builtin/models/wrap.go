@@ -225,6 +225,11 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	for attempt := 1; ; attempt++ {
 		ex := &exchange{}
 		resp, err := m.inner.GenerateContent(withExchange(ctx, ex), sent, callOpts...)
+		if err == nil && ctx.Err() != nil {
+			// langchaingo's OpenAI client ends a stream cut by the context
+			// without an error, handing back a partial answer.
+			return nil, stopped(ctx, m.label())
+		}
 		if err == nil {
 			if resp == nil || len(resp.Choices) == 0 {
 				return nil, fmt.Errorf("%s: the provider returned no answer", m.label())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/manager"
 )
@@ -66,6 +68,12 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "troupe: %v\n", err)
+	return exitCode(ctx, err)
+}
+
+// exitCode is the exit status for an error a command returned: usage
+// errors (typed, never recognised by their text) exit 2.
+func exitCode(ctx context.Context, err error) int {
 	var ue usageError
 	if errors.As(err, &ue) || isUsage(err) {
 		return exitUsage
@@ -76,19 +84,63 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitFailed
 }
 
-// isUsage recognises the errors that mean the request itself was wrong.
+// isUsage recognises the library's errors that mean the request itself
+// was wrong. cobra's own argument and flag errors arrive as usageError
+// (see typedUsage).
 func isUsage(err error) bool {
-	for _, target := range []error{manager.ErrBadRequest, manager.ErrUnknownType, manager.ErrModel, agenttypes.ErrUnknownTool, agenttypes.ErrInvalid, manager.ErrDepthExceeded} {
+	for _, target := range []error{manager.ErrBadRequest, manager.ErrUnknownType, manager.ErrModel, agenttypes.ErrUnknownTool, agenttypes.ErrInvalid, manager.ErrDepthExceeded, models.ErrConfig} {
 		if errors.Is(err, target) {
 			return true
 		}
 	}
-	// cobra's own argument and flag errors
-	msg := err.Error()
-	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown flag") ||
-		strings.Contains(msg, "unknown shorthand flag") || strings.Contains(msg, "invalid argument") ||
-		strings.Contains(msg, "accepts ") || strings.Contains(msg, "requires at least") ||
-		strings.Contains(msg, "flag needs an argument")
+	return false
+}
+
+// typedUsage makes every error cobra raises about the command line a
+// usageError: flag errors through the flag error function, argument
+// errors by wrapping each command's validator, and unknown commands by
+// giving each command group a validator that names them.
+func typedUsage(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		switch {
+		case c.Args != nil:
+			v := c.Args
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if err := v(cmd, args); err != nil {
+					return usageError{err}
+				}
+				return nil
+			}
+		case c.HasSubCommands() && !c.Runnable():
+			// A group: an argument that is not one of its commands is an
+			// unknown command; no argument shows the group's help.
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+					var names []string
+					for _, sub := range cmd.Commands() {
+						if sub.IsAvailableCommand() {
+							names = append(names, sub.Name())
+						}
+					}
+					if s := agenttypes.Nearest(args[0], names); s != "" {
+						msg += fmt.Sprintf("; did you mean %q?", s)
+					}
+					return usagef("%s; run '%s --help' to see the commands", msg, cmd.CommandPath())
+				}
+				return nil
+			}
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -102,7 +154,38 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.runsCommand(), a.versionCommand())
+	typedUsage(root)
 	return root
+}
+
+// repoDir checks the --repo flag before anything reads it: it must name
+// a directory that exists. It returns the directory as an absolute path.
+func repoDir(flag string) (string, error) {
+	if strings.TrimSpace(flag) == "" {
+		return "", usagef("--repo is empty; give a directory, or leave the flag out to work in the current one")
+	}
+	dir, err := filepath.Abs(flag)
+	if err != nil {
+		return "", usagef("--repo %s: %v", flag, err)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", usagef("--repo %s: no such directory; give the directory of the project to work in", flag)
+	case err != nil:
+		return "", usagef("--repo %s: %v", flag, unwrapPath(err))
+	case !fi.IsDir():
+		return "", usagef("--repo %s is a %s, not a directory; give the directory of the project to work in", flag, fsroot.Kind(fi.Mode()))
+	}
+	return dir, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // registry returns a registry with the builtin tools and types and the
@@ -163,13 +246,54 @@ func announceModel(w io.Writer, reg *agenttypes.Registry, typeName string, c mod
 	fmt.Fprintf(w, "using model %s\n", c.Describe())
 }
 
-// modelHint adds, to a refusal of the offline model chosen for lack of
+// modelHint adds, to a refusal of the model, how to choose one on the
+// command line, and, when the offline model was chosen for lack of
 // anything else, every way to configure a language model.
 func modelHint(err error, r models.Resolver, used models.Choice) error {
-	if errors.Is(err, manager.ErrModel) && used.Offline() && used.Why == models.NothingConfigured {
-		return fmt.Errorf("%w\n  %s", err, r.SetupHint())
+	if !errors.Is(err, manager.ErrModel) {
+		return err
+	}
+	if used.Why != "--model" && !strings.Contains(err.Error(), "--model") {
+		err = fmt.Errorf("%w\n  pass --model provider:model to choose the model (for example --model openai:gpt-4o-mini with OPENAI_API_KEY set, or --model ollama:qwen2.5-coder)", err)
+	}
+	if used.Offline() && used.Why == models.NothingConfigured {
+		err = fmt.Errorf("%w\n  %s", err, r.SetupHint())
 	}
 	return err
+}
+
+// lookupHint adds to an unknown type or tool the command that lists them,
+// and the likely name when name looks like a typo of one. The library's
+// messages speak of Go; the commands are the command line's to name.
+func lookupHint(err error, reg *agenttypes.Registry, name string) error {
+	var names []string
+	var list string
+	switch {
+	case errors.Is(err, agenttypes.ErrUnknownType):
+		for _, t := range reg.Types() {
+			names = append(names, t.Name)
+		}
+		list = "troupe types list"
+	case errors.Is(err, agenttypes.ErrUnknownTool):
+		for _, t := range reg.Tools() {
+			names = append(names, t.Spec().Name)
+		}
+		list = "troupe tools list"
+	default:
+		return err
+	}
+	msg := err.Error()
+	var add []string
+	if s := agenttypes.Nearest(name, names); s != "" && !strings.Contains(msg, "did you mean") {
+		add = append(add, fmt.Sprintf("did you mean %q?", s))
+	}
+	if !strings.Contains(msg, list) {
+		add = append(add, fmt.Sprintf("run '%s' to see them", list))
+	}
+	if len(add) == 0 {
+		return usageError{err}
+	}
+	return usageError{fmt.Errorf("%w; %s", err, strings.Join(add, " "))}
 }
 
 // runsDir is where transcripts go: $TROUPE_RUNS_DIR, else

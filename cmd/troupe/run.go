@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/manager"
 )
 
@@ -24,7 +27,6 @@ type runFlags struct {
 	maxTurns     int
 	json         bool
 	progress     string
-	yes          bool
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -49,7 +51,6 @@ func (a *app) runCommand() *cobra.Command {
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "turn (model call) budget")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto, plain, json or none")
-	fl.BoolVar(&f.yes, "yes", false, "answer yes to confirmations (types that write ask first)")
 	return cmd
 }
 
@@ -62,9 +63,9 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	repo, err := filepath.Abs(f.repo)
+	repo, err := repoDir(f.repo)
 	if err != nil {
-		return usagef("--repo %q: %v", f.repo, err)
+		return err
 	}
 	reg, err := a.registry(repo)
 	if err != nil {
@@ -77,8 +78,9 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	def, used := chooseModel(cmd.Context(), resolver, reg, typeName, f.model)
 	model := def.Name
 	runs := a.runsDir()
-	if _, err := manager.PruneTranscripts(runs, manager.DefaultRetention); err != nil {
-		a.logger().Warn("could not prune old transcripts", "dir", runs, "err", err)
+	if err := writableDir(runs); err != nil {
+		fmt.Fprintf(a.stderr, "troupe: warning: cannot write transcripts to %s (%v); running without one (set TROUPE_RUNS_DIR to a writable directory)\n", runs, err)
+		runs = ""
 	}
 	mgr, err := manager.New(manager.Config{
 		Registry:      reg,
@@ -100,7 +102,14 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		_ = mgr.Close(context.Background())
 		progress.wait()
-		return modelHint(err, resolver, used)
+		return lookupHint(modelHint(err, resolver, used), reg, typeName)
+	}
+	// Only an accepted run prunes: a refused command changes nothing on disk.
+	if runs != "" {
+		defer lockTranscript(runs, agent.ID())()
+		if _, err := manager.PruneTranscripts(runs, manager.DefaultRetention); err != nil {
+			fmt.Fprintf(a.stderr, "troupe: warning: could not remove old transcripts in %s: %v\n", runs, err)
+		}
 	}
 	res, err := agent.Wait(cmd.Context())
 	interrupted := false
@@ -117,6 +126,11 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	_ = mgr.Close(context.Background())
 	progress.wait()
 
+	if res.Transcript != "" {
+		if _, err := os.Stat(res.Transcript); err != nil {
+			res.Transcript = "" // never name a transcript that was not written
+		}
+	}
 	if f.json {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -178,4 +192,34 @@ func summary(r manager.Result) string {
 		}
 	}
 	return b.String()
+}
+
+// writableDir reports why transcripts could not be written to dir: it,
+// or the nearest directory above it that exists (where the run would
+// make it), must be a directory this process may write to. It changes
+// nothing on disk.
+func writableDir(dir string) error {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for {
+		fi, err := os.Stat(d)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("%s is a %s, not a directory", d, fsroot.Kind(fi.Mode()))
+		case err == nil:
+			if err := canWrite(d); err != nil {
+				return fmt.Errorf("%s is not writable: %w", d, err)
+			}
+			return nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return unwrapPath(err)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return err
+		}
+		d = parent
+	}
 }

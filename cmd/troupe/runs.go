@@ -18,10 +18,13 @@ import (
 
 // runRecord is what a transcript says about its run.
 type runRecord struct {
-	ID         string         `json:"id"`
-	Type       string         `json:"type"`
-	Task       string         `json:"task"`
-	State      manager.State  `json:"state"`
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	Task  string `json:"task"`
+	State string `json:"state"`
+	// Note says why a run is interrupted or unreadable, or what else is
+	// wrong with its transcript.
+	Note       string         `json:"note,omitempty"`
 	Reason     manager.Reason `json:"reason,omitempty"`
 	Started    time.Time      `json:"started"`
 	Usage      manager.Usage  `json:"usage"`
@@ -29,19 +32,117 @@ type runRecord struct {
 	Output     string         `json:"output,omitempty"`
 }
 
-func recordOf(path string, events []manager.Event) runRecord {
-	r := runRecord{ID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Transcript: path}
+// The states runs list shows besides the manager's own.
+const (
+	// stateInterrupted: the transcript has no completed event and no
+	// process is running it any more (see inspectRun).
+	stateInterrupted = "interrupted"
+	// stateUnreadable: not a transcript: empty, garbage, not a regular file.
+	stateUnreadable = "unreadable"
+)
+
+// staleAfter is how long a transcript without a completed event must be
+// quiet before it is taken for interrupted, where runs hold no lock.
+const staleAfter = time.Hour
+
+func recordOf(path string, events []manager.Event) (r runRecord, spawned, completed bool) {
+	r = runRecord{ID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Transcript: path}
 	for _, e := range events {
 		switch e.Kind {
 		case manager.EventSpawned:
 			r.Type, r.Task, r.Started = e.Type, e.Text, e.Time
+			r.State = e.State.String()
+			spawned = true
 		case manager.EventState:
-			r.State = e.State
+			r.State = e.State.String()
 		case manager.EventCompleted:
-			r.State, r.Reason, r.Usage, r.Output = e.State, e.Reason, e.Usage, e.Text
+			r.State, r.Reason, r.Usage, r.Output = e.State.String(), e.Reason, e.Usage, e.Text
+			completed = true
 		}
 	}
-	return r
+	return r, spawned, completed
+}
+
+// inspectRun reads a transcript and says what became of its run:
+//   - the state of its completed event, when it has one;
+//   - unreadable, when it is empty, not JSON lines, has no spawned event,
+//     or is not a regular file;
+//   - otherwise the run did not finish. It is running while a troupe
+//     process holds the lock the command line takes on the transcript of
+//     each run it starts (the system drops the lock when the process ends,
+//     however it ends); with no lock held it is interrupted: the process
+//     was killed or crashed. (Where locks are not supported, a transcript
+//     quiet for staleAfter is taken for interrupted.)
+//
+// Runs written by other programs through the manager hold no lock, and
+// show as interrupted until they complete.
+func inspectRun(path string) (runRecord, []manager.Event) {
+	events, err := manager.ReadTranscript(path)
+	r, spawned, completed := recordOf(path, events)
+	why := func(err error) string {
+		return strings.TrimPrefix(strings.TrimPrefix(unwrapPath(err).Error(), path), ": ")
+	}
+	switch {
+	case err != nil && !spawned:
+		r.State, r.Note = stateUnreadable, why(err)
+		return r, events
+	case len(events) == 0:
+		r.State, r.Note = stateUnreadable, "empty: the run wrote nothing"
+		return r, events
+	case !spawned:
+		r.State, r.Note = stateUnreadable, "no spawned event: not a troupe transcript"
+		return r, events
+	case err != nil:
+		r.Note = why(err) // a bad line later on: what came before is shown
+	}
+	if !completed && !running(path) {
+		r.State = stateInterrupted
+		r.Note = joinNotes("ended without a completed event: the process running it was killed or crashed", r.Note)
+	}
+	return r, events
+}
+
+func joinNotes(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}
+
+// running reports whether a troupe process is still running the run
+// whose transcript is at path.
+func running(path string) bool {
+	if !lockSupported {
+		fi, err := os.Stat(path)
+		return err == nil && time.Since(fi.ModTime()) < staleAfter
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return lockedByOther(f)
+}
+
+// lockTranscript takes, for the life of this process, the lock that tells
+// runs list a run is still going: see inspectRun. It creates the
+// transcript if the manager has not yet; the manager appends to it.
+func lockTranscript(dir, id string) (release func()) {
+	if !lockSupported {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return func() {}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, id+".jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return func() {}
+	}
+	if err := holdLock(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { f.Close() }
 }
 
 func (a *app) runsCommand() *cobra.Command {
@@ -63,13 +164,7 @@ func (a *app) runsCommand() *cobra.Command {
 				if filepath.Ext(e.Name()) != ".jsonl" {
 					continue
 				}
-				path := filepath.Join(dir, e.Name())
-				events, err := manager.ReadTranscript(path)
-				if err != nil {
-					a.logger().Warn("skipping unreadable transcript", "path", path, "err", err)
-					continue
-				}
-				rec := recordOf(path, events)
+				rec, _ := inspectRun(filepath.Join(dir, e.Name()))
 				rec.Output = ""
 				records = append(records, rec)
 			}
@@ -83,7 +178,17 @@ func (a *app) runsCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTARTED\tTASK")
 			for _, r := range records {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, r.State, r.Started.Local().Format(time.DateTime), clip(r.Task, 60))
+				started, task := "-", clip(r.Task, 60)
+				if !r.Started.IsZero() {
+					started = r.Started.Local().Format(time.DateTime)
+				}
+				if r.Note != "" {
+					task = joinNotes(task, "("+clip(r.Note, 80)+")")
+					if r.Task == "" {
+						task = "(" + clip(r.Note, 80) + ")"
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, orDash(r.Type), r.State, started, task)
 			}
 			return tw.Flush()
 		},
@@ -97,12 +202,12 @@ func (a *app) runsCommand() *cobra.Command {
 				return usagef("run ID %q: give the ID that 'troupe runs list' prints", id)
 			}
 			path := filepath.Join(a.runsDir(), id+".jsonl")
-			events, err := manager.ReadTranscript(path)
-			if errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 				return usagef("no run %q in %s; 'troupe runs list' shows the runs there are", id, a.runsDir())
 			}
-			if err != nil {
-				return err
+			r, events := inspectRun(path)
+			if r.State == stateUnreadable {
+				return fmt.Errorf("run %s: the transcript %s is unreadable: %s", id, path, r.Note)
 			}
 			if asJSON {
 				return writeJSON(a.stdout, events)
@@ -112,11 +217,21 @@ func (a *app) runsCommand() *cobra.Command {
 					fmt.Fprintln(a.stdout, line)
 				}
 			}
-			if r := recordOf(path, events); r.Output != "" {
+			if r.Output != "" {
 				fmt.Fprintf(a.stdout, "\n%s\n", strings.TrimSpace(r.Output))
+			}
+			if r.Note != "" {
+				fmt.Fprintf(a.stdout, "\n%s: %s\n", r.State, r.Note)
 			}
 			return nil
 		},
 	})
 	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -23,7 +22,11 @@ func (a *app) toolsCommand() *cobra.Command {
 		Short: "List the tools (those one type may call, with --type)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := a.registry(repo)
+			dir, err := repoDir(repo)
+			if err != nil {
+				return err
+			}
+			reg, err := a.registry(dir)
 			if err != nil {
 				return err
 			}
@@ -31,7 +34,7 @@ func (a *app) toolsCommand() *cobra.Command {
 			if typeName != "" {
 				t, err := reg.Type(typeName)
 				if err != nil {
-					return usageError{err}
+					return lookupHint(usageError{err}, reg, typeName)
 				}
 				for _, name := range t.Tools {
 					tool, err := reg.Tool(name)
@@ -67,20 +70,20 @@ func (a *app) toolsCommand() *cobra.Command {
 		Example: `  troupe tools call grep '{"pattern":"func Spawn"}' --repo .`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg, err := a.registry(repo)
+			dir, err := repoDir(repo)
+			if err != nil {
+				return err
+			}
+			reg, err := a.registry(dir)
 			if err != nil {
 				return err
 			}
 			tool, err := reg.Tool(args[0])
 			if err != nil {
-				return usageError{err}
+				return lookupHint(usageError{err}, reg, args[0])
 			}
 			if !json.Valid([]byte(args[1])) {
 				return usagef("JSON_ARGS is not valid JSON: %s; quote it, for example '{\"pattern\":\"Spawn\"}'", args[1])
-			}
-			dir, err := filepath.Abs(repo)
-			if err != nil {
-				return usagef("--repo %q: %v", repo, err)
 			}
 			ctx := agenttypes.WithEnv(cmd.Context(), &agenttypes.Env{
 				Dir:  dir,

@@ -26,7 +26,11 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "List the agent types and where each comes from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := a.registry(repo)
+			dir, err := repoDir(repo)
+			if err != nil {
+				return err
+			}
+			reg, err := a.registry(dir)
 			if err != nil {
 				return err
 			}
@@ -50,13 +54,17 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "Show one agent type in full",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg, err := a.registry(repo)
+			dir, err := repoDir(repo)
+			if err != nil {
+				return err
+			}
+			reg, err := a.registry(dir)
 			if err != nil {
 				return err
 			}
 			t, err := reg.Type(args[0])
 			if err != nil {
-				return usageError{err}
+				return lookupHint(usageError{err}, reg, args[0])
 			}
 			if asJSON {
 				return writeJSON(a.stdout, t)
@@ -69,7 +77,11 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "Check definition files (or folders of them) and print every problem as FILE:LINE:COL: message",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg, err := a.registry(repo)
+			dir, err := repoDir(repo)
+			if err != nil {
+				return err
+			}
+			reg, err := a.registry(dir)
 			if err != nil {
 				return err
 			}
