@@ -52,7 +52,13 @@
 // --exec-path, ...) are refused; revisions may not start with '-'; paths
 // are resolved inside the root and passed after "--". git runs with a
 // fixed environment (no system or global config, no pager, no prompts, no
-// optional locks). Its output is returned as is, "(no output)" when empty,
+// optional locks, the root as work tree) and never runs a program the
+// repository configures: every configuration key that names a program
+// (filter, diff and merge drivers, textconv, fsmonitor, hooks, pagers,
+// gpg, credential helpers, transports for lazy fetches, ...) or a file
+// outside the repository is overridden, including keys pulled in by
+// include.path, and submodules are not entered. A call that would need a
+// neutralised driver fails rather than runs it. Its output is returned as is, "(no output)" when empty,
 // or cut at 256 KiB with a last line "... output truncated at 256 KiB;
 // narrow with paths, -n, --stat or -L".
 package tools
