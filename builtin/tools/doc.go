@@ -28,14 +28,20 @@
 // No match gives "no matches". Walks respect .gitignore files (the root's,
 // nested ones and those above path) and .git/info/exclude, never enter
 // .git or symlinked directories, do not follow symlinks, and skip binary
-// files and files over 8 MiB. The pattern is RE2 (Go regexp) and matches
-// within a line.
+// files and files over 8 MiB. Directories more than 256 levels below
+// path are not entered (a guard against walks sent in circles); when any
+// were left out, a last line says so: "... N directories more than 256
+// levels below the path were not searched" ("1 directory ... was"). The
+// pattern is RE2 (Go regexp) and matches within a line. A panic in one of
+// the walk's worker goroutines stops the walk and becomes the tool's
+// error (its stack is logged); it never ends the process.
 //
 // glob {pattern, path}: one path per line, relative to the root, newest
 // modification time first, then by path; files only (and symlinks to
 // files inside the root). At most 500, then "... N more files not shown;
 // narrow the pattern or path". No match gives "no files match". Same
-// .gitignore rules as grep.
+// .gitignore rules and depth limit as grep, with "were not listed" in the
+// note.
 //
 // ls {path}: one entry per line sorted by name: "name/" for a directory,
 // "name\tSIZE" for a file (size in bytes), "name -> TARGET" for a symlink,

@@ -25,7 +25,7 @@ const globMaxResults = 500
 
 const globDescription = `Find files by name with a glob pattern and list their paths relative to the root, most recently modified first.
 
-Patterns use doublestar syntax: * matches within one path segment, ** matches any number of directories, ? one character, [abc] a class, {a,b} alternatives. Examples: "**/*.go", "cmd/*/main.go", "**/*_test.{go,py}". The pattern is matched against paths below path (default: the root). Only files are listed, not directories. Files ignored by .gitignore and the .git directory are skipped. At most 500 paths are shown.`
+Patterns use doublestar syntax: * matches within one path segment, ** matches any number of directories, ? one character, [abc] a class, {a,b} alternatives. Examples: "**/*.go", "cmd/*/main.go", "**/*_test.{go,py}". The pattern is matched against paths below path (default: the root). Only files are listed, not directories. Files ignored by .gitignore, the .git directory and directories more than 256 levels below path are skipped (a last line says when directories were). At most 500 paths are shown.`
 
 const globParams = `{
   "type": "object",
@@ -100,7 +100,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		mu   sync.Mutex
 		hits []hit
 	)
-	err = walk(ctx, root, base, walkOptions{workers: runtime.GOMAXPROCS(0), descend: descend}, func(_ int, e walkEntry) {
+	res, err := walk(ctx, root, base, walkOptions{workers: runtime.GOMAXPROCS(0), descend: descend}, func(_ int, e walkEntry) {
 		if !doublestar.MatchUnvalidated(full, e.rel) {
 			return
 		}
@@ -123,7 +123,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		return "", err
 	}
 	if len(hits) == 0 {
-		return "no files match", nil
+		return "no files match" + depthNote(res, "listed"), nil
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
 		if c := b.mtime.Compare(a.mtime); c != 0 {
@@ -140,7 +140,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		sb.WriteString(h.rel)
 		sb.WriteByte('\n')
 	}
-	return strings.TrimSuffix(sb.String(), "\n"), nil
+	return strings.TrimSuffix(sb.String(), "\n") + depthNote(res, "listed"), nil
 }
 
 // descendFilter returns a filter that skips directories deeper than a

@@ -38,7 +38,7 @@ const (
 
 const grepDescription = `Search file contents with a regular expression (RE2 syntax, as in Go) and list matching lines as path:line:text, sorted by path then line number, paths relative to the root.
 
-Use it to find where something is defined or used. Searches the whole tree by default, or one directory or file given as path. Files ignored by .gitignore, the .git directory, binary files and files over 8 MiB are skipped. Lines longer than 300 characters are cut.
+Use it to find where something is defined or used. Searches the whole tree by default, or one directory or file given as path. Files ignored by .gitignore, the .git directory, binary files, files over 8 MiB and directories more than 256 levels below path are skipped (a last line says when directories were). Lines longer than 300 characters are cut.
 
 Tips: escape regex metacharacters for literal text (e.g. "Foo\\(" or "a\\.b"); use glob to limit file types (e.g. "*.go" or "internal/**/*.ts"); use ignore_case for case-insensitive search. At most max_results lines are shown (default 100, up to 2000); a final line says how many more matched.`
 
@@ -102,6 +102,7 @@ func runGrep(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 	}
 
 	g := &grepper{m: m, col: newCollector(a.MaxResults), glob: glob}
+	var res walkResult
 	workers := runtime.GOMAXPROCS(0)
 	g.scratch = make([]grepScratch, workers)
 	for i := range g.scratch {
@@ -121,7 +122,7 @@ func runGrep(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 			return "", err
 		}
 	case fi.IsDir():
-		err = walk(ctx, root, start, walkOptions{workers: workers}, func(w int, e walkEntry) {
+		res, err = walk(ctx, root, start, walkOptions{workers: workers}, func(w int, e walkEntry) {
 			_ = g.searchFile(w, e, false) // unreadable files are skipped
 		})
 	default:
@@ -133,7 +134,7 @@ func runGrep(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 	if err != nil {
 		return "", err
 	}
-	return g.col.format(), nil
+	return g.col.format() + depthNote(res, "searched"), nil
 }
 
 type grepper struct {
