@@ -21,7 +21,10 @@
 //
 // grep {pattern, path, glob, ignore_case, max_results}: one line per
 // matching line, "path:line:text", path relative to the root with '/',
-// sorted by path then line whatever the parallelism; text without its line
+// sorted by path then line whatever the parallelism; a path that could
+// be misread (holding ':', a newline or other control character, bytes
+// that are not UTF-8, ...) is written Go-quoted, as in "a:b.go":3:text
+// (see QuotePath), and ParseGrep reads the output back into Match values; text without its line
 // ending, cut to 300 bytes with " [...]" appended when longer. When more
 // lines matched than max_results (default 100, at most 2000), a last line
 // "... N more matches not shown; narrow the pattern or raise max_results".
@@ -36,8 +39,9 @@
 // the walk's worker goroutines stops the walk and becomes the tool's
 // error (its stack is logged); it never ends the process.
 //
-// glob {pattern, path}: one path per line, relative to the root, newest
-// modification time first, then by path; files only (and symlinks to
+// glob {pattern, path}: one path per line, relative to the root (quoted
+// like grep's, read back by ParseGlob), newest modification time first,
+// then by path; files only (and symlinks to
 // files inside the root). At most 500, then "... N more files not shown;
 // narrow the pattern or path". No match gives "no files match". Same
 // .gitignore rules and depth limit as grep, with "were not listed" in the

@@ -23,6 +23,9 @@ import (
 // globMaxResults caps how many paths glob lists.
 const globMaxResults = 500
 
+// globNoMatch is glob's whole output when nothing matched.
+const globNoMatch = "no files match"
+
 const globDescription = `Find files by name with a glob pattern and list their paths relative to the root, most recently modified first.
 
 Patterns use doublestar syntax: * matches within one path segment, ** matches any number of directories, ? one character, [abc] a class, {a,b} alternatives. Examples: "**/*.go", "cmd/*/main.go", "**/*_test.{go,py}". The pattern is matched against paths below path (default: the root). Only files are listed, not directories. Files ignored by .gitignore, the .git directory and directories more than 256 levels below path are skipped (a last line says when directories were). At most 500 paths are shown.`
@@ -88,7 +91,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		if errors.Is(err, fsroot.ErrOutside) {
 			return "", err
 		}
-		return "no files match", nil
+		return globNoMatch, nil
 	}
 	descend := descendFilter(full, base)
 
@@ -123,7 +126,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		return "", err
 	}
 	if len(hits) == 0 {
-		return "no files match" + depthNote(res, "listed"), nil
+		return globNoMatch + depthNote(res, "listed"), nil
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
 		if c := b.mtime.Compare(a.mtime); c != 0 {
@@ -137,7 +140,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 			fmt.Fprintf(&sb, "... %d more files not shown; narrow the pattern or path\n", len(hits)-i)
 			break
 		}
-		sb.WriteString(h.rel)
+		sb.WriteString(QuotePath(h.rel))
 		sb.WriteByte('\n')
 	}
 	return strings.TrimSuffix(sb.String(), "\n") + depthNote(res, "listed"), nil

@@ -34,6 +34,8 @@ const (
 	grepBinaryProbe = 8 << 10
 	// grepMaxLineText: longer matching lines are cut.
 	grepMaxLineText = 300
+	// grepNoMatch is grep's output when nothing matched.
+	grepNoMatch = "no matches"
 )
 
 const grepDescription = `Search file contents with a regular expression (RE2 syntax, as in Go) and list matching lines as path:line:text, sorted by path then line number, paths relative to the root.
@@ -292,7 +294,7 @@ func (c *collector) format() string {
 			if shown == c.k {
 				break
 			}
-			out = append(out, f.path...)
+			out = append(out, QuotePath(f.path)...)
 			out = append(out, ':')
 			out = strconv.AppendInt(out, int64(l.n), 10)
 			out = append(out, ':')
@@ -304,7 +306,7 @@ func (c *collector) format() string {
 	total := int(c.total.Load())
 	switch {
 	case total == 0:
-		return "no matches"
+		return grepNoMatch
 	case total > shown:
 		out = fmt.Appendf(out, "... %d more matches not shown; narrow the pattern or raise max_results\n", total-shown)
 	}
