@@ -2,6 +2,7 @@ package offline
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -47,7 +48,7 @@ func (a answer) render(n int, note bool) string {
 		return b.String()
 	}
 	for i, f := range a.findings[:n] {
-		fmt.Fprintf(&b, "%d. %s", i+1, codeSpan(fmt.Sprintf("%s:%d", f.Path, f.Line)))
+		fmt.Fprintf(&b, "%d. %s", i+1, codeSpan(refText(f.Path, f.Line)))
 		if f.Snippet != "" {
 			b.WriteString(" — ")
 			b.WriteString(codeSpan(f.Snippet))
@@ -77,6 +78,17 @@ func (a answer) fit(maxTokens int) (string, int) {
 		return s, 0
 	}
 	return Disclaimer + "\n", 0
+}
+
+// refText writes path:line so that ParseFindings reads back exactly path:
+// as is when it does, else with the path Go-quoted ("a:b.go":3,
+// "we\nird.go":3, "\xff.go":3), which ParseFindings unquotes.
+func refText(path string, line int) string {
+	plain := fmt.Sprintf("%s:%d", path, line)
+	if refs := lineRefs(codeSpan(plain)); len(refs) == 1 && refs[0].path == path && refs[0].line == line {
+		return plain
+	}
+	return fmt.Sprintf("%s:%d", strconv.Quote(path), line)
 }
 
 // codeSpan writes s as a Markdown code span whose fence is longer than

@@ -14,7 +14,9 @@
 //     code and docs) and calls read around the best line of the top files.
 //  3. It answers with ranked findings as Markdown: a first line saying that
 //     this is the offline retrieval model and how to configure a real one,
-//     then "## Findings" with one numbered item per `path:line`.
+//     then "## Findings" with one numbered item per `path:line`. A path
+//     that would not read back as itself (it holds ':', a newline, a
+//     space, bytes that are not UTF-8, ...) is Go-quoted: `"a:b.go":3`.
 //
 // Everything is derived from the messages, so one Model is safe for
 // concurrent use and the same conversation always gets the same answer.
@@ -22,6 +24,11 @@
 // choice's GenerationInfo like a provider would; WithMaxTokens is honoured
 // by dropping findings from the end.
 //
+// Tool output is read with the tools package's own decoders (tools.ParseGrep
+// and tools.ParseGlob), which give back exact paths, so that every finding
+// names a file that exists.
+//
 // ParseFindings turns an answer — the offline model's or a real model's —
-// into a list of Finding values for structured output.
+// into a list of Finding values for structured output. A Finding's JSON
+// carries a path that is not UTF-8 exactly in "path_bytes" (see Finding).
 package offline

@@ -250,11 +250,16 @@ func (r *run) final() *llms.ContentChoice { return r.choices[len(r.choices)-1] }
 
 func converse(t *testing.T, m llms.Model, root, task string, tools []llms.Tool) *run {
 	t.Helper()
+	return converseUsing(t, m, task, tools, fakeTools{root: root}.call)
+}
+
+// converseUsing is converse with call answering the tool calls.
+func converseUsing(t *testing.T, m llms.Model, task string, tools []llms.Tool, call func(llms.ToolCall) string) *run {
+	t.Helper()
 	r := &run{msgs: []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, "You explore a repository and report findings with file:line references."),
 		llms.TextParts(llms.ChatMessageTypeHuman, task),
 	}}
-	ft := fakeTools{root: root}
 	for turn := 0; turn < 6; turn++ {
 		resp, err := m.GenerateContent(context.Background(), r.msgs, llms.WithTools(tools), llms.WithMaxTokens(100_000))
 		require.NoError(t, err)
@@ -272,9 +277,9 @@ func converse(t *testing.T, m llms.Model, root, task string, tools []llms.Tool) 
 			ai.Parts = append(ai.Parts, call)
 		}
 		r.msgs = append(r.msgs, ai)
-		for _, call := range c.ToolCalls {
+		for _, tc := range c.ToolCalls {
 			r.msgs = append(r.msgs, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: call.ID, Name: call.FunctionCall.Name, Content: ft.call(call)},
+				llms.ToolCallResponse{ToolCallID: tc.ID, Name: tc.FunctionCall.Name, Content: call(tc)},
 			}})
 		}
 	}

@@ -1,15 +1,24 @@
 package offline
 
 import (
+	"encoding/json"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Finding is one place in the code that answers the task, as the explore
 // type reports it in its structured output.
+//
+// Path holds the file name's exact bytes. JSON strings are Unicode, so a
+// path that is not valid UTF-8 is encoded twice: "path" with each run of
+// invalid bytes replaced by U+FFFD, for reading, and "path_bytes" with the exact
+// bytes in base64, for opening the file. path_bytes is present only then,
+// and decoding a Finding prefers it.
 type Finding struct {
 	Path      string  `json:"path"`
 	Line      int     `json:"line"`
@@ -17,10 +26,44 @@ type Finding struct {
 	Relevance float64 `json:"relevance"`
 }
 
+// findingJSON is Finding's JSON form.
+type findingJSON struct {
+	Path      string  `json:"path"`
+	PathBytes []byte  `json:"path_bytes,omitempty"`
+	Line      int     `json:"line"`
+	Snippet   string  `json:"snippet"`
+	Relevance float64 `json:"relevance"`
+}
+
+// MarshalJSON adds path_bytes when Path is not valid UTF-8.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	j := findingJSON{Path: f.Path, Line: f.Line, Snippet: f.Snippet, Relevance: f.Relevance}
+	if !utf8.ValidString(f.Path) {
+		j.Path = strings.ToValidUTF8(f.Path, "\uFFFD")
+		j.PathBytes = []byte(f.Path)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON takes the exact path from path_bytes when present.
+func (f *Finding) UnmarshalJSON(data []byte) error {
+	var j findingJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*f = Finding{Path: j.Path, Line: j.Line, Snippet: j.Snippet, Relevance: j.Relevance}
+	if j.PathBytes != nil {
+		f.Path = string(j.PathBytes)
+	}
+	return nil
+}
+
 var (
 	// refRe finds `path:line` (also path:line:col, path:line-end and
 	// path#Lline) references.
 	refRe = regexp.MustCompile(`([\p{L}\p{N}_.\-+@~/\\]*[\p{L}\p{N}_])(?::(\d+)(?:[:\-–]\d+)?|#L(\d+)(?:-L?\d+)?)`)
+	// quotedRefRe finds "path":line with a Go-quoted path.
+	quotedRefRe = regexp.MustCompile(`("(?:[^"\\]|\\.)*"):(\d+)`)
 	// relevanceRe finds "(relevance 0.87)", "(score: 0.5)", "(relevance 87%)".
 	relevanceRe = regexp.MustCompile(`(?i)\(\s*(?:relevance|score|confidence)\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(%)?\s*\)`)
 	listMarkRe  = regexp.MustCompile(`^\s*(?:>\s*)*(?:[-*+•]|\d+[.)])\s+`)
@@ -105,10 +148,25 @@ type ref struct {
 	start, end int
 }
 
-// lineRefs finds the path:line references of one line.
+// lineRefs finds the path:line references of one line: Go-quoted paths
+// ("a:b.go":3), as the offline model writes names that are not plain,
+// then plain ones outside them.
 func lineRefs(line string) []ref {
 	var refs []ref
+	for _, m := range quotedRefRe.FindAllStringSubmatchIndex(line, -1) {
+		p, err := strconv.Unquote(line[m[2]:m[3]])
+		n, nerr := strconv.Atoi(line[m[4]:m[5]])
+		if err != nil || nerr != nil || n < 1 || p == "" ||
+			!looksLikePath(p, strings.HasSuffix(line[:m[0]], "`")) {
+			continue // also "key":1 in JSON-like prose
+		}
+		refs = append(refs, ref{path: p, line: n, start: m[0], end: m[1]})
+	}
+	quoted := len(refs)
 	for _, m := range refRe.FindAllStringSubmatchIndex(line, -1) {
+		if slices.ContainsFunc(refs[:quoted], func(q ref) bool { return m[0] < q.end && q.start < m[1] }) {
+			continue // inside a quoted reference
+		}
 		p := line[m[2]:m[3]]
 		num := ""
 		if m[4] >= 0 {
@@ -131,6 +189,7 @@ func lineRefs(line string) []ref {
 		}
 		refs = append(refs, ref{path: p, line: n, start: m[0], end: m[1]})
 	}
+	slices.SortFunc(refs, func(a, b ref) int { return a.start - b.start })
 	return refs
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/troupe-dev/troupe/builtin/tools"
 )
 
 // Tunables of the ranking. They are constants so that the policy is the
@@ -31,7 +33,6 @@ const (
 )
 
 var (
-	grepLineRe = regexp.MustCompile(`^(.+?):(\d+):(.*)$`)
 	readLineRe = regexp.MustCompile(`^\s*(\d+)(?:\t|: |\| |→)(.*)$`)
 
 	// defRes find the name a line defines.
@@ -83,24 +84,20 @@ type scored struct {
 	score float64
 }
 
-// parseGrep reads `path:line:text` lines; anything else is skipped.
+// parseGrep reads grep's `path:line:text` lines with the tools package's
+// own decoder, so that a quoted path (one holding ':', a newline or bytes
+// that are not UTF-8) comes back exactly; anything else is skipped.
 func parseGrep(out string) []hit {
 	var hits []hit
-	for _, l := range strings.Split(out, "\n") {
-		l = strings.TrimSuffix(l, "\r")
-		m := grepLineRe.FindStringSubmatch(l)
-		if m == nil {
-			continue
+	for _, m := range tools.ParseGrep(out) {
+		p := m.Path
+		for strings.HasPrefix(p, "./") {
+			p = p[2:]
 		}
-		n, err := strconv.Atoi(m[2])
-		if err != nil || n < 1 {
-			continue
-		}
-		p := cleanPath(m[1])
 		if p == "" {
 			continue
 		}
-		hits = append(hits, hit{path: p, line: n, text: m[3]})
+		hits = append(hits, hit{path: p, line: m.Line, text: strings.TrimSuffix(m.Text, "\r")})
 	}
 	return hits
 }
@@ -110,6 +107,10 @@ func parseGrep(out string) []hit {
 func parseGlob(out string) []string {
 	var paths []string
 	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, `"`) { // a quoted path: exact
+			paths = append(paths, tools.ParseGlob(l)...)
+			continue
+		}
 		l = strings.TrimSpace(l)
 		lower := strings.ToLower(l)
 		switch {

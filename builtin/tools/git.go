@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -71,7 +69,9 @@ type gitSubcommand struct {
 	// positionals: "revs" (revisions, then paths), "paths" or "blame"
 	// ([rev] file).
 	positionals string
-	// fixed flags always passed: no external diff tools or filters.
+	// fixed flags always passed: no external diff tools or textconv
+	// filters, and no recursing into submodules, whose own configuration
+	// is not neutralised (see gitSafeEnv).
 	fixed []string
 }
 
@@ -105,21 +105,21 @@ var (
 			flags:       merge(diffFlags, map[string]flagKind{"--cached": flagBool, "--staged": flagBool, "--merge-base": flagBool}),
 			prefixes:    []string{"-U", "-M"},
 			positionals: "revs",
-			fixed:       []string{"--no-ext-diff", "--no-textconv", "--no-color"},
+			fixed:       []string{"--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"},
 		},
 		"log": {
 			flags:       merge(diffFlags, logFlags),
 			prefixes:    []string{"-n", "-U", "-M", "-S", "-G", "-L"},
 			numeric:     true,
 			positionals: "revs",
-			fixed:       []string{"--no-ext-diff", "--no-textconv", "--no-color"},
+			fixed:       []string{"--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"},
 		},
 		"show": {
 			flags:       merge(diffFlags, logFlags),
 			prefixes:    []string{"-n", "-U", "-M"},
 			numeric:     true,
 			positionals: "revs",
-			fixed:       []string{"--no-ext-diff", "--no-textconv", "--no-color"},
+			fixed:       []string{"--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"},
 		},
 		"status": {
 			flags: map[string]flagKind{
@@ -130,6 +130,7 @@ var (
 			},
 			prefixes:    []string{"-u"},
 			positionals: "paths",
+			fixed:       []string{"--ignore-submodules=all"},
 		},
 		"blame": {
 			flags: map[string]flagKind{
@@ -140,7 +141,9 @@ var (
 			},
 			prefixes:    []string{"-L", "-M"},
 			positionals: "blame",
-			fixed:       []string{"--no-textconv"},
+			// --no-ignore-revs-file: the config's empty value cannot reset
+			// the list (git sorts it), the flag can.
+			fixed: []string{"--no-textconv", "--no-ignore-revs-file"},
 		},
 	}
 	// gitRefused names options that read or write outside the repository,
@@ -152,6 +155,7 @@ var (
 		"--no-index":            "compares files outside the repository",
 		"--ext-diff":            "runs an external program",
 		"--textconv":            "runs configured filter programs",
+		"--show-signature":      "runs gpg",
 		"-c":                    "changes configuration",
 		"--config-env":          "changes configuration",
 		"-C":                    "changes directory (the tool always runs in the root)",
@@ -190,9 +194,13 @@ func runGit(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (string
 	}
 	stdout := &capWriter{max: gitMaxOutput}
 	stderr := &capWriter{max: gitMaxStderr}
+	env, err := gitSafeEnv(ctx, bin, root.Dir())
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.CommandContext(ctx, bin, argv...)
 	cmd.Dir = root.Dir()
-	cmd.Env = gitEnv(root.Dir())
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = 2 * time.Second
 	err = cmd.Run()
@@ -292,14 +300,8 @@ func gitArgv(root *fsroot.Root, args []string) ([]string, error) {
 		paths[i] = rel
 	}
 
-	argv := []string{
-		"--no-pager",
-		"-c", "core.fsmonitor=false", // never run a configured monitor program
-		"-c", "core.quotePath=false",
-		"-c", "color.ui=false",
-		"-c", "log.showSignature=false", // would run gpg
-		name,
-	}
+	// Configuration overrides travel in the environment: see gitSafeEnv.
+	argv := []string{"--no-pager", name}
 	argv = append(argv, sub.fixed...)
 	argv = append(argv, flags...)
 	argv = append(argv, revs...)
@@ -372,24 +374,6 @@ func looksLikePath(root *fsroot.Root, p string) bool {
 	}
 	_, err := root.Lstat(p)
 	return err == nil
-}
-
-// gitEnv is git's whole environment: nothing from the caller but PATH, so
-// that no GIT_DIR, pager, askpass or config leaks in.
-func gitEnv(dir string) []string {
-	return []string{
-		"PATH=" + os.Getenv("PATH"),
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=" + os.DevNull,
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_PAGER=cat",
-		"PAGER=cat",
-		"GIT_OPTIONAL_LOCKS=0", // status must not write the index
-		// Only a repository at the root itself: never one above it, whose
-		// files are outside the root.
-		"GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir),
-		"LC_ALL=C",
-	}
 }
 
 // capWriter keeps the first max bytes and then fails, which closes the

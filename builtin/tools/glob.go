@@ -23,9 +23,12 @@ import (
 // globMaxResults caps how many paths glob lists.
 const globMaxResults = 500
 
+// globNoMatch is glob's whole output when nothing matched.
+const globNoMatch = "no files match"
+
 const globDescription = `Find files by name with a glob pattern and list their paths relative to the root, most recently modified first.
 
-Patterns use doublestar syntax: * matches within one path segment, ** matches any number of directories, ? one character, [abc] a class, {a,b} alternatives. Examples: "**/*.go", "cmd/*/main.go", "**/*_test.{go,py}". The pattern is matched against paths below path (default: the root). Only files are listed, not directories. Files ignored by .gitignore and the .git directory are skipped. At most 500 paths are shown.`
+Patterns use doublestar syntax: * matches within one path segment, ** matches any number of directories, ? one character, [abc] a class, {a,b} alternatives. Examples: "**/*.go", "cmd/*/main.go", "**/*_test.{go,py}". The pattern is matched against paths below path (default: the root). Only files are listed, not directories. Files ignored by .gitignore, the .git directory and directories more than 256 levels below path are skipped (a last line says when directories were). At most 500 paths are shown.`
 
 const globParams = `{
   "type": "object",
@@ -88,7 +91,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		if errors.Is(err, fsroot.ErrOutside) {
 			return "", err
 		}
-		return "no files match", nil
+		return globNoMatch, nil
 	}
 	descend := descendFilter(full, base)
 
@@ -100,7 +103,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		mu   sync.Mutex
 		hits []hit
 	)
-	err = walk(ctx, root, base, walkOptions{workers: runtime.GOMAXPROCS(0), descend: descend}, func(_ int, e walkEntry) {
+	res, err := walk(ctx, root, base, walkOptions{workers: runtime.GOMAXPROCS(0), descend: descend}, func(_ int, e walkEntry) {
 		if !doublestar.MatchUnvalidated(full, e.rel) {
 			return
 		}
@@ -123,7 +126,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		return "", err
 	}
 	if len(hits) == 0 {
-		return "no files match", nil
+		return globNoMatch + depthNote(res, "listed"), nil
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
 		if c := b.mtime.Compare(a.mtime); c != 0 {
@@ -137,10 +140,10 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 			fmt.Fprintf(&sb, "... %d more files not shown; narrow the pattern or path\n", len(hits)-i)
 			break
 		}
-		sb.WriteString(h.rel)
+		sb.WriteString(QuotePath(h.rel))
 		sb.WriteByte('\n')
 	}
-	return strings.TrimSuffix(sb.String(), "\n"), nil
+	return strings.TrimSuffix(sb.String(), "\n") + depthNote(res, "listed"), nil
 }
 
 // descendFilter returns a filter that skips directories deeper than a

@@ -34,11 +34,13 @@ const (
 	grepBinaryProbe = 8 << 10
 	// grepMaxLineText: longer matching lines are cut.
 	grepMaxLineText = 300
+	// grepNoMatch is grep's output when nothing matched.
+	grepNoMatch = "no matches"
 )
 
 const grepDescription = `Search file contents with a regular expression (RE2 syntax, as in Go) and list matching lines as path:line:text, sorted by path then line number, paths relative to the root.
 
-Use it to find where something is defined or used. Searches the whole tree by default, or one directory or file given as path. Files ignored by .gitignore, the .git directory, binary files and files over 8 MiB are skipped. Lines longer than 300 characters are cut.
+Use it to find where something is defined or used. Searches the whole tree by default, or one directory or file given as path. Files ignored by .gitignore, the .git directory, binary files, files over 8 MiB and directories more than 256 levels below path are skipped (a last line says when directories were). Lines longer than 300 characters are cut.
 
 Tips: escape regex metacharacters for literal text (e.g. "Foo\\(" or "a\\.b"); use glob to limit file types (e.g. "*.go" or "internal/**/*.ts"); use ignore_case for case-insensitive search. At most max_results lines are shown (default 100, up to 2000); a final line says how many more matched.`
 
@@ -102,6 +104,7 @@ func runGrep(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 	}
 
 	g := &grepper{m: m, col: newCollector(a.MaxResults), glob: glob}
+	var res walkResult
 	workers := runtime.GOMAXPROCS(0)
 	g.scratch = make([]grepScratch, workers)
 	for i := range g.scratch {
@@ -121,7 +124,7 @@ func runGrep(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 			return "", err
 		}
 	case fi.IsDir():
-		err = walk(ctx, root, start, walkOptions{workers: workers}, func(w int, e walkEntry) {
+		res, err = walk(ctx, root, start, walkOptions{workers: workers}, func(w int, e walkEntry) {
 			_ = g.searchFile(w, e, false) // unreadable files are skipped
 		})
 	default:
@@ -133,7 +136,7 @@ func runGrep(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 	if err != nil {
 		return "", err
 	}
-	return g.col.format(), nil
+	return g.col.format() + depthNote(res, "searched"), nil
 }
 
 type grepper struct {
@@ -291,7 +294,7 @@ func (c *collector) format() string {
 			if shown == c.k {
 				break
 			}
-			out = append(out, f.path...)
+			out = append(out, QuotePath(f.path)...)
 			out = append(out, ':')
 			out = strconv.AppendInt(out, int64(l.n), 10)
 			out = append(out, ':')
@@ -303,7 +306,7 @@ func (c *collector) format() string {
 	total := int(c.total.Load())
 	switch {
 	case total == 0:
-		return "no matches"
+		return grepNoMatch
 	case total > shown:
 		out = fmt.Appendf(out, "... %d more matches not shown; narrow the pattern or raise max_results\n", total-shown)
 	}

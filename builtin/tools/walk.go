@@ -2,8 +2,11 @@ package tools
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -29,20 +32,51 @@ const (
 	// is shared among workers.
 	walkBatch = 32
 	// walkMaxDepth stops a walk that something (a directory swapped for a
-	// symlink mid-walk) has sent in circles.
+	// symlink mid-walk) has sent in circles. Directories more levels
+	// below the start are not entered, and counted in walkResult.
 	walkMaxDepth = 256
 	// maxIgnoreFile caps the size of a .gitignore that is read.
 	maxIgnoreFile = 1 << 20
 )
 
+// walkResult says what a walk left out.
+type walkResult struct {
+	// tooDeep counts directories not entered because they are more than
+	// walkMaxDepth levels below the start.
+	tooDeep int
+}
+
+// depthNote is the note line (with its leading newline) that says how
+// many directories a walk did not enter for depth, or "".
+func depthNote(res walkResult, verb string) string {
+	switch res.tooDeep {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("\n... 1 directory more than %d levels below the path was not %s", walkMaxDepth, verb)
+	}
+	return fmt.Sprintf("\n... %d directories more than %d levels below the path were not %s", res.tooDeep, walkMaxDepth, verb)
+}
+
+// errWalkPanic is wrapped by walk's error when a worker panicked.
+var errWalkPanic = errors.New("internal error: a directory walk worker panicked (a bug in troupe; the stack is logged)")
+
+// walkDirHook, when set by a test, is called by a worker before it reads
+// the directory rel.
+var walkDirHook func(rel string)
+
 // walk visits the files under the directory start (relative to the root)
 // in parallel, from opt.workers goroutines, in no particular order. It
-// never enters .git or symlinked directories, and skips what .gitignore
-// files (the root's, start's ancestors' and nested ones) and
-// .git/info/exclude ignore. start itself is walked even when ignored:
-// it was asked for. Unreadable directories are skipped. walk returns
-// when every visit has returned; it returns ctx's error if ctx ended first.
-func walk(ctx context.Context, root *fsroot.Root, start string, opt walkOptions, visit func(worker int, e walkEntry)) error {
+// never enters .git or symlinked directories, nor directories more than
+// walkMaxDepth levels below start, and skips what .gitignore files (the
+// root's, start's ancestors' and nested ones) and .git/info/exclude
+// ignore. start itself is walked even when ignored: it was asked for.
+// Unreadable directories are skipped. walk returns when every visit has
+// returned; it returns ctx's error if ctx ended first. A panic in a
+// worker (in visit or in the walk itself) stops the walk and is returned
+// as an error wrapping errWalkPanic, its stack logged: a goroutine the
+// tool started must not take the process down.
+func walk(ctx context.Context, root *fsroot.Root, start string, opt walkOptions, visit func(worker int, e walkEntry)) (walkResult, error) {
 	q := &walkQueue{}
 	q.cond.L = &q.mu
 	stop := context.AfterFunc(ctx, q.stop)
@@ -52,6 +86,12 @@ func walk(ctx context.Context, root *fsroot.Root, start string, opt walkOptions,
 	var wg sync.WaitGroup
 	for w := range max(opt.workers, 1) {
 		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					slog.Error("walk: worker panicked", "start", start, "panic", r, "stack", string(debug.Stack()))
+					q.fail(fmt.Errorf("%w: %v", errWalkPanic, r))
+				}
+			}()
 			for {
 				t, ok := q.pop()
 				if !ok {
@@ -70,7 +110,11 @@ func walk(ctx context.Context, root *fsroot.Root, start string, opt walkOptions,
 	for _, t := range q.tasks { // left over when stopped early
 		t.release()
 	}
-	return ctx.Err()
+	res := walkResult{tooDeep: int(q.tooDeep.Load())}
+	if q.err != nil {
+		return res, q.err
+	}
+	return res, ctx.Err()
 }
 
 type walkTask struct {
@@ -118,6 +162,8 @@ type walkQueue struct {
 	tasks   []walkTask
 	pending int
 	stopped bool
+	err     error // the first worker panic
+	tooDeep atomic.Int64
 }
 
 func (q *walkQueue) push(t walkTask) {
@@ -153,6 +199,16 @@ func (q *walkQueue) done() {
 	}
 }
 
+// fail stops the walk with err, unless it already failed.
+func (q *walkQueue) fail(err error) {
+	q.mu.Lock()
+	if q.err == nil {
+		q.err = err
+	}
+	q.mu.Unlock()
+	q.stop()
+}
+
 func (q *walkQueue) stop() {
 	q.mu.Lock()
 	q.stopped = true
@@ -161,6 +217,9 @@ func (q *walkQueue) stop() {
 }
 
 func (q *walkQueue) readDir(ctx context.Context, root *fsroot.Root, t walkTask, opt walkOptions, w int, visit func(int, walkEntry)) {
+	if walkDirHook != nil {
+		walkDirHook(t.rel)
+	}
 	var d *fsroot.Dir
 	var err error
 	if t.parent == nil {
@@ -202,7 +261,11 @@ func (q *walkQueue) readDir(ctx context.Context, root *fsroot.Root, t walkTask, 
 			continue
 		}
 		if isDir {
-			if t.depth < walkMaxDepth && (opt.descend == nil || opt.descend(rel)) {
+			switch {
+			case opt.descend != nil && !opt.descend(rel):
+			case t.depth >= walkMaxDepth:
+				q.tooDeep.Add(1)
+			default:
 				q.push(walkTask{parent: sd.acquire(), name: name, rel: rel, ign: ign, depth: t.depth + 1})
 			}
 			continue
