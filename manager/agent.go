@@ -50,8 +50,8 @@ type Agent struct {
 	budget    agenttypes.Budget
 	created   time.Time
 
-	parent    *Agent // nil for a top-level agent
-	setup     *typeSetup
+	parent *Agent // nil for a top-level agent
+	setup  *typeSetup
 
 	ctx    context.Context // derives from the parent's, so cancelling reaches the subtree
 	cancel context.CancelCauseFunc

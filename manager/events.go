@@ -27,8 +27,8 @@ const (
 	// EventDropped takes the place of events a subscriber fell too far
 	// behind to be given; Dropped counts them. Transcripts and OnComplete
 	// callbacks never lose events.
-	EventDropped EventKind = "dropped"
-	EventCompleted  EventKind = "completed"
+	EventDropped   EventKind = "dropped"
+	EventCompleted EventKind = "completed"
 )
 
 // Event is one thing that happened to one agent.
@@ -77,10 +77,10 @@ type Subscription struct {
 	queue   []Event
 	dropped int    // events dropped since the queue was last taken
 	lastSeq uint64 // Seq of the last dropped event
-	wake   chan struct{}
-	quit   chan struct{}
-	closed bool
-	done   chan struct{}
+	wake    chan struct{}
+	quit    chan struct{}
+	closed  bool
+	done    chan struct{}
 }
 
 // C returns the channel events arrive on. It is closed after Close, or
@@ -162,11 +162,11 @@ func (s *Subscription) pump(drain <-chan struct{}) {
 type broadcaster struct {
 	buffer int // events one subscription may hold
 	seq    atomic.Uint64
-	count atomic.Int32
-	mu    sync.RWMutex
-	subs  map[*Subscription]struct{}
-	drain chan struct{}
-	shut  bool
+	count  atomic.Int32
+	mu     sync.RWMutex
+	subs   map[*Subscription]struct{}
+	drain  chan struct{}
+	shut   bool
 }
 
 func newBroadcaster(buffer int) *broadcaster {

@@ -20,9 +20,9 @@ const (
 	ReasonBadOutput       Reason = "bad_output"
 	// ReasonPrompt: the type's prompt template failed to render (too
 	// large, or an error such as an index out of range).
-	ReasonPrompt Reason = "prompt_error"
-	ReasonCancelled       Reason = "cancelled"
-	ReasonShutdown        Reason = "shutdown"
+	ReasonPrompt    Reason = "prompt_error"
+	ReasonCancelled Reason = "cancelled"
+	ReasonShutdown  Reason = "shutdown"
 )
 
 // Usage counts what a run consumed.
@@ -63,7 +63,7 @@ type Result struct {
 	// Err is the error behind Error, for errors.Is: ErrBudgetExceeded,
 	// context.Canceled, context.DeadlineExceeded, ErrToolPanic, or the
 	// model's own error.
-	Err        error         `json:"-"`
+	Err   error `json:"-"`
 	Usage Usage `json:"usage"`
 	// TokensOverBudget is how many tokens past its token budget a run
 	// went when a whole final answer arrived over it. The answer is kept
@@ -71,9 +71,9 @@ type Result struct {
 	// EventBudgetExceeded says so.
 	TokensOverBudget int           `json:"tokens_over_budget,omitempty"`
 	ToolCalls        int           `json:"tool_calls"`
-	Turns      int           `json:"turns"`
-	Duration   time.Duration `json:"-"`
-	Transcript string        `json:"transcript,omitempty"`
+	Turns            int           `json:"turns"`
+	Duration         time.Duration `json:"-"`
+	Transcript       string        `json:"transcript,omitempty"`
 }
 
 // Success reports whether the run completed.
