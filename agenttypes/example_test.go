@@ -131,3 +131,20 @@ func ExampleOutput_Validate() {
 	// true
 	// answer does not match the output schema: at /: missing property 'answer'
 }
+
+// A type's prompt is a bounded template: fields, if, with and ranges over
+// fields render; anything that could expand without bound is refused.
+func ExampleCompilePrompt() {
+	p, err := agenttypes.CompilePrompt("review", "Review {{.Dir}} with {{range $i, $t := .Tools}}{{if $i}} and {{end}}{{$t}}{{end}}.")
+	if err != nil {
+		panic(err)
+	}
+	text, _ := p.Render(context.Background(), agenttypes.PromptData{Dir: "/repo", Tools: []string{"read", "git"}})
+	fmt.Println(text)
+
+	_, err = agenttypes.CompilePrompt("bomb", "{{range 100000000}}again {{end}}")
+	fmt.Println(err)
+	// Output:
+	// Review /repo with read and git.
+	// bad prompt template: line 1: range only over a field such as .Tools, not over a number or a function's result
+}

@@ -953,8 +953,9 @@ func (dc *decoder) examples(k, v *yaml.Node) {
 	}
 }
 
-// checkPrompt makes sure a troupe prompt parses as a template; a Claude
-// Code prompt is plain text, so its "{{" are escaped instead.
+// checkPrompt makes sure a troupe prompt parses as a template and keeps to
+// what a prompt may use (CompilePrompt); a Claude Code prompt is plain
+// text, so its "{{" are escaped instead.
 func (dc *decoder) checkPrompt() {
 	d := dc.def
 	if !strings.Contains(d.prompt, "{{") {
@@ -964,13 +965,18 @@ func (dc *decoder) checkPrompt() {
 		d.prompt = escapeTemplate(d.prompt)
 		return
 	}
+	p := d.at("prompt")
 	if _, err := template.New(d.name).Option("missingkey=error").Parse(d.prompt); err != nil {
-		p := d.at("prompt")
 		msg := strings.TrimPrefix(err.Error(), "template: ")
 		dc.sink.problem(d.strict, p.line, p.col, "the prompt is a text/template and does not parse (%s); write {{\"{{\"}} for a literal {{", msg)
-		if !d.strict {
-			d.prompt = escapeTemplate(d.prompt)
-		}
+	} else if _, err := CompilePrompt(d.name, d.prompt); err != nil {
+		msg := strings.TrimPrefix(err.Error(), ErrPromptTemplate.Error()+": ")
+		dc.sink.problem(d.strict, p.line, p.col, "the prompt template is refused: %s", msg)
+	} else {
+		return
+	}
+	if !d.strict {
+		d.prompt = escapeTemplate(d.prompt)
 	}
 }
 

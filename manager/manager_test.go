@@ -131,12 +131,24 @@ func TestRunCompletesThroughToolCalls(t *testing.T) {
 }
 
 func TestConcurrentToolCallsKeepCallOrder(t *testing.T) {
-	// The first call is the slowest, so it finishes last.
+	// Every call waits until all five are running at once, so the test
+	// fails (rather than hangs) if calls run one at a time; then the first
+	// call is the slowest, so it finishes last.
+	var inFlight sync.WaitGroup
+	inFlight.Add(5)
+	together := make(chan struct{})
+	go func() { inFlight.Wait(); close(together) }()
 	slow := &agenttypes.ToolFunc{
 		ToolSpec: agenttypes.ToolSpec{Name: "sleep", Description: "sleeps"},
 		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
 			var in struct{ MS int }
 			_ = json.Unmarshal(args, &in)
+			inFlight.Done()
+			select {
+			case <-together:
+			case <-time.After(5 * time.Second):
+				return "", errors.New("the calls did not run at the same time")
+			}
 			time.Sleep(time.Duration(in.MS) * time.Millisecond)
 			return fmt.Sprint(in.MS), nil
 		},
@@ -175,7 +187,9 @@ func TestDisallowedToolIsRefusedNotExecuted(t *testing.T) {
 	assert.Equal(t, manager.Completed, res.State)
 	assert.False(t, ran.Load(), "a tool the type does not allow must never run")
 	assert.Equal(t, 0, res.ToolCalls, "refused calls are not executed")
-	for _, r := range scripted.ToolResults(model.Requests()[1].Messages) {
+	results := scripted.ToolResults(model.Requests()[1].Messages)
+	require.Len(t, results, 3, "every refused call is answered")
+	for _, r := range results {
 		assert.Contains(t, r.Content, "not available to this agent")
 		assert.Contains(t, r.Content, "echo", "the refusal names the tools there are")
 	}
@@ -277,6 +291,20 @@ func TestBudgetsEndTheRun(t *testing.T) {
 			name: "tokens", budget: agenttypes.Budget{MaxTokens: 400}, reason: manager.ReasonBudgetTokens,
 			check: func(t *testing.T, res manager.Result) {
 				assert.LessOrEqual(t, res.Usage.Total(), 400+50, "overshoot is bounded by one call's estimate error")
+			},
+		},
+		{
+			// The provider's counts (150 a call) come back past the budget
+			// after the third call: the post-call check ends the run.
+			name: "tokens counted by the provider", budget: agenttypes.Budget{MaxTokens: 449}, reason: manager.ReasonBudgetTokens,
+			modelSteps: scripted.New(
+				scripted.Step{Text: "one", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 100, OutputTokens: 50},
+				scripted.Step{Text: "two", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 100, OutputTokens: 50},
+				scripted.Step{Text: "three", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 100, OutputTokens: 50},
+			),
+			check: func(t *testing.T, res manager.Result) {
+				assert.Equal(t, 450, res.Usage.Total())
+				assert.Equal(t, 2, res.ToolCalls, "the third turn's call is not run on tokens the run did not have")
 			},
 		},
 		{

@@ -1,0 +1,158 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+func TestTimeBudgetHoldsWhenTheModelAnswersLate(t *testing.T) {
+	// The model ignores its context and answers after the budget ran out.
+	late := scripted.New(scripted.Step{Func: func(ctx context.Context, _ []llms.MessageContent) scripted.Step {
+		<-ctx.Done()
+		time.Sleep(20 * time.Millisecond)
+		return scripted.Step{Text: "a late answer"}
+	}})
+	f := newFixture(t, late, nil)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTime: 50 * time.Millisecond}})
+	assert.Equal(t, manager.Failed, res.State)
+	assert.Equal(t, manager.ReasonBudgetTime, res.Reason, "a run that outlived its time budget ends budget_time whatever the model did")
+	assert.True(t, res.Partial)
+	assert.Equal(t, "a late answer", res.Output, "the late answer is kept as the partial output")
+	assert.ErrorIs(t, res.Err, context.DeadlineExceeded)
+}
+
+func TestRefusedToolCallsCostNoBudget(t *testing.T) {
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "nonexistent"}, {Name: "echo", Args: `{"text":"hi"}`}}},
+		scripted.Step{Text: "done"},
+	)
+	f := newFixture(t, model, nil)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxToolCalls: 1}})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	assert.Equal(t, 1, res.ToolCalls)
+	results := scripted.ToolResults(model.Requests()[1].Messages)
+	require.Len(t, results, 2)
+	assert.Contains(t, results[0].Content, "not available to this agent")
+	assert.Equal(t, "echo:hi", results[1].Content, "the allowed call ran within the budget")
+}
+
+func TestToolCallsPastTheBudgetAreNotRun(t *testing.T) {
+	model := scripted.New(
+		scripted.Step{Text: "three at once", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"a"}`}, {Name: "nope"}, {Name: "echo", Args: `{"text":"b"}`}, {Name: "echo", Args: `{"text":"c"}`}}},
+	)
+	f := newFixture(t, model, nil)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxToolCalls: 2}})
+	assert.Equal(t, manager.ReasonBudgetToolCalls, res.Reason)
+	assert.Equal(t, 2, res.ToolCalls, "the two calls the budget allows ran; the refusal cost nothing")
+}
+
+func TestFinalAnswerOverTheTokenBudgetIsKept(t *testing.T) {
+	model := scripted.New(scripted.Step{Text: `{"findings": ["a.go:3"]}`, InputTokens: 900, OutputTokens: 300})
+	f := newFixture(t, model, nil)
+	require.NoError(t, f.reg.RegisterType(agenttypes.Type{
+		Name: "finder", Description: "finds", Output: agenttypes.Output{Format: agenttypes.OutputJSON},
+	}))
+	sub := f.mgr.Subscribe()
+	res := f.run(t, manager.SpawnRequest{Type: "finder", Budget: agenttypes.Budget{MaxTokens: 1000}})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	assert.Equal(t, manager.ReasonDone, res.Reason)
+	assert.False(t, res.Partial)
+	assert.Equal(t, map[string]any{"findings": []any{"a.go:3"}}, res.Data, "the structured answer is not thrown away")
+	assert.Equal(t, 200, res.TokensOverBudget)
+	require.NoError(t, f.mgr.Close(context.Background()))
+	var exceeded []manager.Event
+	for e := range sub.C() {
+		if e.Kind == manager.EventBudgetExceeded {
+			exceeded = append(exceeded, e)
+		}
+	}
+	require.Len(t, exceeded, 1, "an event says the budget was passed")
+	assert.Contains(t, exceeded[0].Text, "200 tokens past its token budget of 1000")
+}
+
+func TestToolCallsOverTheTokenBudgetEndTheRun(t *testing.T) {
+	// The provider's count comes back above the budget after the call:
+	// the tool calls it asked for are not run.
+	model := scripted.New(
+		scripted.Step{Text: "first", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 900, OutputTokens: 300},
+		scripted.Step{Text: "never reached"},
+	)
+	f := newFixture(t, model, nil)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTokens: 1000}})
+	assert.Equal(t, manager.Failed, res.State)
+	assert.Equal(t, manager.ReasonBudgetTokens, res.Reason)
+	assert.Equal(t, 0, res.ToolCalls, "no tool runs on tokens the run did not have")
+	assert.Equal(t, 1200, res.Usage.Total(), "the overshoot is one call's provider count")
+	assert.Len(t, model.Requests(), 1)
+}
+
+// countingModel is a scripted model that counts one token per character,
+// as a provider tokenizer might count differently from the estimate.
+type countingModel struct{ *scripted.Model }
+
+func (countingModel) CountTokens(s string) int { return len(s) }
+
+func TestTokenEstimateCountsToolDefinitions(t *testing.T) {
+	big := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "big", Description: strings.Repeat("a long description ", 200)},
+		Func:     func(context.Context, json.RawMessage) (string, error) { return "", nil },
+	}
+	specChars := len(big.Description)
+	for name, tc := range map[string]struct {
+		model   llms.Model
+		tokens  int // what the tool definitions take at least
+		budget  int
+		counted bool
+	}{
+		"estimate":      {tokens: specChars / 4, budget: 5000},
+		"model counter": {tokens: specChars, budget: 20000, counted: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			model := scripted.New(scripted.Step{Text: "ok"})
+			var m llms.Model = model
+			if tc.counted {
+				m = countingModel{model}
+			}
+			reg := agenttypes.NewRegistry()
+			require.NoError(t, reg.RegisterTool(big))
+			require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "w", Description: "d", Prompt: "p", Tools: []string{"big"}}))
+			mgr, err := manager.New(manager.Config{Registry: reg, DefaultModel: "m",
+				Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return m, nil })})
+			require.NoError(t, err)
+			defer mgr.Close(context.Background())
+			a, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "w", Task: "t", Budget: agenttypes.Budget{MaxTokens: tc.budget}})
+			require.NoError(t, err)
+			_, err = a.Wait(context.Background())
+			require.NoError(t, err)
+			reqs := model.Requests()
+			require.Len(t, reqs, 1)
+			assert.LessOrEqual(t, reqs[0].MaxTokens, tc.budget-tc.tokens, "the cap on the call leaves room for the tool definitions sent with it")
+		})
+	}
+}
+
+func TestOverTheBudgetOnlyByOneCallsEstimateError(t *testing.T) {
+	// The provider counts each call at 300 tokens; the budget allows three
+	// and a bit. The fourth call is refused before it is made.
+	steps := make([]scripted.Step, 10)
+	for i := range steps {
+		steps[i] = scripted.Step{Text: fmt.Sprint("step ", i), Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}}, InputTokens: 250, OutputTokens: 50}
+	}
+	model := scripted.New(steps...)
+	f := newFixture(t, model, nil)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTokens: 1000}})
+	assert.Equal(t, manager.ReasonBudgetTokens, res.Reason)
+	assert.LessOrEqual(t, res.Usage.Total(), 1000+300, "never past the budget by more than one call")
+}
