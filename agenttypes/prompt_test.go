@@ -34,14 +34,14 @@ func TestCompilePromptRefusesUnboundedTemplates(t *testing.T) {
 func TestCompilePromptKeepsWhatPromptsUse(t *testing.T) {
 	data := agenttypes.PromptData{Type: "review", Dir: "/repo", Tools: []string{"read", "grep"}}
 	for prompt, want := range map[string]string{
-		"plain text, no actions":                                   "plain text, no actions",
-		"You work in {{.Dir}}.":                                    "You work in /repo.",
-		"Tools: {{range .Tools}}{{.}} {{end}}":                     "Tools: read grep ",
+		"plain text, no actions":                                    "plain text, no actions",
+		"You work in {{.Dir}}.":                                     "You work in /repo.",
+		"Tools: {{range .Tools}}{{.}} {{end}}":                      "Tools: read grep ",
 		"{{range $i, $t := .Tools}}{{if $i}}, {{end}}{{$t}}{{end}}": "read, grep",
 		`{{if eq .Type "review"}}Review.{{else}}Other.{{end}}`:      "Review.",
-		"{{len .Tools}} tools; first {{index .Tools 0}}":           "2 tools; first read",
-		"{{with .Dir}}in {{.}}{{end}}":                             "in /repo",
-		"{{range .Tools}}{{range $.Tools}}.{{end}}{{end}}":         "....",
+		"{{len .Tools}} tools; first {{index .Tools 0}}":            "2 tools; first read",
+		"{{with .Dir}}in {{.}}{{end}}":                              "in /repo",
+		"{{range .Tools}}{{range $.Tools}}.{{end}}{{end}}":          "....",
 	} {
 		p, err := agenttypes.CompilePrompt("t", prompt)
 		require.NoError(t, err, prompt)
