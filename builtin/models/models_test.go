@@ -553,3 +553,13 @@ func TestCallersStreamingFuncIsFiltered(t *testing.T) {
 	assert.Equal(t, []string{"Done."}, got)
 	assert.Equal(t, []string{"Done."}, fromCtx)
 }
+
+func TestWrappedModelCountsTokensForTheManager(t *testing.T) {
+	text := strings.Repeat("internationalisation ", 50)
+	openaiModel := models.Wrap(&fake{}, models.Options{Name: "openai:gpt-4o-mini"})
+	var counter manager.TokenCounter = openaiModel
+	assert.Equal(t, models.EstimateTokens("openai:gpt-4o-mini", text), counter.CountTokens(text), "OpenAI models count with their tokenizer")
+	assert.NotEqual(t, (len(text)+3)/4, counter.CountTokens(text), "which is not the four-characters rule")
+	other := models.Wrap(&fake{}, models.Options{Name: "anthropic:claude-sonnet-4-5"})
+	assert.Equal(t, (len(text)+3)/4, other.CountTokens(text))
+}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/troupe-dev/troupe/manager"
 )
 
 // Retry says how a failed call is retried: rate limits (429) and server
@@ -142,6 +144,7 @@ type Model struct {
 }
 
 var _ llms.Model = (*Model)(nil)
+var _ manager.TokenCounter = (*Model)(nil)
 
 // Wrap returns m wrapped.
 func Wrap(m llms.Model, o Options) *Model {
@@ -300,13 +303,13 @@ func (m *Model) account(ch *llms.ContentChoice, msgs []llms.MessageContent, tool
 		info = map[string]any{}
 		ch.GenerationInfo = info
 	}
-	in, okIn := intInfo(info, "PromptTokens", "InputTokens")
-	out, okOut := intInfo(info, "CompletionTokens", "OutputTokens")
+	in, okIn := manager.GenerationInt(info, "PromptTokens", "InputTokens")
+	out, okOut := manager.GenerationInt(info, "CompletionTokens", "OutputTokens")
 	if m.provider == "anthropic" {
 		// input_tokens leaves out what was written to or read from the
 		// prompt cache; all of it went through the model.
-		c1, _ := intInfo(info, "CacheCreationInputTokens")
-		c2, _ := intInfo(info, "CacheReadInputTokens")
+		c1, _ := manager.GenerationInt(info, "CacheCreationInputTokens")
+		c2, _ := manager.GenerationInt(info, "CacheReadInputTokens")
 		in += c1 + c2
 	}
 	estimated := false
@@ -332,26 +335,16 @@ func (m *Model) account(ch *llms.ContentChoice, msgs []llms.MessageContent, tool
 	}
 }
 
+// CountTokens counts text's tokens as the model's provider does, where
+// troupe has its tokenizer (OpenAI models), else four characters a token.
+// The manager uses it for its estimate before every call.
+func (m *Model) CountTokens(text string) int { return m.tokens().count(text) }
+
 func (m *Model) tokens() counter {
 	m.countOnce.Do(func() { m.counter = newCounter(m.provider, m.model) })
 	return m.counter
 }
 
-func intInfo(info map[string]any, keys ...string) (int, bool) {
-	for _, k := range keys {
-		switch v := info[k].(type) {
-		case int:
-			return v, true
-		case int32:
-			return int(v), true
-		case int64:
-			return int(v), true
-		case float64:
-			return int(v), true
-		}
-	}
-	return 0, false
-}
 
 // isToolDelta recognises the JSON of streamed tool-call fragments, which
 // langchaingo's OpenAI client hands to the streaming function along with
