@@ -119,11 +119,14 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 			res, _ = agent.Wait(context.Background())
 		default:
 			interrupted = true
-			agent.Cancel()
-			res, _ = agent.Wait(context.Background())
+			res = stopAgent(agent, stopGrace)
 		}
 	}
-	_ = mgr.Close(context.Background())
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), stopGrace)
+	if err := mgr.Close(closeCtx); err != nil {
+		a.logger().Warn("agents still running at exit", "err", err)
+	}
+	cancelClose()
 	progress.wait()
 
 	if res.Transcript != "" {
@@ -153,6 +156,28 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		return exitError{exitFailed}
 	}
 	return nil
+}
+
+// stopGrace is how long the command waits, after an interrupt, for an
+// agent to stop before it reports what it has and exits: a model or tool
+// that ignores cancellation must not keep the command alive.
+const stopGrace = 5 * time.Second
+
+// stopAgent cancels agent and returns its result, or after grace a partial
+// result from its state at that moment.
+func stopAgent(agent *manager.Agent, grace time.Duration) manager.Result {
+	agent.Cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if res, err := agent.Wait(ctx); err == nil {
+		return res
+	}
+	i := agent.Info()
+	return manager.Result{
+		ID: i.ID, Type: i.Type, Model: i.Model, State: i.State, Reason: manager.ReasonCancelled, Partial: true,
+		Error: fmt.Sprintf("interrupted; the agent had not stopped %s later", grace), Usage: i.Usage,
+		ToolCalls: i.ToolCalls, Turns: i.Turns,
+	}
 }
 
 // budgetFlags turns the budget flags into a Budget, refusing zero and
