@@ -227,3 +227,58 @@ func BenchmarkCancelAll(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCancelSubtree cancels the root of a running tree of 1,000
+// agents (1 root, 9 children, 990 grandchildren) and waits until every
+// one has ended: how long cancellation takes to reach a whole subtree.
+func BenchmarkCancelSubtree(b *testing.B) {
+	reg := agenttypes.NewRegistry()
+	_ = reg.RegisterType(agenttypes.Type{Name: "bench", Description: "benchmarks", Prompt: "system"})
+	for range b.N {
+		b.StopTimer()
+		model := scripted.New(scripted.Step{Block: true}).WithoutRecording()
+		mgr, err := manager.New(manager.Config{
+			Registry:      reg,
+			Models:        manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+			DefaultModel:  "scripted",
+			MaxConcurrent: 1000,
+			MaxDepth:      2,
+			Logger:        slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		spawn := func(parent string) *manager.Agent {
+			a, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "bench", Task: "t", ParentID: parent})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return a
+		}
+		root := spawn("")
+		tree := []*manager.Agent{root}
+		for range 9 {
+			c := spawn(root.ID())
+			tree = append(tree, c)
+			for range 110 {
+				tree = append(tree, spawn(c.ID()))
+			}
+		}
+		for mgr.Stats().Running < len(tree) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		b.StartTimer()
+		start := time.Now()
+		root.Cancel()
+		for _, a := range tree {
+			<-a.Done()
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		b.ReportMetric(float64(elapsed.Microseconds())/1000, "subtree-cancel-ms")
+		if st := mgr.Stats(); st.Cancelled != len(tree) {
+			b.Fatalf("%+v", st)
+		}
+		_ = mgr.Close(context.Background())
+	}
+}
