@@ -305,16 +305,6 @@ func TestStrictAndLenient(t *testing.T) {
 			errs: []string{`x.md:2:1: a definition is a mapping of "key: value" lines`},
 		},
 		{
-			name: "inherit_context: true is said aloud",
-			path: "agents/x.yaml", text: "name: x\ndescription: d\ninherit_context: true\n",
-			warns: []string{`x.yaml:3:18: warning: inherit_context: a child of this type is given its parent's conversation before its task`},
-		},
-		{
-			name: "inherit_context: false is not",
-			path: ".claude/agents/x.md", text: "---\nname: x\ndescription: d\ninherit_context: false\n---\n",
-			warns: []string{},
-		},
-		{
 			name: "unsupported extension",
 			path: "agents/x.json", text: "{}",
 			errs: []string{`x.json: unsupported file type ".json"`},

@@ -531,11 +531,6 @@ func (dc *decoder) top(root *yaml.Node) {
 			}
 		case "inherit_context":
 			d.inherit, _ = dc.boolean(k, v)
-			if d.inherit {
-				// Said aloud because it changes what the model sees, and
-				// only for an agent spawned as a child.
-				dc.warnf(v, "inherit_context: a child of this type is given its parent's conversation before its task")
-			}
 		case "needs_language_model":
 			d.needsLM, _ = dc.boolean(k, v)
 		case "output":

@@ -86,6 +86,9 @@ type Agent struct {
 	turns     int
 	notes     []string
 	result    Result
+	// history is the conversation so far, for children whose type
+	// inherits it. Messages below its length are never changed.
+	history []llms.MessageContent
 }
 
 // Info is a snapshot of an agent.

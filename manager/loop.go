@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -73,7 +75,13 @@ func (l *loop) run() {
 	}
 	l.tokens = a.setup.toolTokens(a.modelName, a.model)
 	l.add(llms.TextParts(llms.ChatMessageTypeSystem, system), system)
-	l.add(llms.TextParts(llms.ChatMessageTypeHuman, a.task), a.task)
+	task := a.task
+	if a.typ.InheritContext && a.parent != nil {
+		if inherited := a.parent.conversationText(maxInheritedBytes); inherited != "" {
+			task = "The agent that gave you this task has had this conversation so far:\n\n" + inherited + "\n\nYour task:\n" + a.task
+		}
+	}
+	l.add(llms.TextParts(llms.ChatMessageTypeHuman, task), task)
 
 	opts := make([]llms.CallOption, 0, 3)
 	if len(a.tools.specs) > 0 {
@@ -155,6 +163,9 @@ func (l *loop) delta(_ context.Context, chunk []byte) error {
 // the token estimate.
 func (l *loop) add(m llms.MessageContent, text string) {
 	l.msgs = append(l.msgs, m)
+	l.a.mu.Lock()
+	l.a.history = l.msgs
+	l.a.mu.Unlock()
 	l.tokens += countTokens(l.a.model, text) + perMessageTokens
 }
 
@@ -511,4 +522,52 @@ func safeParse(parse func(string) (any, error), s string) (v any, err error) {
 		}
 	}()
 	return parse(s)
+}
+
+// maxInheritedBytes caps the parent's conversation a child inherits; the
+// most recent part is kept.
+const maxInheritedBytes = 32 << 10
+
+// conversationText is the agent's conversation so far, after its system
+// prompt, as plain text: one block per message, tool calls and results
+// named. Text rather than messages, so that a child whose tools differ
+// from its parent's sends its provider no calls to tools it lacks. At most
+// max bytes, the most recent.
+func (a *Agent) conversationText(max int) string {
+	a.mu.Lock()
+	msgs := a.history
+	a.mu.Unlock()
+	var blocks []string
+	size := 0
+	for i := len(msgs) - 1; i >= 0 && size < max; i-- {
+		m := msgs[i]
+		if m.Role == llms.ChatMessageTypeSystem {
+			continue
+		}
+		var b strings.Builder
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.TextContent:
+				fmt.Fprintf(&b, "[%s] %s\n", m.Role, p.Text)
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					fmt.Fprintf(&b, "[%s calls %s] %s\n", m.Role, p.FunctionCall.Name, p.FunctionCall.Arguments)
+				}
+			case llms.ToolCallResponse:
+				fmt.Fprintf(&b, "[result of %s] %s\n", p.Name, p.Content)
+			}
+		}
+		blocks = append(blocks, b.String())
+		size += b.Len()
+	}
+	slices.Reverse(blocks)
+	text := strings.Join(blocks, "")
+	if len(text) > max {
+		cut := len(text) - max
+		for cut < len(text) && !utf8.RuneStart(text[cut]) {
+			cut++
+		}
+		text = "…" + text[cut:]
+	}
+	return strings.TrimRight(text, "\n")
 }

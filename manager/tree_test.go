@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,11 +44,11 @@ func spawnChildTool(mgr **manager.Manager) *agenttypes.ToolFunc {
 	return &agenttypes.ToolFunc{
 		ToolSpec: agenttypes.ToolSpec{Name: "child", Description: "runs a child agent"},
 		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
-			var in struct{ Task string }
+			in := struct{ Task, Type string }{Type: "worker"}
 			if err := json.Unmarshal(args, &in); err != nil {
 				return "", err
 			}
-			child, err := (*mgr).Spawn(ctx, manager.SpawnRequest{Type: "worker", Task: in.Task, ParentID: agenttypes.EnvFrom(ctx).AgentID})
+			child, err := (*mgr).Spawn(ctx, manager.SpawnRequest{Type: in.Type, Task: in.Task, ParentID: agenttypes.EnvFrom(ctx).AgentID})
 			if err != nil {
 				return "", err
 			}
@@ -279,4 +280,39 @@ func ids(agents []*manager.Agent) []string {
 		out[i] = a.ID()
 	}
 	return out
+}
+
+func TestChildWhoseTypeInheritsContextSeesItsParentsConversation(t *testing.T) {
+	var mgr *manager.Manager
+	model := byTask(map[string][]scripted.Step{
+		"find the refund bug": {
+			{Text: "the bug is near refunds.go", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"refunds.go:42"}`}}},
+			{Calls: []scripted.Call{{Name: "child", Args: `{"task":"fix it","type":"heir"}`}, {Name: "child", Args: `{"task":"fix it too"}`}}},
+			{Text: "parent done"},
+		},
+	})
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 3 }, spawnChildTool(&mgr))
+	mgr = f.mgr
+	typ, err := f.reg.Type("worker")
+	require.NoError(t, err)
+	heir := *typ
+	heir.Name, heir.InheritContext = "heir", true
+	require.NoError(t, f.reg.RegisterType(heir))
+
+	res := f.run(t, manager.SpawnRequest{Task: "find the refund bug"})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	var heirTask, workerTask string
+	for _, r := range model.Requests() {
+		switch task := scripted.Text(r.Messages[1]); {
+		case strings.HasSuffix(task, "fix it"):
+			heirTask = task
+		case strings.HasSuffix(task, "fix it too"):
+			workerTask = task
+		}
+	}
+	assert.Equal(t, "fix it too", workerTask, "a child whose type does not inherit gets its task alone")
+	for _, want := range []string{"find the refund bug", "the bug is near refunds.go", "calls echo", "echo:refunds.go:42", "Your task:\nfix it"} {
+		assert.Contains(t, heirTask, want, "the inheriting child sees its parent's conversation, then its task")
+	}
+	assert.NotContains(t, heirTask, "You work in", "the parent's system prompt is not passed on")
 }

@@ -345,7 +345,6 @@ func (m *Model) tokens() counter {
 	return m.counter
 }
 
-
 // isToolDelta recognises the JSON of streamed tool-call fragments, which
 // langchaingo's OpenAI client hands to the streaming function along with
 // the text.
