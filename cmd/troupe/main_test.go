@@ -182,20 +182,7 @@ func TestRunBadInputExitsTwo(t *testing.T) {
 func TestRunInterrupted(t *testing.T) {
 	// An OpenAI-compatible server that holds every request until the
 	// client goes away, so the run is surely in flight when interrupted.
-	received := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case received <- struct{}{}:
-		default:
-		}
-		select {
-		case <-r.Context().Done():
-		case <-stop:
-		}
-	}))
-	defer srv.Close()
-	defer close(stop)
+	srv, received := holdingServer(t)
 	isolate(t)
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
@@ -351,4 +338,28 @@ func TestStderrIsSharedSafely(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	assert.Equal(t, "the answer is here\n", out.String())
 	assert.Contains(t, errb.String(), "✓ general")
+}
+
+// holdingServer is an OpenAI-compatible server that holds every request
+// until the client goes away, so a run is surely in flight; received gets
+// a value when the first request arrives.
+func holdingServer(t *testing.T) (*httptest.Server, <-chan struct{}) {
+	t.Helper()
+	received := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case received <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(func() {
+		close(stop)
+		srv.Close()
+	})
+	return srv, received
 }

@@ -6,8 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,20 +113,7 @@ func TestKilledRunShowsInterrupted(t *testing.T) {
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 
-	received := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case received <- struct{}{}:
-		default:
-		}
-		select {
-		case <-r.Context().Done():
-		case <-stop:
-		}
-	}))
-	defer srv.Close()
-	defer close(stop)
+	srv, received := holdingServer(t)
 
 	runs := filepath.Join(t.TempDir(), "runs")
 	isolate(t)
