@@ -2,6 +2,7 @@ package agenttypes
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -17,6 +18,9 @@ type Budget struct {
 	MaxToolCalls int `json:"max_tool_calls,omitempty" yaml:"max_tool_calls,omitempty"`
 	// MaxTurns caps the number of model calls.
 	MaxTurns int `json:"max_turns,omitempty" yaml:"max_turns,omitempty"`
+	// MaxCostUSD caps what the model calls cost, in US dollars. It needs a
+	// model that knows its price.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty" yaml:"max_cost_usd,omitempty"`
 }
 
 // Merge returns b with every unset field taken from fallback.
@@ -33,6 +37,9 @@ func (b Budget) Merge(fallback Budget) Budget {
 	if b.MaxTurns == 0 {
 		b.MaxTurns = fallback.MaxTurns
 	}
+	if b.MaxCostUSD == 0 {
+		b.MaxCostUSD = fallback.MaxCostUSD
+	}
 	return b
 }
 
@@ -48,6 +55,8 @@ func (b Budget) Validate() error {
 		return fmt.Errorf("%w: max tool calls is %d; give a positive number, or leave it unset for the default", ErrInvalid, b.MaxToolCalls)
 	case b.MaxTurns < 0:
 		return fmt.Errorf("%w: max turns is %d; give a positive number, or leave it unset for the default", ErrInvalid, b.MaxTurns)
+	case b.MaxCostUSD < 0 || math.IsNaN(b.MaxCostUSD) || math.IsInf(b.MaxCostUSD, 0):
+		return fmt.Errorf("%w: max cost is %v USD; give a positive amount such as 0.50, or leave it unset for the default", ErrInvalid, b.MaxCostUSD)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -90,7 +91,7 @@ var claudeIgnored = map[string]bool{
 	"memory": true, "background": true, "isolation": true, "effort": true,
 }
 
-var budgetFields = []string{"max_tokens", "max_time", "max_tool_calls", "max_turns"}
+var budgetFields = []string{"max_tokens", "max_time", "max_tool_calls", "max_turns", "max_cost_usd"}
 
 var outputFields = []string{"format", "schema"}
 
@@ -745,6 +746,8 @@ func (dc *decoder) budget(v *yaml.Node) {
 			}
 		case "max_time":
 			b.MaxTime = dc.duration(k, val)
+		case "max_cost_usd":
+			b.MaxCostUSD = dc.dollars(k, val)
 		default:
 			hint := "; the budget fields are " + strings.Join(budgetFields, ", ")
 			if near := Nearest(key, budgetFields); near != "" {
@@ -753,6 +756,21 @@ func (dc *decoder) budget(v *yaml.Node) {
 			dc.problem(k, "unknown budget field %q%s", key, hint)
 		}
 	}
+}
+
+// dollars reads an amount in US dollars, such as 0.50.
+func (dc *decoder) dollars(k, v *yaml.Node) float64 {
+	s := strings.TrimPrefix(strings.TrimSpace(v.Value), "$")
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case v.Kind != yaml.ScalarNode || v.Tag == "!!null" || err != nil || math.IsNaN(f) || math.IsInf(f, 0):
+		dc.errorf(v, "%s is an amount in US dollars, such as 0.50", k.Value)
+		return 0
+	case f <= 0:
+		dc.errorf(v, "%s is %s: %s", k.Value, v.Value, notPositive(k.Value))
+		return 0
+	}
+	return f
 }
 
 func (dc *decoder) duration(k, v *yaml.Node) time.Duration {

@@ -59,6 +59,9 @@ type Env struct {
 	// Note appends text to the agent's scratchpad. It is never nil in an
 	// Env the manager builds.
 	Note func(text string)
+	// Tree lets the tool act on the agent tree: delegate to children,
+	// collect background groups, ask the parent. Nil outside a manager.
+	Tree Tree
 }
 
 type envKey struct{}

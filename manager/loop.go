@@ -208,7 +208,7 @@ func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage U
 	choice = resp.Choices[0]
 	usage = usageOf(choice, l.tokens)
 	a.mu.Lock()
-	a.usage = a.usage.add(usage)
+	a.usage = a.usage.Add(usage)
 	a.mu.Unlock()
 	a.m.inTokens.Add(int64(usage.InputTokens))
 	a.m.outTokens.Add(int64(usage.OutputTokens))

@@ -3,6 +3,8 @@ package manager
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // Reason says why a run ended.
@@ -25,22 +27,9 @@ const (
 	ReasonShutdown  Reason = "shutdown"
 )
 
-// Usage counts what a run consumed.
-type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	// CostUSD is what the calls cost, when the model reports a price
-	// (GenerationInfo["CostUSD"]); zero when unknown.
-	CostUSD float64 `json:"cost_usd,omitempty"`
-}
-
-// add returns u plus v.
-func (u Usage) add(v Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens, CostUSD: u.CostUSD + v.CostUSD}
-}
-
-// Total is input plus output tokens.
-func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+// Usage counts what a run consumed: tokens, and cost when the model
+// reports a price.
+type Usage = agenttypes.Usage
 
 // Result is the outcome of one agent run.
 type Result struct {
