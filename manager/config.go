@@ -56,6 +56,29 @@ type Config struct {
 	// MaxDepth is how deep delegation may go: a top-level agent has depth
 	// 0, its children depth 1. Default 1, so children cannot delegate.
 	MaxDepth int
+	// MaxChildren is how many children one agent may spawn over its run.
+	// Default 16.
+	MaxChildren int
+	// MaxTreeAgents is how many agents of one tree (a top-level agent and
+	// its descendants) may be alive at once. Default 32.
+	MaxTreeAgents int
+	// MaxBackgroundGroups is how many background groups one agent may have
+	// running at once. Default 4.
+	MaxBackgroundGroups int
+	// ApproveDelegation, when set, is asked before a delegate request
+	// spawns anything; an error refuses the request, and its text is what
+	// the parent model reads.
+	ApproveDelegation func(ctx context.Context, req Approval) error
+	// OnQuestion answers children's questions (ask_parent) first; an
+	// answer with no text passes the question on to the parent's model.
+	// A SpawnRequest's own OnQuestion goes before it.
+	OnQuestion QuestionHandler
+	// AskUser is asked when a parent's model passes a child's question on
+	// to the user. When nil, the child is told nobody answered.
+	AskUser func(ctx context.Context, q QuestionInfo) (string, error)
+	// QuestionTimeout bounds how long ask_parent waits for an answer.
+	// Default 2 minutes.
+	QuestionTimeout time.Duration
 	// ToolConcurrency bounds how many tool calls of one turn run at once.
 	// Default 4.
 	ToolConcurrency int
@@ -93,6 +116,18 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxDepth <= 0 {
 		c.MaxDepth = 1
+	}
+	if c.MaxChildren <= 0 {
+		c.MaxChildren = 16
+	}
+	if c.MaxTreeAgents <= 0 {
+		c.MaxTreeAgents = 32
+	}
+	if c.MaxBackgroundGroups <= 0 {
+		c.MaxBackgroundGroups = 4
+	}
+	if c.QuestionTimeout <= 0 {
+		c.QuestionTimeout = 2 * time.Minute
 	}
 	if c.ToolConcurrency <= 0 {
 		c.ToolConcurrency = 4
@@ -141,3 +176,27 @@ func (s safeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (s safeHandler) WithGroup(name string) slog.Handler { return safeHandler{s.h.WithGroup(name)} }
+
+// Approval is a delegate request waiting for Config.ApproveDelegation.
+type Approval struct {
+	// Parent is the agent that asks.
+	Parent Info
+	// Summary is the request in one line, such as
+	// "Spawn 3 subagents: [security] scan for vulnerab…; [correctness] …".
+	Summary string
+	// Tasks are the tasks as the parent gave them.
+	Tasks []agenttypes.ChildTask
+	// Background is true for a request that returns at once.
+	Background bool
+}
+
+// QuestionInfo is a child's question on its way to an answer.
+type QuestionInfo struct {
+	// From is the child that asks; Parent the agent it asks.
+	From, Parent Info
+	Question     agenttypes.Question
+}
+
+// QuestionHandler answers a child's question. An Answer with no Text
+// passes the question on; an error is told to the child.
+type QuestionHandler func(ctx context.Context, q QuestionInfo) (agenttypes.Answer, error)

@@ -24,6 +24,14 @@ const (
 	// EventBudgetExceeded says a final answer took the run past its token
 	// budget; the answer is kept and the run completes.
 	EventBudgetExceeded EventKind = "budget_exceeded"
+	// EventQuestion carries a child's ask_parent question (Text) on the
+	// child; EventAnswer the answer (Text) and who gave it (Tool: handler,
+	// parent, user, or none).
+	EventQuestion EventKind = "question"
+	EventAnswer   EventKind = "answer"
+	// EventGroupDone is published on the parent when every child of one of
+	// its groups has ended; Group names it.
+	EventGroupDone EventKind = "group_done"
 	// EventDropped takes the place of events a subscriber fell too far
 	// behind to be given; Dropped counts them. Transcripts and OnComplete
 	// callbacks never lose events.
@@ -40,6 +48,11 @@ type Event struct {
 	AgentID  string    `json:"agent"`
 	ParentID string    `json:"parent,omitempty"`
 	Type     string    `json:"type"`
+	// Label is the agent's label, Group the group it was spawned in, and
+	// Depth its depth in the tree (0 for a top-level agent).
+	Label string `json:"label,omitempty"`
+	Group string `json:"group,omitempty"`
+	Depth int    `json:"depth,omitempty"`
 	// State is the new state (EventState, EventCompleted); From the old.
 	State State `json:"state"`
 	From  State `json:"from"`

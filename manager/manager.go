@@ -95,6 +95,23 @@ type SpawnRequest struct {
 	ParentID string
 	// Label is a short name for progress displays.
 	Label string
+	// Tools narrows the type's tools to these; it never widens them. A
+	// child's tools are also limited to its parent's.
+	Tools []string
+	// MaxOutputTokens caps each model call of the agent; 0 leaves the cap
+	// to the token budget.
+	MaxOutputTokens int
+	// Resume is the ID of an ended agent whose conversation the new agent
+	// continues, with Task as the next message. With a ParentID, the
+	// resumed agent must be of the same tree.
+	Resume string
+	// OnQuestion answers the agent's children's questions before
+	// Config.OnQuestion and the agent's own model do.
+	OnQuestion QuestionHandler
+	// Detach lets a child outlive its parent: it is not cancelled when
+	// its parent ends. Only Go callers set it; delegated children never
+	// outlive their parent.
+	Detach bool
 }
 
 // Spawn validates req and starts an agent, or queues it as pending when

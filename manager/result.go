@@ -52,8 +52,11 @@ type Result struct {
 	// Err is the error behind Error, for errors.Is: ErrBudgetExceeded,
 	// context.Canceled, context.DeadlineExceeded, ErrToolPanic, or the
 	// model's own error.
-	Err   error `json:"-"`
-	Usage Usage `json:"usage"`
+	Err error `json:"-"`
+	// Usage covers the agent and everything it spawned; OwnUsage the
+	// agent alone.
+	Usage    Usage `json:"usage"`
+	OwnUsage Usage `json:"own_usage"`
 	// TokensOverBudget is how many tokens past its token budget a run
 	// went when a whole final answer arrived over it. The answer is kept
 	// (the tokens are spent), the run completes, and an
