@@ -284,6 +284,8 @@ func (l *loop) final(content string, usage Usage, over int) bool {
 		a.finish(Failed, ReasonBadOutput, fmt.Errorf("%w: %w", ErrBadOutput, err), content, nil, true)
 		return true
 	}
+	// The answer closes the conversation a later agent may resume.
+	l.add(llms.TextParts(llms.ChatMessageTypeAI, content), content)
 	// The final text is stored once, in the completed event.
 	a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage})
 	if over > 0 {

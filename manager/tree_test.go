@@ -24,7 +24,16 @@ func byTask(script map[string][]scripted.Step) *scripted.Model {
 	steps := make([]scripted.Step, 8)
 	for turn := range steps {
 		steps[turn] = scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
-			s := script[scripted.Text(msgs[1])]
+			text := scripted.Text(msgs[1])
+			s, ok := script[text]
+			if !ok {
+				// A key ending in "..." matches the tasks it begins.
+				for k, v := range script {
+					if p, cut := strings.CutSuffix(k, "..."); cut && strings.HasPrefix(text, p) {
+						s = v
+					}
+				}
+			}
 			if turn < len(s) {
 				if s[turn].Func != nil {
 					return s[turn].Func(ctx, msgs)
