@@ -268,13 +268,14 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	a.m.counts[to].Add(1)
 	a.m.busyNanos.Add(int64(r.Duration))
 
-	// The slot is free as soon as the agent is terminal, before any
-	// callback, and the subtree is told at once.
-	a.m.releaseSlot(a)
+	// The subtree is told at once, and then the slot is free, before any
+	// callback; in that order, so a queued child is never started by the
+	// slot its parent gave back.
 	if a.stopWatch != nil {
 		a.stopWatch()
 	}
 	a.cancel(&stopCause{agent: a.id, ended: true, state: to})
+	a.m.releaseSlot(a)
 
 	a.m.guard("publishing the end of agent "+a.id, func() {
 		if a.observed() {

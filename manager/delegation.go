@@ -211,12 +211,7 @@ func (a *Agent) answer(ctx context.Context, q agenttypes.Question) (agenttypes.A
 // answerWithModel asks the parent's model one question from its child,
 // with the parent's conversation so far; the call is counted to the
 // parent.
-func (p *Agent) answerWithModel(ctx context.Context, child *Agent, q agenttypes.Question) (text string, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("model %s: %w", p.modelName, &PanicError{Value: v, Stack: string(debug.Stack())})
-		}
-	}()
+func (p *Agent) answerWithModel(ctx context.Context, child *Agent, q agenttypes.Question) (string, error) {
 	system := "You are an agent that handed work to a subagent, and the subagent asks you a question. " +
 		"Answer it from your own task and what you have learned, in a few sentences. " +
 		"If only the user could answer it, reply with exactly " + escalate + "."
@@ -228,11 +223,22 @@ func (p *Agent) answerWithModel(ctx context.Context, child *Agent, q agenttypes.
 		b.WriteString("\nIts suggestions: ")
 		b.WriteString(strings.Join(q.Suggestions, "; "))
 	}
+	return p.askOwnModel(ctx, system, b.String(), 1024)
+}
+
+// askOwnModel makes one call of p's model outside its loop, on p's
+// behalf: counted to p (and its ancestors), recorded as p's model call.
+func (p *Agent) askOwnModel(ctx context.Context, system, prompt string, maxTokens int) (text string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("model %s: %w", p.modelName, &PanicError{Value: v, Stack: string(debug.Stack())})
+		}
+	}()
 	msgs := []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, system),
-		llms.TextParts(llms.ChatMessageTypeHuman, b.String()),
+		llms.TextParts(llms.ChatMessageTypeHuman, prompt),
 	}
-	resp, err := p.model.GenerateContent(ctx, msgs, llms.WithMaxTokens(1024))
+	resp, err := p.model.GenerateContent(ctx, msgs, llms.WithMaxTokens(maxTokens))
 	p.mu.Lock()
 	p.turns++
 	p.mu.Unlock()
@@ -244,11 +250,33 @@ func (p *Agent) answerWithModel(ctx context.Context, child *Agent, q agenttypes.
 		return "", fmt.Errorf("model %s returned no choices", p.modelName)
 	}
 	choice := resp.Choices[0]
-	usage := usageOf(choice, countTokens(p.model, system+b.String()))
+	usage := usageOf(choice, countTokens(p.model, system+prompt))
 	p.charge(usage)
 	p.m.inTokens.Add(int64(usage.InputTokens))
 	p.m.outTokens.Add(int64(usage.OutputTokens))
 	p.m.costNanoUSD.Add(int64(usage.CostUSD * 1e9))
 	p.emit(&Event{Kind: EventModelCall, Usage: usage, Text: choice.Content})
 	return strings.TrimSpace(choice.Content), nil
+}
+
+// contextFor is what a child whose type inherits context is told of its
+// parent's conversation: a summary written by the parent's model (one call,
+// counted to the parent), or, when the parent's model cannot write one
+// (the offline model) or the call fails, a digest of the conversation's
+// most recent part.
+func (p *Agent) contextFor(ctx context.Context) string {
+	digest := p.conversationText(maxInheritedBytes)
+	if digest == "" {
+		return ""
+	}
+	if r, ok := p.model.(RetrievalOnly); !ok || !r.RetrievalOnly() {
+		const ask = "Summarise your conversation so far for a subagent you are handing a task to: " +
+			"what your task is, what you have found, and what the subagent should know. At most 300 words."
+		summary, err := p.askOwnModel(ctx, ask, "Your conversation so far:\n\n"+digest, 600)
+		if err == nil && summary != "" {
+			return "The agent that gave you this task summarises its work so far:\n\n" + summary
+		}
+		p.logger().Warn("no summary of the conversation for a child; passing a digest", "err", err)
+	}
+	return "The agent that gave you this task has had this conversation so far:\n\n" + digest
 }

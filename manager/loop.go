@@ -178,8 +178,8 @@ func (l *loop) start() bool {
 	l.add(llms.TextParts(llms.ChatMessageTypeSystem, system), system)
 	task := a.task
 	if a.typ.InheritContext && a.parent != nil {
-		if inherited := a.parent.conversationText(maxInheritedBytes); inherited != "" {
-			task = "The agent that gave you this task has had this conversation so far:\n\n" + inherited + "\n\nYour task:\n" + a.task
+		if inherited := a.parent.contextFor(l.ctx); inherited != "" {
+			task = inherited + "\n\nYour task:\n" + a.task
 		}
 	}
 	l.add(llms.TextParts(llms.ChatMessageTypeHuman, task), task)
