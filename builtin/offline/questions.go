@@ -83,8 +83,9 @@ func listedQuestions(task string) []string {
 	if len(items) < 2 {
 		return nil
 	}
+	asksItself := len(questionMarks(outside.String())) > 0
 	for _, it := range items {
-		if !strings.HasSuffix(strings.TrimSpace(it), "?") && len(questionMarks(outside.String()+"\n")) > 0 {
+		if asksItself && !strings.HasSuffix(strings.TrimSpace(it), "?") {
 			return nil
 		}
 	}
