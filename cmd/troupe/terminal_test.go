@@ -166,3 +166,14 @@ func TestRunFlagsMaxCost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agenttypes.Budget{MaxCostUSD: 0.25}, b)
 }
+
+func TestSummaryShowsOwnUsageBesideTheTreesWhenThereWereChildren(t *testing.T) {
+	r := manager.Result{Type: "general", State: manager.Completed, Reason: manager.ReasonDone, Model: "m", Turns: 2,
+		Usage:    manager.Usage{InputTokens: 71100, OutputTokens: 3410, CostUSD: 0.05},
+		OwnUsage: manager.Usage{InputTokens: 3100, OutputTokens: 420, CostUSD: 0.01}}
+	assert.Contains(t, summary(r), "71100 tokens in / 3410 out, $0.0500 in all (own 3100 in / 420 out, $0.0100) · model m")
+
+	r.Usage = r.OwnUsage
+	assert.Contains(t, summary(r), "3100 tokens in / 420 out, $0.0100 · model m", "no children: one usage")
+	assert.NotContains(t, summary(r), "own")
+}
