@@ -249,6 +249,8 @@ func TestCascadeReachesAThousandAgents(t *testing.T) {
 	f := newFixture(t, scripted.New(scripted.Step{Block: true}).WithoutRecording(), func(c *manager.Config) {
 		c.MaxConcurrent = 2000
 		c.MaxDepth = 2
+		c.MaxChildren = 200
+		c.MaxTreeAgents = 1000
 	})
 	root, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "root"})
 	require.NoError(t, err)
