@@ -50,6 +50,7 @@ type delegation struct {
 
 type chatRequest struct {
 	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -71,12 +72,35 @@ func text(raw json.RawMessage) string {
 	return b.String()
 }
 
-func chatReply(w http.ResponseWriter, model string, message map[string]any, finish string) {
+// chatReply answers with message, as one JSON object or, for a request
+// that streams, as server-sent chunks.
+func chatReply(w http.ResponseWriter, stream bool, model string, message map[string]any, finish string) {
+	usage := map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		delta := map[string]any{"role": "assistant", "content": message["content"]}
+		if calls, ok := message["tool_calls"].([]any); ok {
+			call := calls[0].(map[string]any)
+			call["index"] = 0
+			delta["tool_calls"] = []any{call}
+		}
+		for _, chunk := range []map[string]any{
+			{"choices": []any{map[string]any{"index": 0, "delta": delta}}},
+			{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}},
+			{"choices": []any{}, "usage": usage},
+		} {
+			chunk["id"], chunk["object"], chunk["created"], chunk["model"] = "chatcmpl-1", "chat.completion.chunk", 1, model
+			b, _ := json.Marshal(chunk)
+			fmt.Fprintf(w, "data: %s\n\n", b)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": message, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+		"usage":   usage,
 	})
 }
 
@@ -104,7 +128,7 @@ func (d *delegation) serve(t *testing.T) *httptest.Server {
 				if i == 0 && d.holdFirst > 0 {
 					time.Sleep(d.holdFirst) // so it ends last
 				}
-				chatReply(w, req.Model, map[string]any{"role": "assistant", "content": "report from " + label}, "stop")
+				chatReply(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": "report from " + label}, "stop")
 				return
 			}
 		}
@@ -115,7 +139,7 @@ func (d *delegation) serve(t *testing.T) *httptest.Server {
 			d.mu.Lock()
 			d.toolResult = tool
 			d.mu.Unlock()
-			chatReply(w, req.Model, map[string]any{"role": "assistant", "content": "all three reviewed"}, "stop")
+			chatReply(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": "all three reviewed"}, "stop")
 			return
 		}
 		var tasks []map[string]any
@@ -123,7 +147,7 @@ func (d *delegation) serve(t *testing.T) *httptest.Server {
 			tasks = append(tasks, map[string]any{"label": label, "type": "explore", "prompt": "CHILD " + label + ": review the cart"})
 		}
 		args, _ := json.Marshal(map[string]any{"tasks": tasks})
-		chatReply(w, req.Model, map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{
+		chatReply(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{
 			"id": "call_delegate", "type": "function", "function": map[string]any{"name": "delegate", "arguments": string(args)},
 		}}}, "tool_calls")
 	}))
