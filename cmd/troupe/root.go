@@ -47,17 +47,32 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 // app is what every command shares.
 type app struct {
 	stdout, stderr io.Writer
-	getenv         func(string) string
+	// stdin is where answers to questions and approvals are read, when
+	// isTerminal says it is a terminal.
+	stdin  io.Reader
+	getenv func(string) string
+	// isTerminal reports whether a stream (stdin, stderr) is a terminal;
+	// tests replace it to drive a fake one.
+	isTerminal func(any) bool
+}
+
+// newApp returns the app of a real process: stdin, the environment and
+// the terminal as they are.
+func newApp(stdout, stderr io.Writer) *app {
+	// Progress and logs write to stderr from several goroutines.
+	return &app{stdout: stdout, stderr: &lockedWriter{w: stderr}, stdin: os.Stdin, getenv: os.Getenv, isTerminal: isTerminal}
 }
 
 // execute runs the command line args and returns the exit status.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	// Progress and logs write to stderr from several goroutines.
-	stderr = &lockedWriter{w: stderr}
-	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return newApp(stdout, stderr).execute(ctx, args)
+}
+
+func (a *app) execute(ctx context.Context, args []string) int {
+	stderr := a.stderr
 	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(a.stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -364,3 +379,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// Unwrap returns the stream written to, so terminal checks see through
+// the lock.
+func (l *lockedWriter) Unwrap() io.Writer { return l.w }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,8 +26,10 @@ type runFlags struct {
 	maxTime      time.Duration
 	maxToolCalls int
 	maxTurns     int
+	maxCost      float64
 	json         bool
 	progress     string
+	yes          bool
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -36,7 +39,8 @@ func (a *app) runCommand() *cobra.Command {
 		Short: "Run one agent of a type on a task",
 		Example: `  troupe run explore --repo . "where are budgets enforced?"
   troupe run explore --json --max-turns 5 "which files parse YAML?"
-  troupe run plan --model openai:gpt-4o-mini "add a --dry-run flag"`,
+  troupe run plan --model openai:gpt-4o-mini "add a --dry-run flag"
+  troupe run general --yes --max-cost 0.50 "review this change for security, correctness and style"`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.run(cmd, f, args[0], strings.Join(args[1:], " "))
@@ -49,8 +53,10 @@ func (a *app) runCommand() *cobra.Command {
 	fl.DurationVar(&f.maxTime, "max-time", 0, "wall-time budget, such as 90s or 5m")
 	fl.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "tool-call budget")
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "turn (model call) budget")
+	fl.Float64Var(&f.maxCost, "max-cost", 0, "cost budget in US dollars, such as 0.50, over the agent and its subagents\n(needs a model with a known price)")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto, plain, json or none")
+	fl.BoolVar(&f.yes, "yes", false, "let agents delegate to subagents without asking\n(without it, a terminal asks; elsewhere delegation is refused)")
 	return cmd
 }
 
@@ -59,7 +65,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	mode, err := progressMode(f.progress, a.stderr, a.getenv)
+	mode, err := progressMode(f.progress, a.stderr, a.getenv, a.isTerminal)
 	if err != nil {
 		return err
 	}
@@ -82,13 +88,23 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		fmt.Fprintf(a.stderr, "troupe: warning: cannot write transcripts to %s (%v); running without one (set TROUPE_RUNS_DIR to a writable directory)\n", runs, err)
 		runs = ""
 	}
+	// The user is asked, about delegations and children's questions, only
+	// where they can see the question and type an answer.
+	var progress *progress
+	var con *console
+	if a.isTerminal(a.stdin) && a.isTerminal(a.stderr) {
+		con = newConsole(a.stdin, a.stderr, func() func() { return progress.hold() })
+		defer con.close()
+	}
 	mgr, err := manager.New(manager.Config{
-		Registry:      reg,
-		Models:        resolver,
-		DefaultModel:  model,
-		TranscriptDir: runs,
-		Stream:        mode == progressLive || mode == progressJSON,
-		Logger:        a.logger(),
+		Registry:          reg,
+		Models:            resolver,
+		DefaultModel:      model,
+		TranscriptDir:     runs,
+		Stream:            mode == progressLive || mode == progressJSON,
+		Logger:            a.logger(),
+		ApproveDelegation: a.approver(f.yes, con),
+		AskUser:           a.asker(con),
 	})
 	if err != nil {
 		return err
@@ -96,7 +112,10 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if mode == progressPlain || mode == progressLive {
 		announceModel(a.stderr, reg, typeName, used)
 	}
-	progress := startProgress(mgr, mode, a.stderr)
+	progress = startProgress(mgr, mode, a.stderr, progressOptions{
+		colour: mode == progressLive && a.getenv("NO_COLOR") == "",
+		width:  func() int { return termWidth(a.stderr, liveWidthNoTerm) },
+	})
 
 	agent, err := mgr.Spawn(cmd.Context(), manager.SpawnRequest{Type: typeName, Task: task, Dir: repo, Budget: budget, Model: f.model})
 	if err != nil {
@@ -192,31 +211,44 @@ func budgetFlags(cmd *cobra.Command, f runFlags) (agenttypes.Budget, error) {
 		{"max-time", f.maxTime <= 0},
 		{"max-tool-calls", f.maxToolCalls <= 0},
 		{"max-turns", f.maxTurns <= 0},
+		{"max-cost", !(f.maxCost > 0) || math.IsInf(f.maxCost, 0)},
 	} {
 		if fl.Changed(c.name) && c.bad {
 			v := fl.Lookup(c.name).Value.String()
 			return agenttypes.Budget{}, usagef("--%s %s: a budget must be positive; leave the flag out to use the type's default", c.name, v)
 		}
 	}
-	return agenttypes.Budget{MaxTokens: f.maxTokens, MaxTime: f.maxTime, MaxToolCalls: f.maxToolCalls, MaxTurns: f.maxTurns}, nil
+	return agenttypes.Budget{MaxTokens: f.maxTokens, MaxTime: f.maxTime, MaxToolCalls: f.maxToolCalls, MaxTurns: f.maxTurns, MaxCostUSD: f.maxCost}, nil
 }
 
-// summary is the one line printed on stderr after a run.
+// summary is the one line printed on stderr after a run. For an agent
+// that had subagents it shows the whole tree's usage and the agent's own.
 func summary(r manager.Result) string {
 	var b strings.Builder
 	mark := "✓"
 	if r.State != manager.Completed {
 		mark = "✗"
 	}
-	fmt.Fprintf(&b, "%s %s %s (%s) in %s · %d turns · %d tool calls · %d tokens in / %d out%s · model %s",
+	fmt.Fprintf(&b, "%s %s %s (%s) in %s · %d turns · %d tool calls · %d tokens in / %d out%s",
 		mark, r.Type, r.State, r.Reason, r.Duration.Round(time.Millisecond), r.Turns, r.ToolCalls,
-		r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage), r.Model)
+		r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage))
+	if hadChildren(r) {
+		fmt.Fprintf(&b, " in all (own %d in / %d out%s)", r.OwnUsage.InputTokens, r.OwnUsage.OutputTokens, cost(r.OwnUsage))
+	}
+	fmt.Fprintf(&b, " · model %s", r.Model)
 	if r.Transcript != "" {
 		if _, err := os.Stat(r.Transcript); err == nil {
 			fmt.Fprintf(&b, "\n  transcript: %s", r.Transcript)
 		}
 	}
 	return b.String()
+}
+
+// hadChildren reports whether the usage of r covers more than the agent:
+// its subagents spent something too.
+func hadChildren(r manager.Result) bool {
+	own := r.OwnUsage
+	return own != (manager.Usage{}) && r.Usage != own
 }
 
 // writableDir reports why transcripts could not be written to dir: it,

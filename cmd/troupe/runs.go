@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,10 +19,16 @@ import (
 
 // runRecord is what a transcript says about its run.
 type runRecord struct {
-	ID    string `json:"id"`
-	Type  string `json:"type"`
-	Task  string `json:"task"`
-	State string `json:"state"`
+	ID string `json:"id"`
+	// ParentID, Label and Group place a subagent's run in its tree: the
+	// agent that delegated it, its label, the group it was spawned in.
+	ParentID string `json:"parent_id,omitempty"`
+	Label    string `json:"label,omitempty"`
+	Group    string `json:"group,omitempty"`
+	Depth    int    `json:"depth,omitempty"`
+	Type     string `json:"type"`
+	Task     string `json:"task"`
+	State    string `json:"state"`
 	// Note says why a run is interrupted or unreadable, or what else is
 	// wrong with its transcript.
 	Note       string         `json:"note,omitempty"`
@@ -51,6 +58,7 @@ func recordOf(path string, events []manager.Event) (r runRecord, spawned, comple
 		switch e.Kind {
 		case manager.EventSpawned:
 			r.Type, r.Task, r.Started = e.Type, e.Text, e.Time
+			r.ParentID, r.Label, r.Group, r.Depth = e.ParentID, e.Label, e.Group, e.Depth
 			r.State = e.State.String()
 			spawned = true
 		case manager.EventState:
@@ -72,7 +80,9 @@ func recordOf(path string, events []manager.Event) (r runRecord, spawned, comple
 //     each run it starts (the system drops the lock when the process ends,
 //     however it ends); with no lock held it is interrupted: the process
 //     was killed or crashed. (Where locks are not supported, a transcript
-//     quiet for staleAfter is taken for interrupted.)
+//     quiet for staleAfter is taken for interrupted.) A subagent runs in
+//     the process of the top-level agent of its tree: the lock on that
+//     agent's transcript says whether it is running.
 //
 // Runs written by other programs through the manager hold no lock, and
 // show as interrupted until they complete.
@@ -95,7 +105,7 @@ func inspectRun(path string) (runRecord, []manager.Event) {
 	case err != nil:
 		r.Note = why(err) // a bad line later on: what came before is shown
 	}
-	if !completed && !running(path) {
+	if !completed && !running(path) && !treeRunning(filepath.Dir(path), r.ParentID) {
 		r.State = stateInterrupted
 		r.Note = joinNotes("ended without a completed event: the process running it was killed or crashed", r.Note)
 	}
@@ -122,6 +132,90 @@ func running(path string) bool {
 	}
 	defer f.Close()
 	return lockedByOther(f)
+}
+
+// maxTreeWalk bounds how many ancestors treeRunning reads: deeper than
+// any tree the manager allows.
+const maxTreeWalk = 16
+
+// treeRunning reports whether the run with ID parent, or the nearest
+// ancestor of it with a transcript in dir, is running: the top-level
+// agent of a tree holds the lock for all of it.
+func treeRunning(dir, parent string) bool {
+	for range maxTreeWalk {
+		if parent == "" || strings.ContainsAny(parent, `/\`) {
+			return false
+		}
+		path := filepath.Join(dir, parent+".jsonl")
+		if running(path) {
+			return true
+		}
+		events, _ := manager.ReadTranscript(path)
+		r, spawned, _ := recordOf(path, events)
+		if !spawned {
+			return false
+		}
+		parent = r.ParentID
+	}
+	return false
+}
+
+// runTree orders records for display: top-level runs newest first, each
+// followed by its subagents' runs, oldest first, indented by Depth. A run
+// whose parent has no transcript in the list stands at the top.
+func runTree(records []runRecord) []runRecord {
+	byID := map[string]bool{}
+	for _, r := range records {
+		byID[r.ID] = true
+	}
+	children := map[string][]runRecord{}
+	var roots []runRecord
+	for _, r := range records {
+		if r.ParentID != "" && byID[r.ParentID] && r.ParentID != r.ID {
+			children[r.ParentID] = append(children[r.ParentID], r)
+		} else {
+			roots = append(roots, r)
+		}
+	}
+	slices.SortFunc(roots, func(x, y runRecord) int { return y.Started.Compare(x.Started) })
+	out := make([]runRecord, 0, len(records))
+	seen := map[string]bool{}
+	var add func(r runRecord, depth int)
+	add = func(r runRecord, depth int) {
+		if seen[r.ID] {
+			return
+		}
+		seen[r.ID] = true
+		r.Depth = depth
+		out = append(out, r)
+		kids := children[r.ID]
+		slices.SortFunc(kids, func(x, y runRecord) int { return x.Started.Compare(y.Started) })
+		for _, k := range kids {
+			add(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		add(r, 0)
+	}
+	return out
+}
+
+// listRuns reads every transcript in dir, in tree order.
+func listRuns(dir string) ([]runRecord, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var records []runRecord
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".jsonl" {
+			continue
+		}
+		rec, _ := inspectRun(filepath.Join(dir, e.Name()))
+		rec.Output = ""
+		records = append(records, rec)
+	}
+	return runTree(records), nil
 }
 
 // lockTranscript takes, for the life of this process, the lock that tells
@@ -151,24 +245,13 @@ func (a *app) runsCommand() *cobra.Command {
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
-		Short: "List recorded runs, newest first",
+		Short: "List recorded runs, newest first, subagents' runs under their parent's",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir := a.runsDir()
-			entries, err := os.ReadDir(dir)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			records, err := listRuns(a.runsDir())
+			if err != nil {
 				return err
 			}
-			var records []runRecord
-			for _, e := range entries {
-				if filepath.Ext(e.Name()) != ".jsonl" {
-					continue
-				}
-				rec, _ := inspectRun(filepath.Join(dir, e.Name()))
-				rec.Output = ""
-				records = append(records, rec)
-			}
-			slices.SortFunc(records, func(x, y runRecord) int { return y.Started.Compare(x.Started) })
 			if asJSON {
 				if records == nil {
 					records = []runRecord{}
@@ -188,7 +271,14 @@ func (a *app) runsCommand() *cobra.Command {
 						task = "(" + clip(r.Note, 80) + ")"
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, orDash(r.Type), r.State, started, task)
+				id := r.ID
+				if r.Depth > 0 {
+					id = strings.Repeat("  ", r.Depth-1) + "└ " + id
+				}
+				if r.Label != "" {
+					task = "[" + r.Label + "] " + task
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, orDash(r.Type), r.State, started, task)
 			}
 			return tw.Flush()
 		},
@@ -223,10 +313,42 @@ func (a *app) runsCommand() *cobra.Command {
 			if r.Note != "" {
 				fmt.Fprintf(a.stdout, "\n%s: %s\n", r.State, r.Note)
 			}
+			showFamily(a.stdout, r, filepath.Dir(path))
 			return nil
 		},
 	})
 	return cmd
+}
+
+// showFamily names, after a run's transcript, the run it was delegated
+// by and the runs it delegated to, with the command that shows each.
+func showFamily(w io.Writer, r runRecord, dir string) {
+	if r.ParentID != "" {
+		fmt.Fprintf(w, "\ndelegated by run %s ('troupe runs show %s')\n", r.ParentID, r.ParentID)
+	}
+	runs, err := listRuns(dir)
+	if err != nil {
+		return
+	}
+	var kids []runRecord
+	for _, k := range runs {
+		if k.ParentID == r.ID && k.ID != r.ID {
+			kids = append(kids, k)
+		}
+	}
+	if len(kids) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nsubagents ('troupe runs show ID' shows one):\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, k := range kids {
+		task := clip(k.Task, 60)
+		if k.Label != "" {
+			task = "[" + k.Label + "] " + task
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", k.ID, orDash(k.Type), k.State, task)
+	}
+	_ = tw.Flush()
 }
 
 func orDash(s string) string {

@@ -86,12 +86,6 @@ func TestUnwritableRunsDirRunsWithoutTranscript(t *testing.T) {
 	}
 }
 
-func TestYesFlagIsGone(t *testing.T) {
-	o := troupe(t, "run", "explore", "--repo", shop, "--yes", "task")
-	assert.Equal(t, 2, o.code)
-	assert.Contains(t, o.stderr, "unknown flag: --yes")
-}
-
 func execCapture(args ...string) outcome {
 	var out, errb bytes.Buffer
 	code := execute(context.Background(), args, &out, &errb)
