@@ -195,7 +195,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		}
 	}
 	if budget.MaxCostUSD > 0 && !knowsPrice(model) {
-		return nil, fmt.Errorf("%w: a cost budget of $%.2f is set, and model %q has no known price; give the model a price, or leave the cost budget unset", ErrBadRequest, budget.MaxCostUSD, modelName)
+		return nil, fmt.Errorf("%w: a cost budget of $%g is set, and model %q has no known price; give the model a price, or leave the cost budget unset", ErrBadRequest, budget.MaxCostUSD, modelName)
 	}
 	if req.MaxOutputTokens < 0 {
 		return nil, fmt.Errorf("%w: max output tokens is %d; give a positive number, or 0 for no cap beyond the budget", ErrBadRequest, req.MaxOutputTokens)

@@ -104,7 +104,7 @@ func (a *Agent) clampChild(b agenttypes.Budget) (agenttypes.Budget, error) {
 		if lim.MaxCostUSD > 0 {
 			left := lim.MaxCostUSD - sub.CostUSD
 			if left <= 0 && err == nil {
-				err = fmt.Errorf("%w: agent %s has spent its $%.2f", ErrDelegation, x.id, lim.MaxCostUSD)
+				err = fmt.Errorf("%w: agent %s has spent its $%g", ErrDelegation, x.id, lim.MaxCostUSD)
 			}
 			if b.MaxCostUSD == 0 || left < b.MaxCostUSD {
 				b.MaxCostUSD = max(left, 1e-9)

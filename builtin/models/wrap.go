@@ -144,7 +144,10 @@ type Model struct {
 }
 
 var _ llms.Model = (*Model)(nil)
-var _ manager.TokenCounter = (*Model)(nil)
+var (
+	_ manager.TokenCounter = (*Model)(nil)
+	_ manager.PriceKnower  = (*Model)(nil)
+)
 
 // Wrap returns m wrapped.
 func Wrap(m llms.Model, o Options) *Model {
@@ -334,6 +337,10 @@ func (m *Model) account(ch *llms.ContentChoice, msgs []llms.MessageContent, tool
 		info["CostUSD"] = m.o.Price.Cost(in, out)
 	}
 }
+
+// KnowsPrice reports whether the model has a price, which a cost budget
+// needs.
+func (m *Model) KnowsPrice() bool { return m.o.Price != nil }
 
 // CountTokens counts text's tokens as the model's provider does, where
 // troupe has its tokenizer (OpenAI models), else four characters a token.
