@@ -83,6 +83,9 @@ type Agent struct {
 	lent       int
 	resume     chan struct{}
 	resumeElem *list.Element
+	tooling    int  // tool phases in progress (0 or 1)
+	gone       bool // terminal: its slot released for good
+	runCtx     context.Context
 
 	transcript *transcript // nil when transcripts are off
 	// emitMu makes numbering and writing one agent's events one step, so
@@ -181,6 +184,11 @@ func (a *Agent) endIfQueued() {
 	if !a.m.dequeue(a) {
 		return
 	}
+	a.endDequeued()
+}
+
+// endDequeued ends an agent taken from the queue because its context ended.
+func (a *Agent) endDequeued() {
 	<-a.ready
 	state, reason, err := a.stopOutcome(context.Cause(a.ctx))
 	a.finish(state, reason, err, "", nil, false)

@@ -105,7 +105,9 @@ func TestSlowSubscriberGetsADroppedMarker(t *testing.T) {
 		delivered++
 	}
 	assert.LessOrEqual(t, delivered, 2*8+64, "a slow reader holds a bounded number of events")
-	assert.Equal(t, 1, markers)
+	// The pump may fall behind more than once before the channel fills,
+	// so there may be more than one gap, each with its marker.
+	assert.GreaterOrEqual(t, markers, 1)
 	assert.Equal(t, len(transcript), delivered+dropped, "every event is either delivered or counted; the transcript has them all")
 }
 

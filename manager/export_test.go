@@ -6,3 +6,36 @@ func (m *Manager) SetupCount() int {
 	m.setups.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// SlotState reports the slot bookkeeping: the running counter, how many
+// known agents hold a slot, which terminal agents hold one, and the
+// lengths of the queue and the resumers list.
+type SlotState struct {
+	Running, Holders, Queue, Resumers, Lent int
+	TerminalHolders                         []string
+}
+
+func (m *Manager) Slots() SlotState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := SlotState{Running: m.running, Queue: m.queue.Len(), Resumers: m.resumers.Len()}
+	for _, a := range m.agents {
+		if a.slot {
+			s.Holders++
+			a.mu.Lock()
+			if a.state.Terminal() {
+				s.TerminalHolders = append(s.TerminalHolders, a.id+" "+a.state.String())
+			}
+			a.mu.Unlock()
+		}
+		s.Lent += a.lent
+	}
+	return s
+}
+
+// WaitsLen is how many lent-slot waits are registered on the agent.
+func (a *Agent) WaitsLen() int {
+	a.m.mu.Lock()
+	defer a.m.mu.Unlock()
+	return len(a.waits)
+}

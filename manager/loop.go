@@ -40,6 +40,7 @@ func (a *Agent) run() {
 		defer cancel()
 	}
 	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{AgentID: a.id, Dir: a.dir, Note: a.addNote, Tree: agentTree{a}})
+	a.runCtx = ctx
 
 	l := loop{a: a, ctx: ctx}
 	defer func() {
@@ -397,6 +398,8 @@ type toolOutcome struct {
 // ToolConcurrency, and puts each outcome at its call's index so results
 // go back in call order.
 func (l *loop) execute(calls []llms.ToolCall, run []int, out []toolOutcome) {
+	l.a.m.enterTools(l.a)
+	defer l.a.m.leaveTools(l.a)
 	if len(run) == 1 {
 		out[run[0]] = l.callTool(calls[run[0]])
 		return

@@ -352,6 +352,7 @@ func (m *Manager) releaseSlot(a *Agent) {
 	m.mu.Lock()
 	waits := a.waits
 	a.waits = nil
+	a.gone = true // never lends or takes a slot again
 	if !a.slot {
 		m.mu.Unlock()
 		return
@@ -359,16 +360,25 @@ func (m *Manager) releaseSlot(a *Agent) {
 	a.slot = false
 	m.running--
 	for _, sw := range waits {
-		if w := sw.w; !sw.over && w.lent == 1 && !w.slot && w.resume == nil && allEnded(sw.on) {
+		if w := sw.w; !sw.over && !w.gone && w.lent == 1 && !w.slot && w.resume == nil && allEnded(sw.on) {
 			w.slot = true
 			m.running++
 			break
 		}
 	}
-	start := m.handOffLocked()
+	start, drop := m.handOffLocked()
 	m.mu.Unlock()
+	m.startAll(start, drop)
+}
+
+// startAll starts the agents handOffLocked took from the queue, and ends
+// those whose context had already ended.
+func (m *Manager) startAll(start, drop []*Agent) {
 	for _, next := range start {
 		go next.run()
+	}
+	for _, d := range drop {
+		go d.endDequeued()
 	}
 }
 
@@ -386,7 +396,7 @@ func allEnded(agents []*Agent) bool {
 
 // handOffLocked fills free slots: agents resuming after a wait first, then
 // the oldest pending agents, which it returns to be started. m.mu is held.
-func (m *Manager) handOffLocked() (start []*Agent) {
+func (m *Manager) handOffLocked() (start, drop []*Agent) {
 	for m.running < m.cfg.MaxConcurrent {
 		if front := m.resumers.Front(); front != nil {
 			r := m.resumers.Remove(front).(*Agent)
@@ -403,47 +413,71 @@ func (m *Manager) handOffLocked() (start []*Agent) {
 		}
 		next := m.queue.Remove(front).(*Agent)
 		next.elem = nil
+		if next.ctx.Err() != nil {
+			// Cancelled in the queue (its parent ended, say): it never runs.
+			drop = append(drop, next)
+			continue
+		}
 		next.slot = true
 		m.running++
 		start = append(start, next)
 	}
-	return start
+	return start, drop
 }
 
 // lendSlot lets others use w's slot while w waits on agents.
 func (m *Manager) lendSlot(w *Agent, on []*Agent) *slotWait {
-	sw := &slotWait{w: w, on: on}
 	m.mu.Lock()
+	if w.gone || w.tooling == 0 {
+		// Only an agent inside a tool call lends: not one that has ended,
+		// nor one whose loop goes on (a wait left running in the background).
+		m.mu.Unlock()
+		return nil
+	}
+	sw := &slotWait{w: w, on: on}
 	for _, a := range on {
 		a.waits = append(a.waits, sw)
 	}
 	w.lent++
-	if w.lent > 1 || !w.slot {
+	if w.resume != nil {
+		// Another call of w was taking a slot back; this wait needs none.
+		m.resumers.Remove(w.resumeElem)
+		close(w.resume)
+		w.resume, w.resumeElem = nil, nil
+	}
+	if !w.slot { // already lent (it may have been handed back: lend it again)
 		m.mu.Unlock()
 		return sw
 	}
 	w.slot = false
 	m.running--
-	start := m.handOffLocked()
+	start, drop := m.handOffLocked()
 	m.mu.Unlock()
-	for _, next := range start {
-		go next.run()
-	}
+	m.startAll(start, drop)
 	return sw
 }
 
 // reclaimSlot ends a wait: when it was w's last, w takes a slot back (it
 // may have been handed one already), waiting for one if all are taken,
 // until ctx ends.
-func (m *Manager) reclaimSlot(ctx context.Context, sw *slotWait) {
+func (m *Manager) reclaimSlot(sw *slotWait) {
 	w := sw.w
 	m.mu.Lock()
 	sw.over = true
+	for _, a := range sw.on { // a wait that gave up leaves nothing behind
+		a.waits = slices.DeleteFunc(a.waits, func(x *slotWait) bool { return x == sw })
+	}
 	w.lent--
-	if w.lent > 0 || w.slot || w.resume != nil {
+	if w.lent > 0 || w.slot || w.resume != nil || w.gone || w.tooling == 0 {
 		m.mu.Unlock()
 		return
 	}
+	m.acquireLocked(w)
+}
+
+// acquireLocked gives w a slot, waiting in the resumers' line until one
+// is free or w's run ends. m.mu is held and is released.
+func (m *Manager) acquireLocked(w *Agent) {
 	if m.running < m.cfg.MaxConcurrent && m.resumers.Len() == 0 {
 		w.slot = true
 		m.running++
@@ -454,9 +488,11 @@ func (m *Manager) reclaimSlot(ctx context.Context, sw *slotWait) {
 	w.resume = ch
 	w.resumeElem = m.resumers.PushBack(w)
 	m.mu.Unlock()
+	// The agent's own run context, not the wait's: a wait that times out
+	// must not let the agent go on without a slot.
 	select {
 	case <-ch:
-	case <-ctx.Done():
+	case <-w.runCtx.Done():
 		m.mu.Lock()
 		if w.resumeElem != nil {
 			m.resumers.Remove(w.resumeElem)
@@ -464,6 +500,25 @@ func (m *Manager) reclaimSlot(ctx context.Context, sw *slotWait) {
 		}
 		m.mu.Unlock()
 	}
+}
+
+// enterTools and leaveTools bracket a turn's tool calls, the only time an
+// agent lends its slot. Leaving, the agent takes a slot back even when a
+// wait started by a tool goes on in the background.
+func (m *Manager) enterTools(a *Agent) {
+	m.mu.Lock()
+	a.tooling++
+	m.mu.Unlock()
+}
+
+func (m *Manager) leaveTools(a *Agent) {
+	m.mu.Lock()
+	a.tooling--
+	if a.tooling > 0 || a.slot || a.gone || a.resume != nil {
+		m.mu.Unlock()
+		return
+	}
+	m.acquireLocked(a)
 }
 
 // await waits for every agent in agents to end, or for ctx. When ctx is
@@ -482,8 +537,9 @@ func (m *Manager) await(ctx context.Context, agents []*Agent) ([]Result, error) 
 	if blocked {
 		if id := agenttypes.EnvFrom(ctx).AgentID; id != "" {
 			if w := m.lookup(id); w != nil && !slices.Contains(agents, w) {
-				sw := m.lendSlot(w, agents)
-				defer m.reclaimSlot(ctx, sw)
+				if sw := m.lendSlot(w, agents); sw != nil {
+					defer m.reclaimSlot(sw)
+				}
 			}
 		}
 	}
