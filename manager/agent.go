@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -50,8 +51,18 @@ type Agent struct {
 	budget    agenttypes.Budget
 	created   time.Time
 
-	parent *Agent // nil for a top-level agent
-	setup  *typeSetup
+	parent    *Agent // nil for a top-level agent
+	root      *Agent // the top-level agent of its tree; itself at depth 0
+	setup     *typeSetup
+	maxOutput int    // cap on each model call's output; 0: the budget's
+	resumed   *Agent // the ended agent whose conversation this one continues
+	// onQuestion answers this agent's children's questions first.
+	onQuestion QuestionHandler
+	group      *Group // the group it was spawned in, if any
+	// children counts the children it spawned; alive, on a root, its
+	// descendants that have not ended.
+	children atomic.Int32
+	alive    atomic.Int32
 
 	ctx    context.Context // derives from the parent's, so cancelling reaches the subtree
 	cancel context.CancelCauseFunc
@@ -66,6 +77,7 @@ type Agent struct {
 	// slot out, and, while it waits to take a slot back, the channel
 	// closed when it has one and its place in the line of resuming agents.
 	elem       *list.Element
+	held       bool        // registered, but held back by its group's concurrency
 	waits      []*slotWait // waits on this agent by agents lending their slot
 	slot       bool
 	lent       int
@@ -81,11 +93,16 @@ type Agent struct {
 	state     State
 	started   time.Time
 	ended     time.Time
-	usage     Usage
-	toolCalls int
-	turns     int
-	notes     []string
-	result    Result
+	usage     Usage // its own model calls
+	toolCalls int   // its own tool calls
+	// subtree and subToolCalls count it and every descendant: what its
+	// budget bounds.
+	subtree      Usage
+	subToolCalls int
+	groups       []*Group // the groups it spawned
+	turns        int
+	notes        []string
+	result       Result
 	// history is the conversation so far, for children whose type
 	// inherits it. Messages below its length are never changed.
 	history []llms.MessageContent
@@ -104,7 +121,8 @@ type Info struct {
 	State     State             `json:"state"`
 	Reason    Reason            `json:"reason,omitempty"`
 	Budget    agenttypes.Budget `json:"budget"`
-	Usage     Usage             `json:"usage"`
+	Usage     Usage             `json:"usage"` // the agent and its descendants
+	OwnUsage  Usage             `json:"own_usage"`
 	ToolCalls int               `json:"tool_calls"`
 	Turns     int               `json:"turns"`
 	Created   time.Time         `json:"created"`
@@ -125,7 +143,7 @@ func (a *Agent) Info() Info {
 	return Info{
 		ID: a.id, ParentID: a.parentID, Depth: a.depth, Type: a.typ.Name, Label: a.label,
 		Task: a.task, Dir: a.dir, Model: a.modelName, State: a.state, Reason: a.result.Reason,
-		Budget: a.budget, Usage: a.usage, ToolCalls: a.toolCalls, Turns: a.turns,
+		Budget: a.budget, Usage: a.subtree, OwnUsage: a.usage, ToolCalls: a.toolCalls, Turns: a.turns,
 		Created: a.created, Started: a.started, Ended: a.ended,
 	}
 }
@@ -233,7 +251,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	r := Result{
 		ID: a.id, Type: a.typ.Name, Model: a.modelName, State: to, Reason: reason,
 		Partial: partial, Output: output, Data: data, Err: err,
-		Usage: a.usage, ToolCalls: a.toolCalls, Turns: a.turns, TokensOverBudget: overBudget,
+		Usage: a.subtree, OwnUsage: a.usage, ToolCalls: a.toolCalls, Turns: a.turns, TokensOverBudget: overBudget,
 	}
 	if err != nil {
 		r.Error = err.Error()
@@ -250,13 +268,14 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	a.m.counts[to].Add(1)
 	a.m.busyNanos.Add(int64(r.Duration))
 
-	// The slot is free as soon as the agent is terminal, before any
-	// callback, and the subtree is told at once.
-	a.m.releaseSlot(a)
+	// The subtree is told at once, and then the slot is free, before any
+	// callback; in that order, so a queued child is never started by the
+	// slot its parent gave back.
 	if a.stopWatch != nil {
 		a.stopWatch()
 	}
 	a.cancel(&stopCause{agent: a.id, ended: true, state: to})
+	a.m.releaseSlot(a)
 
 	a.m.guard("publishing the end of agent "+a.id, func() {
 		if a.observed() {
@@ -267,8 +286,14 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	if a.transcript != nil {
 		a.transcript.close()
 	}
+	if a.parent != nil {
+		a.root.alive.Add(-1)
+	}
 	a.m.retire(a) // before done closes, so a waiter sees the manager settled
 	close(a.done)
+	if a.group != nil {
+		a.group.childEnded()
+	}
 	// Close waits for the callbacks, so wg.Done comes after them.
 	defer a.m.wg.Done()
 	a.m.runCallbacks(a.Info())
@@ -313,6 +338,11 @@ func (a *Agent) emit(e *Event) {
 	e.AgentID = a.id
 	e.ParentID = a.parentID
 	e.Type = a.typ.Name
+	e.Label = a.label
+	e.Depth = a.depth
+	if a.group != nil {
+		e.Group = a.group.id
+	}
 	a.emitMu.Lock()
 	defer a.emitMu.Unlock()
 	e.Time = a.m.cfg.now()

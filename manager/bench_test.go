@@ -243,6 +243,8 @@ func BenchmarkCancelSubtree(b *testing.B) {
 			DefaultModel:  "scripted",
 			MaxConcurrent: 1000,
 			MaxDepth:      2,
+			MaxChildren:   110,
+			MaxTreeAgents: 1000,
 			Logger:        slog.New(slog.DiscardHandler),
 		})
 		if err != nil {

@@ -53,6 +53,10 @@ type Config struct {
 	// KeepEnded is how many ended agents the manager remembers for Get,
 	// List and Wait; the oldest are forgotten beyond it. Default 10,000.
 	KeepEnded int
+	// KeepConversations is how many ended agents keep their conversation,
+	// so that a new agent can resume it (SpawnRequest.Resume); the oldest
+	// are dropped beyond it. Default 256.
+	KeepConversations int
 	// MaxDepth is how deep delegation may go: a top-level agent has depth
 	// 0, its children depth 1. Default 1, so children cannot delegate.
 	MaxDepth int
@@ -113,6 +117,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.KeepEnded <= 0 {
 		c.KeepEnded = 10_000
+	}
+	if c.KeepConversations <= 0 {
+		c.KeepConversations = 256
 	}
 	if c.MaxDepth <= 0 {
 		c.MaxDepth = 1

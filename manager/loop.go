@@ -39,7 +39,7 @@ func (a *Agent) run() {
 		ctx, cancel = context.WithTimeoutCause(ctx, a.budget.MaxTime, errTimeBudget)
 		defer cancel()
 	}
-	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{AgentID: a.id, Dir: a.dir, Note: a.addNote})
+	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{AgentID: a.id, Dir: a.dir, Note: a.addNote, Tree: agentTree{a}})
 
 	l := loop{a: a, ctx: ctx}
 	defer func() {
@@ -64,25 +64,10 @@ type loop struct {
 
 func (l *loop) run() {
 	a := l.a
-	system, err := a.setup.prompt.Render(l.ctx, agenttypes.PromptData{Type: a.typ.Name, Dir: a.dir, Tools: a.typ.Tools})
-	if err != nil {
-		if l.ctx.Err() != nil {
-			l.stopped()
-			return
-		}
-		l.fail(ReasonPrompt, fmt.Errorf("type %q: %w", a.typ.Name, err))
+	l.tokens = a.tools.tokens(a.modelName, a.model)
+	if !l.start() {
 		return
 	}
-	l.tokens = a.setup.toolTokens(a.modelName, a.model)
-	l.add(llms.TextParts(llms.ChatMessageTypeSystem, system), system)
-	task := a.task
-	if a.typ.InheritContext && a.parent != nil {
-		if inherited := a.parent.conversationText(maxInheritedBytes); inherited != "" {
-			task = "The agent that gave you this task has had this conversation so far:\n\n" + inherited + "\n\nYour task:\n" + a.task
-		}
-	}
-	l.add(llms.TextParts(llms.ChatMessageTypeHuman, task), task)
-
 	opts := make([]llms.CallOption, 0, 3)
 	if len(a.tools.specs) > 0 {
 		opts = append(opts, llms.WithTools(a.tools.specs))
@@ -96,17 +81,29 @@ func (l *loop) run() {
 			return
 		}
 		if a.budget.MaxTurns > 0 && l.turns() >= a.budget.MaxTurns {
-			l.budget(ReasonBudgetTurns, "turn", a.budget.MaxTurns)
+			l.budget(ReasonBudgetTurns, "turn", a, a.budget.MaxTurns)
 			return
 		}
+		if x := a.costSpent(); x != nil {
+			l.budgetCost(x)
+			return
+		}
+		// The budget checks cover the agent and its ancestors: what a
+		// child spends is charged to them all.
 		callOpts := opts
-		if a.budget.MaxTokens > 0 {
-			left := a.budget.MaxTokens - l.used() - l.tokens
+		maxOut := a.maxOutput
+		if t := a.tokensLeft(); t.agent != nil {
+			left := t.left - l.tokens
 			if left < a.m.cfg.MinOutputTokens {
-				l.budget(ReasonBudgetTokens, "token", a.budget.MaxTokens)
+				l.budget(ReasonBudgetTokens, "token", t.agent, t.limit)
 				return
 			}
-			callOpts = append(opts[:len(opts):len(opts)], llms.WithMaxTokens(left))
+			if maxOut == 0 || left < maxOut {
+				maxOut = left
+			}
+		}
+		if maxOut > 0 {
+			callOpts = append(opts[:len(opts):len(opts)], llms.WithMaxTokens(maxOut))
 		}
 		choice, usage, err := l.call(callOpts)
 		if choice != nil && choice.Content != "" {
@@ -126,9 +123,10 @@ func (l *loop) run() {
 			l.fail(ReasonModelError, err)
 			return
 		}
+		t := a.tokensLeft()
 		over := 0
-		if a.budget.MaxTokens > 0 {
-			over = l.used() - a.budget.MaxTokens
+		if t.agent == a && t.left < 0 {
+			over = -t.left
 		}
 		if len(choice.ToolCalls) == 0 {
 			if l.final(choice.Content, usage, over) {
@@ -137,15 +135,74 @@ func (l *loop) run() {
 			continue
 		}
 		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: choice.Content})
-		if over > 0 {
-			// The tokens are spent; the tool calls they asked for are not run.
-			l.budget(ReasonBudgetTokens, "token", a.budget.MaxTokens)
+		// The tokens or dollars are spent; the tool calls they asked for
+		// are not run.
+		if t.agent != nil && t.left < 0 {
+			l.budget(ReasonBudgetTokens, "token", t.agent, t.limit)
+			return
+		}
+		if x := a.costSpent(); x != nil {
+			l.budgetCost(x)
 			return
 		}
 		if !l.tools(choice) {
 			return
 		}
 	}
+}
+
+// start puts the conversation's first messages in place: the system
+// prompt and the task, or the conversation of the agent this one resumes
+// followed by the task. false means the run ended.
+func (l *loop) start() bool {
+	a := l.a
+	if r := a.resumed; r != nil {
+		r.mu.Lock()
+		prior := slices.Clone(r.history)
+		r.mu.Unlock()
+		for _, m := range prior {
+			l.add(m, messageText(m))
+		}
+		l.add(llms.TextParts(llms.ChatMessageTypeHuman, a.task), a.task)
+		return true
+	}
+	system, err := a.setup.prompt.Render(l.ctx, agenttypes.PromptData{Type: a.typ.Name, Dir: a.dir, Tools: a.typ.Tools})
+	if err != nil {
+		if l.ctx.Err() != nil {
+			l.stopped()
+			return false
+		}
+		l.fail(ReasonPrompt, fmt.Errorf("type %q: %w", a.typ.Name, err))
+		return false
+	}
+	l.add(llms.TextParts(llms.ChatMessageTypeSystem, system), system)
+	task := a.task
+	if a.typ.InheritContext && a.parent != nil {
+		if inherited := a.parent.contextFor(l.ctx); inherited != "" {
+			task = inherited + "\n\nYour task:\n" + a.task
+		}
+	}
+	l.add(llms.TextParts(llms.ChatMessageTypeHuman, task), task)
+	return true
+}
+
+// messageText is what a message says, for token estimates.
+func messageText(m llms.MessageContent) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		switch p := p.(type) {
+		case llms.TextContent:
+			b.WriteString(p.Text)
+		case llms.ToolCall:
+			if p.FunctionCall != nil {
+				b.WriteString(p.FunctionCall.Name)
+				b.WriteString(p.FunctionCall.Arguments)
+			}
+		case llms.ToolCallResponse:
+			b.WriteString(p.Content)
+		}
+	}
+	return b.String()
 }
 
 // delta publishes a chunk of streamed text to subscribers.
@@ -178,12 +235,6 @@ func (l *loop) turns() int {
 	return l.a.turns
 }
 
-func (l *loop) used() int {
-	l.a.mu.Lock()
-	defer l.a.mu.Unlock()
-	return l.a.usage.Total()
-}
-
 // call makes one model call and accounts for it.
 func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage Usage, err error) {
 	a := l.a
@@ -207,9 +258,7 @@ func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage U
 	}
 	choice = resp.Choices[0]
 	usage = usageOf(choice, l.tokens)
-	a.mu.Lock()
-	a.usage = a.usage.Add(usage)
-	a.mu.Unlock()
+	a.charge(usage)
 	a.m.inTokens.Add(int64(usage.InputTokens))
 	a.m.outTokens.Add(int64(usage.OutputTokens))
 	a.m.costNanoUSD.Add(int64(usage.CostUSD * 1e9))
@@ -235,6 +284,8 @@ func (l *loop) final(content string, usage Usage, over int) bool {
 		a.finish(Failed, ReasonBadOutput, fmt.Errorf("%w: %w", ErrBadOutput, err), content, nil, true)
 		return true
 	}
+	// The answer closes the conversation a later agent may resume.
+	l.add(llms.TextParts(llms.ChatMessageTypeAI, content), content)
 	// The final text is stored once, in the completed event.
 	a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage})
 	if over > 0 {
@@ -290,10 +341,9 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 	// A call to a tool the agent may not use is refused and costs nothing;
 	// of the others, only as many as the budget still allows are run.
 	left := len(calls)
-	if max := a.budget.MaxToolCalls; max > 0 {
-		a.mu.Lock()
-		left = max - a.toolCalls
-		a.mu.Unlock()
+	limit := a.toolCallsLeft()
+	if limit.agent != nil {
+		left = limit.left
 	}
 	results := make([]toolOutcome, len(calls))
 	run := make([]int, 0, len(calls))
@@ -331,7 +381,7 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 		return false
 	}
 	if cut {
-		l.budget(ReasonBudgetToolCalls, "tool call", a.budget.MaxToolCalls)
+		l.budget(ReasonBudgetToolCalls, "tool call", limit.agent, limit.limit)
 		return false
 	}
 	return true
@@ -383,9 +433,7 @@ func (l *loop) callTool(c llms.ToolCall) (o toolOutcome) {
 	name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
 	o.name = name
 	tool := a.tools.byName[name]
-	a.mu.Lock()
-	a.toolCalls++
-	a.mu.Unlock()
+	a.chargeToolCall()
 	a.m.toolCalls.Add(1)
 	a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: args})
 
@@ -437,8 +485,13 @@ func (l *loop) stopped() {
 	l.a.finish(state, reason, err, l.partialOutput(), nil, true)
 }
 
-func (l *loop) budget(reason Reason, what string, limit int) {
-	l.a.finish(Failed, reason, fmt.Errorf("%w: %s budget of %d used up", ErrBudgetExceeded, what, limit), l.partialOutput(), nil, true)
+// budget ends the run on a budget of x, the agent or an ancestor.
+func (l *loop) budget(reason Reason, what string, x *Agent, limit int) {
+	l.a.finish(Failed, reason, fmt.Errorf("%w: %s budget%s of %d used up", ErrBudgetExceeded, what, l.a.whose(x), limit), l.partialOutput(), nil, true)
+}
+
+func (l *loop) budgetCost(x *Agent) {
+	l.a.finish(Failed, ReasonBudgetCost, fmt.Errorf("%w: cost budget%s of $%.4f used up", ErrBudgetExceeded, l.a.whose(x), x.budget.MaxCostUSD), l.partialOutput(), nil, true)
 }
 
 func (l *loop) fail(reason Reason, err error) {

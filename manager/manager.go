@@ -38,8 +38,10 @@ type Manager struct {
 	closed    bool
 	wg        sync.WaitGroup // one per agent not yet terminal
 
-	callbacksMu sync.RWMutex
-	callbacks   []func(Info)
+	callbacksMu    sync.RWMutex
+	callbacks      []func(Info)
+	groupCallbacks []func(*Group)
+	talkers        []*Agent // ended agents whose conversation is kept, oldest first
 
 	models sync.Map // model name → llms.Model
 	setups sync.Map // type name → *typeSetup
@@ -124,7 +126,7 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Agent, error) {
 		return nil, err
 	}
 	if err := m.admit(a); err != nil {
-		a.cancel(nil)
+		m.discard(a)
 		return nil, err
 	}
 	return a, nil
@@ -155,7 +157,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if err != nil {
 		return nil, err
 	}
-	var parent *Agent
+	var parent, resumed *Agent
 	depth := 0
 	parentCtx := m.base
 	if req.ParentID != "" {
@@ -165,10 +167,17 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		if st := parent.Info().State; st.Terminal() {
 			return nil, fmt.Errorf("%w: parent %s has ended (%s) and can have no more children", ErrBadRequest, parent.id, st)
 		}
-		parentCtx = parent.ctx
+		if !req.Detach {
+			parentCtx = parent.ctx
+		}
 		depth = parent.depth + 1
 		if depth > m.cfg.MaxDepth {
 			return nil, fmt.Errorf("%w: agent %s is at depth %d and may not spawn children (the limit is %d)", ErrDepthExceeded, parent.id, parent.depth, m.cfg.MaxDepth)
+		}
+	}
+	if req.Resume != "" {
+		if resumed, err = m.resumable(req.Resume, typ, parent); err != nil {
+			return nil, err
 		}
 	}
 	modelName := m.modelName(req, typ, parent)
@@ -180,32 +189,67 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		return nil, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves; name a language model (provider:model) in the request, the type or Config.DefaultModel", ErrModel, typ.Name, modelName)
 	}
 	budget := req.Budget.Merge(typ.Budget).Merge(m.cfg.DefaultBudget)
+	if parent != nil {
+		if budget, err = parent.clampChild(budget); err != nil {
+			return nil, err
+		}
+	}
+	if budget.MaxCostUSD > 0 && !knowsPrice(model) {
+		return nil, fmt.Errorf("%w: a cost budget of $%.2f is set, and model %q has no known price; give the model a price, or leave the cost budget unset", ErrBadRequest, budget.MaxCostUSD, modelName)
+	}
+	if req.MaxOutputTokens < 0 {
+		return nil, fmt.Errorf("%w: max output tokens is %d; give a positive number, or 0 for no cap beyond the budget", ErrBadRequest, req.MaxOutputTokens)
+	}
+	tools, err := m.toolsFor(setup, parent, depth, req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	if parent != nil {
+		if err := parent.reserveChild(); err != nil {
+			return nil, err
+		}
+	}
 	actx, cancel := context.WithCancelCause(parentCtx)
 	a := &Agent{
-		m:         m,
-		id:        uuid.NewString(),
-		parentID:  req.ParentID,
-		parent:    parent,
-		depth:     depth,
-		typ:       typ,
-		setup:     setup,
-		tools:     setup.tools,
-		task:      req.Task,
-		label:     req.Label,
-		dir:       req.Dir,
-		model:     model,
-		modelName: modelName,
-		budget:    budget,
-		ctx:       actx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
-		ready:     make(chan struct{}),
-		created:   m.cfg.now(),
+		m:          m,
+		id:         uuid.NewString(),
+		parentID:   req.ParentID,
+		parent:     parent,
+		depth:      depth,
+		typ:        typ,
+		setup:      setup,
+		tools:      tools,
+		task:       req.Task,
+		label:      req.Label,
+		dir:        req.Dir,
+		model:      model,
+		modelName:  modelName,
+		budget:     budget,
+		maxOutput:  req.MaxOutputTokens,
+		resumed:    resumed,
+		onQuestion: req.OnQuestion,
+		ctx:        actx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+		ready:      make(chan struct{}),
+		created:    m.cfg.now(),
+	}
+	a.root = a
+	if parent != nil {
+		a.root = parent.root
 	}
 	if m.cfg.TranscriptDir != "" {
 		a.transcript = &transcript{path: filepath.Join(m.cfg.TranscriptDir, a.id+".jsonl")}
 	}
 	return a, nil
+}
+
+// discard drops an agent that was prepared and will not be admitted.
+func (m *Manager) discard(a *Agent) {
+	if a.parent != nil {
+		a.root.alive.Add(-1)
+	}
+	a.cancel(nil)
 }
 
 // admit registers a and starts it or queues it.
@@ -240,6 +284,51 @@ func (m *Manager) admit(a *Agent) error {
 		go a.run()
 	}
 	return nil
+}
+
+// admitHeld registers a as pending without starting or queueing it: its
+// group lets it go (releaseHeld) when the group's concurrency allows.
+func (m *Manager) admitHeld(a *Agent) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	if n := m.queue.Len(); n >= m.cfg.MaxQueue {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, n)
+	}
+	a.held = true
+	a.stopWatch = context.AfterFunc(a.ctx, a.endIfQueued)
+	m.agents[a.id] = a
+	m.wg.Add(1)
+	m.counts[Pending].Add(1)
+	m.mu.Unlock()
+	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
+	close(a.ready)
+	return nil
+}
+
+// releaseHeld starts a held agent or queues it for a slot; an agent that
+// ended while held is left alone.
+func (m *Manager) releaseHeld(a *Agent) {
+	m.mu.Lock()
+	if !a.held {
+		m.mu.Unlock()
+		return
+	}
+	a.held = false
+	start := m.running < m.cfg.MaxConcurrent && m.queue.Len() == 0 && m.resumers.Len() == 0
+	if start {
+		m.running++
+		a.slot = true
+	} else {
+		a.elem = m.queue.PushBack(a)
+	}
+	m.mu.Unlock()
+	if start {
+		go a.run()
+	}
 }
 
 // The running slots. At most MaxConcurrent agents hold one. An agent gives
@@ -414,6 +503,17 @@ func (m *Manager) await(ctx context.Context, agents []*Agent) ([]Result, error) 
 func (m *Manager) retire(a *Agent) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Conversations are kept for resume, for the most recent
+	// KeepConversations ended agents only: they are the large part.
+	m.talkers = append(m.talkers, a)
+	if len(m.talkers) > m.cfg.KeepConversations {
+		old := m.talkers[0]
+		m.talkers[0] = nil
+		m.talkers = m.talkers[1:]
+		old.mu.Lock()
+		old.history = nil
+		old.mu.Unlock()
+	}
 	m.ended = append(m.ended, a.id)
 	if len(m.ended)-m.endedHead > m.cfg.KeepEnded {
 		delete(m.agents, m.ended[m.endedHead])
@@ -432,6 +532,10 @@ func (m *Manager) retire(a *Agent) {
 func (m *Manager) dequeue(a *Agent) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if a.held {
+		a.held = false
+		return true
+	}
 	if a.elem == nil {
 		return false
 	}
@@ -565,7 +669,7 @@ func (m *Manager) SpawnParallel(ctx context.Context, reqs []SpawnRequest) ([]Res
 		a, err := m.prepare(ctx, req)
 		if err != nil {
 			for _, p := range prepared[:i] {
-				p.cancel(nil)
+				m.discard(p)
 			}
 			return nil, fmt.Errorf("request %d (%s): %w", i, req.Type, err)
 		}
@@ -577,7 +681,7 @@ func (m *Manager) SpawnParallel(ctx context.Context, reqs []SpawnRequest) ([]Res
 				p.Cancel()
 			}
 			for _, p := range prepared[i:] {
-				p.cancel(nil)
+				m.discard(p)
 			}
 			return nil, fmt.Errorf("request %d (%s): %w", i, a.typ.Name, err)
 		}

@@ -22,9 +22,11 @@ const (
 	ReasonBadOutput       Reason = "bad_output"
 	// ReasonPrompt: the type's prompt template failed to render (too
 	// large, or an error such as an index out of range).
-	ReasonPrompt    Reason = "prompt_error"
-	ReasonCancelled Reason = "cancelled"
-	ReasonShutdown  Reason = "shutdown"
+	ReasonPrompt Reason = "prompt_error"
+	// ReasonBudgetCost: the cost budget (max_cost_usd) was used up.
+	ReasonBudgetCost Reason = "budget_cost"
+	ReasonCancelled  Reason = "cancelled"
+	ReasonShutdown   Reason = "shutdown"
 )
 
 // Usage counts what a run consumed: tokens, and cost when the model

@@ -12,23 +12,26 @@ import (
 )
 
 // typeSetup is what the manager derives from a type once and reuses for
-// every agent of it: its tools, its compiled prompt and the tokens its tool
-// definitions take in every model call.
+// every agent of it: its tool sets and its compiled prompt.
 type typeSetup struct {
 	typ    *agenttypes.Type
-	tools  *toolset
+	tools  *toolset // the type's own tools
 	prompt *agenttypes.Prompt
-	// specsJSON is the tool definitions as the model receives them, for
-	// token estimates; specTokens caches their count per model name.
-	specsJSON  string
-	specTokens sync.Map // model name → int
+	// narrowed holds the tool sets of agents given fewer tools than the
+	// type's (narrowed by the request, limited by a parent, or at the
+	// depth limit), by their names joined.
+	narrowed sync.Map
 }
 
-// toolset is the tools one type may call.
+// toolset is the tools one agent may call.
 type toolset struct {
 	byName map[string]agenttypes.Tool
 	specs  []llms.Tool
 	names  string // for refusals: "read, grep, glob"
+	// specsJSON is the tool definitions as the model receives them, for
+	// token estimates; specTokens caches their count per model name.
+	specsJSON  string
+	specTokens sync.Map // model name → int
 }
 
 // setup returns the type's setup, building it on first use. Setups are
@@ -41,8 +44,36 @@ func (m *Manager) setup(typ *agenttypes.Type) (*typeSetup, error) {
 			return s, nil
 		}
 	}
-	s := &typeSetup{typ: typ, tools: &toolset{byName: make(map[string]agenttypes.Tool, len(typ.Tools))}}
-	for _, name := range typ.Tools {
+	tools, err := m.buildToolset(typ, typ.Tools)
+	if err != nil {
+		return nil, err
+	}
+	prompt, err := agenttypes.CompilePrompt(typ.Name, typ.Prompt)
+	if err != nil {
+		return nil, fmt.Errorf("type %q: %w", typ.Name, err)
+	}
+	s := &typeSetup{typ: typ, tools: tools, prompt: prompt}
+	m.setups.Store(typ.Name, s)
+	return s, nil
+}
+
+// toolsetOf returns the tool set of the named tools, built once.
+func (s *typeSetup) toolsetOf(m *Manager, names []string) (*toolset, error) {
+	key := strings.Join(names, ",")
+	if v, ok := s.narrowed.Load(key); ok {
+		return v.(*toolset), nil
+	}
+	ts, err := m.buildToolset(s.typ, names)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := s.narrowed.LoadOrStore(key, ts)
+	return v.(*toolset), nil
+}
+
+func (m *Manager) buildToolset(typ *agenttypes.Type, names []string) (*toolset, error) {
+	ts := &toolset{byName: make(map[string]agenttypes.Tool, len(names))}
+	for _, name := range names {
 		tool, err := m.cfg.Registry.Tool(name)
 		if err != nil {
 			return nil, fmt.Errorf("type %q allows tool %q, which is not registered: %w", typ.Name, name, err)
@@ -52,40 +83,34 @@ func (m *Manager) setup(typ *agenttypes.Type) (*typeSetup, error) {
 		if len(spec.Parameters) == 0 {
 			params = map[string]any{"type": "object", "properties": map[string]any{}}
 		}
-		s.tools.byName[name] = tool
-		s.tools.specs = append(s.tools.specs, llms.Tool{
+		ts.byName[name] = tool
+		ts.specs = append(ts.specs, llms.Tool{
 			Type:     "function",
 			Function: &llms.FunctionDefinition{Name: name, Description: spec.Description, Parameters: params},
 		})
 	}
-	s.tools.names = strings.Join(typ.Tools, ", ")
-	if len(s.tools.specs) > 0 {
-		b, err := json.Marshal(s.tools.specs)
+	ts.names = strings.Join(names, ", ")
+	if len(ts.specs) > 0 {
+		b, err := json.Marshal(ts.specs)
 		if err != nil {
 			return nil, fmt.Errorf("type %q: tool definitions do not encode as JSON: %w", typ.Name, err)
 		}
-		s.specsJSON = string(b)
+		ts.specsJSON = string(b)
 	}
-	prompt, err := agenttypes.CompilePrompt(typ.Name, typ.Prompt)
-	if err != nil {
-		return nil, fmt.Errorf("type %q: %w", typ.Name, err)
-	}
-	s.prompt = prompt
-	m.setups.Store(typ.Name, s)
-	return s, nil
+	return ts, nil
 }
 
-// toolTokens is how many tokens the type's tool definitions take in a call
-// to the named model.
-func (s *typeSetup) toolTokens(modelName string, model llms.Model) int {
-	if s.specsJSON == "" {
+// tokens is how many tokens the tool definitions take in a call to the
+// named model.
+func (ts *toolset) tokens(modelName string, model llms.Model) int {
+	if ts.specsJSON == "" {
 		return 0
 	}
-	if v, ok := s.specTokens.Load(modelName); ok {
+	if v, ok := ts.specTokens.Load(modelName); ok {
 		return v.(int)
 	}
-	n := countTokens(model, s.specsJSON)
-	s.specTokens.Store(modelName, n)
+	n := countTokens(model, ts.specsJSON)
+	ts.specTokens.Store(modelName, n)
 	return n
 }
 

@@ -18,6 +18,24 @@
 //     that would not read back as itself (it holds ':', a newline, a
 //     space, bytes that are not UTF-8, ...) is Go-quoted: `"a:b.go":3`.
 //
+// When the tools offered include delegate and the task explicitly asks
+// several things — the items of a bulleted or numbered list, or several
+// sentences ending with '?' — the model delegates instead of searching:
+//
+//  1. Its first turn is one delegate call with an explore task per
+//     question (at most 8; the label is made of the question's words, the
+//     prompt is the question), concurrency 2, mode parallel, return json.
+//  2. Given the delegate tool's result, it answers with a first line
+//     saying that the split into subtasks was mechanical, one per listed
+//     question, and that it is not a language model, then one section per
+//     question with the findings of that question's child, read from the
+//     child's report with ParseFindings and written again as `path:line`
+//     items, so that ParseFindings of the merged answer gives every
+//     child's findings. A result that is not JSON is quoted as it came.
+//
+// A task that asks one thing is searched as above; so is every task of a
+// child, which is not offered delegate.
+//
 // Everything is derived from the messages, so one Model is safe for
 // concurrent use and the same conversation always gets the same answer.
 // Token usage is estimated (four bytes a token) and reported in the

@@ -59,6 +59,11 @@ func (m *Model) Call(ctx context.Context, prompt string, options ...llms.CallOpt
 // grep), then read the best files, then answer with ranked findings. Which
 // step comes next is decided from the tool calls and tool responses after
 // the last human message.
+//
+// When the delegate tool is offered and the task asks several questions
+// (a list, or several sentences ending with '?'), the first step is
+// instead one delegate call with an explore task per question, and the
+// answer merges the children's findings, one section per question.
 func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -70,12 +75,21 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	offered := offeredTools(opts)
 	conv := readConversation(messages)
 	terms := extractTerms(conv.task)
+	var questions []string
+	if offered[toolDelegate] || len(conv.delegations) > 0 {
+		questions = splitQuestions(conv.task)
+	}
 
 	var (
 		content string
 		calls   []llms.ToolCall
 	)
 	switch {
+	case len(conv.delegations) > 0:
+		last := conv.delegations[len(conv.delegations)-1]
+		content = mergeResults(questions, last.Content).fit(opts.MaxTokens)
+	case offered[toolDelegate] && len(questions) > 1 && !conv.delegated && !conv.searched:
+		content, calls = delegateTurn(questions, opts.MaxTokens)
 	case len(terms) == 0:
 		content, _ = answer{noTerms: true}.fit(opts.MaxTokens)
 	case !conv.searched:
@@ -151,7 +165,10 @@ type conversation struct {
 	responses []llms.ToolCallResponse      // tool responses after it
 	searched  bool                         // grep or glob was called
 	read      bool                         // read was called
-	chars     int                          // bytes of all message text
+	delegated bool                         // delegate was called
+	// delegations are the delegate tool's responses after the task.
+	delegations []llms.ToolCallResponse
+	chars       int // bytes of all message text
 }
 
 func readConversation(messages []llms.MessageContent) conversation {
@@ -186,6 +203,9 @@ func readConversation(messages []llms.MessageContent) conversation {
 			case llms.ToolCallResponse:
 				c.responses = append(c.responses, p)
 				c.note(c.toolName(p))
+				if c.toolName(p) == toolDelegate {
+					c.delegations = append(c.delegations, p)
+				}
 			}
 		}
 	}
@@ -198,6 +218,8 @@ func (c *conversation) note(tool string) {
 		c.searched = true
 	case toolRead:
 		c.read = true
+	case toolDelegate:
+		c.delegated = true
 	}
 }
 
@@ -206,7 +228,13 @@ func (c *conversation) toolName(r llms.ToolCallResponse) string {
 	if r.Name != "" {
 		return r.Name
 	}
-	return c.calls[r.ToolCallID].Name
+	if call, ok := c.calls[r.ToolCallID]; ok {
+		return call.Name
+	}
+	if r.ToolCallID == delegateCallID {
+		return toolDelegate
+	}
+	return ""
 }
 
 var readCallIDRe = regexp.MustCompile(`^call_2_(\d+)$`)
