@@ -367,12 +367,14 @@ func readContext(root *fsroot.Root, paths []string) (string, error) {
 		for n > 0 && !utf8.RuneStart(data[n]) {
 			n--
 		}
-		var rest string
-		if nl := bytes.LastIndexByte(data[:n], '\n'); nl >= 0 {
+		// Cut at a line end when one is near; a file of very long lines
+		// is cut inside one rather than shown nearly empty.
+		if nl := bytes.LastIndexByte(data[:n], '\n'); nl >= 0 && nl+1 >= n*3/4 {
 			n = nl + 1
-			rest = fmt.Sprintf("read the file from line %d (offset=%d) for the rest", bytes.Count(data[:n], []byte("\n"))+1, bytes.Count(data[:n], []byte("\n"))+1)
-		} else {
-			rest = "the rest is in the file"
+		}
+		rest := "the rest is in the file"
+		if lines := bytes.Count(data[:n], []byte("\n")); lines > 0 {
+			rest = fmt.Sprintf("read the file from line %d (offset=%d) for the rest", lines+1, lines+1)
 		}
 		left -= n
 		b.Write(data[:n])

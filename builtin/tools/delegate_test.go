@@ -290,15 +290,16 @@ func paddedLines(n, width int) string {
 func TestDelegateContextFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"cart/cart.go":  "package cart\n\nfunc Total() int { return 0 }",
-		"empty.txt":     "",
-		"big.txt":       paddedLines(1000, 40), // 40,000 bytes
-		"one-line.txt":  strings.Repeat("é", 10_000),
-		"docs/notes.md": "# Notes\n",
+		"cart/cart.go":   "package cart\n\nfunc Total() int { return 0 }",
+		"empty.txt":      "",
+		"big.txt":        paddedLines(1000, 40), // 40,000 bytes
+		"one-line.txt":   strings.Repeat("é", 10_000),
+		"docs/notes.md":  "# Notes\n",
+		"long-lines.txt": "short first line\n" + strings.Repeat("y", 20_000) + "\n",
 	})
 	tree := &fakeTree{}
 	_, err := callTree(context.Background(), tools.Delegate(), tree, dir,
-		`{"tasks":[{"label":"a","prompt":"find Total","context":["cart/cart.go","./empty.txt","big.txt","one-line.txt","cart/../cart/cart.go"]},
+		`{"tasks":[{"label":"a","prompt":"find Total","context":["cart/cart.go","./empty.txt","big.txt","one-line.txt","cart/../cart/cart.go","long-lines.txt"]},
 			{"label":"b","prompt":"no context"},
 			{"label":"c","prompt":"absolute","context":[`+fmt.Sprintf("%q", filepath.Join(dir, "docs", "notes.md"))+`]}]}`)
 	require.NoError(t, err)
@@ -325,6 +326,13 @@ func TestDelegateContextFiles(t *testing.T) {
 	require.True(t, ok)
 	assert.True(t, strings.Repeat("é", 8192) == shown, "8192 runes of two bytes, got %d bytes", len(shown))
 	assert.Equal(t, "16 KiB of 19.5 KiB shown; the rest is in the file]\n", marker)
+
+	// A long line after a short one is cut inside, not dropped whole.
+	long := between(t, p, `<file path="long-lines.txt">`+"\n", "</file>")
+	shown, marker, ok = strings.Cut(long, "\n[... cut here: ")
+	require.True(t, ok)
+	assert.True(t, "short first line\n"+strings.Repeat("y", 16<<10-17) == shown, "16 KiB shown, got %d bytes", len(shown))
+	assert.Equal(t, "16 KiB of 19.5 KiB shown; read the file from line 2 (offset=2) for the rest]\n", marker)
 
 	assert.Equal(t, "no context", tasks[1].Prompt, "a task without context keeps its prompt as it is")
 	assert.Equal(t, "Context files, read for you from the repository:\n\n<file path=\"docs/notes.md\">\n# Notes\n</file>\n\nYour task:\n\nabsolute", tasks[2].Prompt,
