@@ -107,8 +107,8 @@
 //
 //	...the prompt...
 //
-// At most 16 KiB of each file is shown, cut at a line end where there is
-// one and followed by "[... cut here: 16 KiB of 40 KiB shown; read the
+// At most 16 KiB of each file is shown, cut at a line end when one is
+// near and followed by "[... cut here: 16 KiB of 40 KiB shown; read the
 // file from line 410 (offset=410) for the rest]"; the files of one task
 // share 64 KiB, and one that no longer fits is named with "[not included:
 // ...]". An error from Tree.Delegate (a refusal wrapping
