@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,9 +24,16 @@ const Source = "builtin"
 // readTools are what every builtin type may call.
 var readTools = []string{"read", "grep", "glob", "ls", "git", "note"}
 
-// Tools returns the builtin tools: the read-only file tools and note.
+// delegatingTools are readTools and the tools that hand work to children.
+// A manager offers delegate and collect only to an agent below its depth
+// limit, so a child at the limit never sees them. ask_parent is in no
+// type's list: the manager grants it to every child.
+var delegatingTools = append(slices.Clone(readTools), "delegate", "collect")
+
+// Tools returns the builtin tools: the read-only file tools, note, and the
+// tools that act on the agent tree (delegate, collect, ask_parent).
 func Tools() []agenttypes.Tool {
-	return append(tools.ReadOnly(), Note())
+	return slices.Concat(tools.ReadOnly(), []agenttypes.Tool{Note()}, tools.Delegation())
 }
 
 // Types returns the builtin types.
@@ -35,7 +43,7 @@ func Types() []agenttypes.Type {
 			Name:        "explore",
 			Description: "Finds where things are in a repository and answers with file:line references. Read-only; works offline.",
 			Prompt:      prompt("explore"),
-			Tools:       readTools,
+			Tools:       delegatingTools,
 			Budget:      agenttypes.Budget{MaxTokens: 200_000, MaxTime: 5 * time.Minute, MaxToolCalls: 60, MaxTurns: 25},
 			ParseOutput: parseFindings,
 			Source:      Source,
@@ -62,7 +70,7 @@ func Types() []agenttypes.Type {
 			Name:               "general",
 			Description:        "Does a general task with the read-only tools and answers in Markdown.",
 			Prompt:             prompt("general"),
-			Tools:              readTools,
+			Tools:              delegatingTools,
 			Budget:             agenttypes.Budget{MaxTokens: 400_000, MaxTime: 10 * time.Minute, MaxToolCalls: 100, MaxTurns: 40},
 			NeedsLanguageModel: true,
 			Source:             Source,

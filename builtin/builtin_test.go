@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,4 +102,30 @@ func TestNoteTool(t *testing.T) {
 	assert.ErrorContains(t, err, "unknown field")
 	_, err = builtin.Note().Call(ctx, json.RawMessage(`{"text":"  "}`))
 	assert.ErrorContains(t, err, "empty")
+}
+
+func TestDelegationTools(t *testing.T) {
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, builtin.Register(reg))
+	for _, name := range []string{"delegate", "collect", "ask_parent"} {
+		_, err := reg.Tool(name)
+		assert.NoError(t, err, "%s is registered", name)
+	}
+	tests := []struct {
+		typ       string
+		delegates bool
+	}{
+		{"explore", true},
+		{"general", true},
+		{"plan", false},
+		{"review", false},
+	}
+	for _, tt := range tests {
+		typ, err := reg.Type(tt.typ)
+		require.NoError(t, err)
+		assert.Equal(t, tt.delegates, slices.Contains(typ.Tools, "delegate"), "%s lists delegate", tt.typ)
+		assert.Equal(t, tt.delegates, slices.Contains(typ.Tools, "collect"), "%s lists collect", tt.typ)
+		assert.NotContains(t, typ.Tools, "ask_parent", "%s: the manager grants ask_parent to children; no type lists it", tt.typ)
+		assert.Equal(t, tt.delegates, strings.Contains(typ.Prompt, "`delegate`"), "%s's prompt says when to delegate", tt.typ)
+	}
 }

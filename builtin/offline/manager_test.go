@@ -2,11 +2,8 @@ package offline_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -22,75 +19,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// delegateTool stands in for troupe's delegate tool: it takes the
-// contract's arguments, delegates through the agent tree, and answers
-// with the contract's JSON result.
-func delegateTool() agenttypes.Tool {
-	return &agenttypes.ToolFunc{
-		ToolSpec: agenttypes.ToolSpec{
-			Name:        "delegate",
-			Description: "Hand tasks to child agents.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"tasks":{"type":"array"}},"required":["tasks"]}`),
-			ReadOnly:    true,
-		},
-		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
-			var in struct {
-				Tasks []struct {
-					Label, Type, Prompt string
-				} `json:"tasks"`
-				Concurrency int    `json:"concurrency"`
-				Mode        string `json:"mode"`
-				Return      string `json:"return"`
-			}
-			if err := json.Unmarshal(args, &in); err != nil {
-				return "", err
-			}
-			if in.Mode != "parallel" || in.Return != "json" {
-				return "", fmt.Errorf("mode %q, return %q: the offline model asks for parallel and json", in.Mode, in.Return)
-			}
-			req := agenttypes.DelegateRequest{Concurrency: in.Concurrency}
-			for _, t := range in.Tasks {
-				req.Tasks = append(req.Tasks, agenttypes.ChildTask{Label: t.Label, Type: t.Type, Prompt: t.Prompt})
-			}
-			resp, err := agenttypes.EnvFrom(ctx).Tree.Delegate(ctx, req)
-			if err != nil {
-				return "", err
-			}
-			out := struct {
-				Completed int                      `json:"completed"`
-				Partial   int                      `json:"partial"`
-				Failed    int                      `json:"failed"`
-				Total     int                      `json:"total"`
-				Results   []agenttypes.ChildResult `json:"results"`
-			}{Total: len(resp.Results), Results: resp.Results}
-			for _, r := range resp.Results {
-				switch r.Status {
-				case agenttypes.ChildOK:
-					out.Completed++
-				case agenttypes.ChildPartial:
-					out.Partial++
-				default:
-					out.Failed++
-				}
-			}
-			b, err := json.Marshal(out)
-			return string(b), err
-		},
-	}
-}
-
 // TestOfflineParentDelegatesThroughTheManager runs the offline model as
-// a parent agent whose type offers delegate: its children are explore
-// agents at depth 1, and its structured findings are theirs.
+// a top-level explore agent, which is offered the builtin delegate tool:
+// its children are explore agents at depth 1, and its structured findings
+// are theirs.
 func TestOfflineParentDelegatesThroughTheManager(t *testing.T) {
 	reg := agenttypes.NewRegistry()
 	require.NoError(t, builtin.Register(reg))
-	require.NoError(t, reg.RegisterTool(delegateTool()))
-	lead := builtin.Types()[0]
-	require.Equal(t, "explore", lead.Name)
-	lead.Name = "explore-lead"
-	lead.Tools = append(slices.Clone(lead.Tools), "delegate")
-	require.NoError(t, reg.RegisterType(lead))
 
 	mgr, err := manager.New(manager.Config{Registry: reg, Models: models.Resolver{}, DefaultModel: models.Offline})
 	require.NoError(t, err)
@@ -101,7 +36,7 @@ func TestOfflineParentDelegatesThroughTheManager(t *testing.T) {
 		"1. Where is the discount applied?\n" +
 		"2. How are charges retried?\n" +
 		"3. Where are refunds issued?"
-	a, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "explore-lead", Task: task, Dir: shop})
+	a, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "explore", Task: task, Dir: shop})
 	require.NoError(t, err)
 	res, err := a.Wait(context.Background())
 	require.NoError(t, err)

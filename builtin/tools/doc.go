@@ -1,10 +1,11 @@
-// Package tools holds the builtin read-only file tools an agent uses to
-// look at its directory: read, grep, glob, ls and git.
+// Package tools holds the builtin tools: the read-only file tools an agent
+// uses to look at its directory (read, grep, glob, ls and git), and the
+// tools it acts on its agent tree with (delegate, collect and ask_parent).
 //
-// Each tool is an agenttypes.Tool. It takes the agent's directory from
-// agenttypes.EnvFrom(ctx).Dir, opens it with fsroot for the call, and never
-// reaches outside it. Arguments are parsed strictly: an unknown field is an
-// error that lists the valid ones.
+// Each tool is an agenttypes.Tool. A file tool takes the agent's directory
+// from agenttypes.EnvFrom(ctx).Dir, opens it with fsroot for the call, and
+// never reaches outside it. Arguments are parsed strictly: an unknown field
+// is an error that lists the valid ones.
 //
 // Other code parses the tools' output, so its shape is fixed. Lines are
 // separated by "\n", with no newline after the last; notes that are not
@@ -71,4 +72,107 @@
 // neutralised driver fails rather than runs it. Its output is returned as is, "(no output)" when empty,
 // or cut at 256 KiB with a last line "... output truncated at 256 KiB;
 // narrow with paths, -n, --stat or -L".
+//
+// # The agent tree: delegate, collect, ask_parent
+//
+// These reach the manager only through agenttypes.EnvFrom(ctx).Tree; with
+// no Tree (a tool called outside a manager) each fails with "NAME works
+// only inside an agent run by a manager". Which agents are offered them
+// is the manager's choice: delegate and collect only to agents below its
+// depth limit, ask_parent to every child. Approval of a delegate call is
+// the manager's too. Every argument mistake is an error naming the argument and what to
+// give instead, and nothing is spawned.
+//
+// delegate {tasks, concurrency, mode, return} spawns one child per task
+// through Tree.Delegate. tasks holds 1 to 8 objects: label (1 to 32
+// characters, one line, different for each task), prompt (not blank), and
+// optionally type (default "explore"; a task that resumes and names no
+// type leaves it to the manager), context (up to 10 paths), tools
+// (narrows the type's tools), model, max_output_tokens (100 to 16,384),
+// the budget fields max_tokens, max_time (a Go duration string such as
+// "90s"), max_tool_calls, max_turns, max_cost_usd (each positive), and
+// resume (the ID of an ended child). concurrency is 1 to 4 (default 2);
+// mode "parallel" (default) or "background"; return "markdown" (default)
+// or "json". Context files are read through fsroot as read reads them
+// (paths inside the root only, regular text files only) and put in front
+// of the prompt:
+//
+//	Context files, read for you from the repository:
+//
+//	<file path="cart/cart.go">
+//	...the file...
+//	</file>
+//
+//	Your task:
+//
+//	...the prompt...
+//
+// At most 16 KiB of each file is shown, cut at a line end when one is
+// near and followed by "[... cut here: 16 KiB of 40 KiB shown; read the
+// file from line 410 (offset=410) for the rest]"; the files of one task
+// share 64 KiB, and one that no longer fits is named with "[not included:
+// ...]". An error from Tree.Delegate (a refusal wrapping
+// agenttypes.ErrDelegation, a model that cannot be resolved) is the
+// tool's error, prefixed "Cannot spawn subagents: ".
+//
+// In parallel mode the result lists every child in task order. Markdown:
+//
+//	# Subagents complete: 1/3 (1 partial, 1 failed)
+//
+//	## [auth] ok — explore, model openai:gpt-4o-mini, 45k in / 2.1k out, $0.0123, 12 tool calls, 6 turns, 41.3s
+//	Agent ID: ag-1
+//
+//	...the report...
+//
+//	## [db] partial (budget_tool_calls) — explore, model ..., 20 tool calls, 9 turns, 1m32s
+//	...
+//
+// N in "Subagents complete: N/M" counts status ok; the other statuses
+// (partial, failed, cancelled) follow in brackets when there are any. A
+// section's heading holds the status, the reason when it is not "done"
+// and differs from the status, the type, model, tokens in and out, cost
+// when known, tool calls, turns and wall time; then "Agent ID: ID", an
+// "Error: ..." line for a child that failed, a blank line, and the report
+// as the child wrote it, or "(no report)". A partial child's report holds
+// its notes. JSON: {"completed", "partial", "failed", "cancelled",
+// "total", "results"}, where the four counts add up to total (cancelled
+// is not counted as failed), and each result has label, id, type, model,
+// status, reason, usage {input_tokens, output_tokens, cost_usd},
+// tool_calls, turns, duration_ms, report, report_cut (when cut) and
+// error.
+//
+// Reports are never cut silently. Each is shown up to 24 KiB, and all of
+// one result share 88 KiB (a report shorter than its share is whole; what
+// it leaves goes to the longer ones), so that the whole result stays
+// under about 96 KiB. A cut report ends, after a blank line, with "[report
+// cut at 24 KiB of 80 KiB. The full report is the result of agent ID:
+// `troupe runs show ID` on the command line, Manager.Wait(ctx, "ID") from
+// Go. To get more of it here, delegate with resume: "ID" and ask for the
+// part you need.]".
+//
+// In background mode delegate returns at once: "Started group G with N
+// subagents:", a line "- [label] ID" per child, and a line saying to call
+// collect; or in JSON {"group": G, "tasks": [{"label", "id"}, ...]}.
+//
+// collect {group, wait, cancel, return} reports a background group
+// through Tree.Collect, waiting up to wait seconds (0 to 600, fractions
+// allowed; default 0) for it to finish. cancel: true first cancels the
+// group's children still running (Tree.CancelGroup), then waits wait
+// seconds, or 10 when wait is left out, for them to end. Markdown: "#
+// Group G done — Subagents complete: N/M (...)" or "# Group G still
+// running — ...", then "Still running: [label] ID, ..." with what to do
+// next, then the same sections as delegate, where a child still running
+// has status running and "(still running)" for its report. JSON: {"group",
+// "done", the counts as for delegate, "running", "results"}. An unknown
+// group is an error that says which IDs collect takes.
+//
+// ask_parent {question, suggestions} asks the parent through
+// Tree.AskParent and waits. question is 1 to 2,000 characters,
+// suggestions up to 5 answers of up to 500 characters. The result is
+// "Answer from your parent: TEXT" (also for an answer from a Go handler),
+// "Answer from the user, to whom your parent passed your question: TEXT",
+// or, when no answer came in time, "No answer came; decide for yourself
+// and say in your report what you assumed." For a top-level agent
+// (agenttypes.ErrNoParent) it is an error saying there is no parent to
+// ask.
 package tools

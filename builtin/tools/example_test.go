@@ -94,3 +94,50 @@ func ExampleReadOnly() {
 	// ls true
 	// git true
 }
+
+// exampleTree stands for the manager: each task's child completes at once
+// with a short report.
+type exampleTree struct{ agenttypes.Tree }
+
+func (exampleTree) Delegate(_ context.Context, req agenttypes.DelegateRequest) (*agenttypes.DelegateResponse, error) {
+	resp := &agenttypes.DelegateResponse{Group: "g-1"}
+	for i, t := range req.Tasks {
+		resp.Results = append(resp.Results, agenttypes.ChildResult{
+			Label: t.Label, ID: fmt.Sprintf("ag-%d", i+1), Type: t.Type, Model: "offline",
+			Status: agenttypes.ChildOK, Reason: "done",
+			Usage:     agenttypes.Usage{InputTokens: 1200 * (i + 1), OutputTokens: 150},
+			ToolCalls: 3, Turns: 2, Duration: 1500 * time.Millisecond,
+			Report: "Found it in `server/serve.go:4`.",
+		})
+	}
+	return resp, nil
+}
+
+// Delegate hands tasks to children through the agent tree the manager
+// puts in the tool's environment; here a stand-in answers.
+func ExampleDelegate() {
+	ctx, cleanup := exampleDir()
+	defer cleanup()
+	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{Dir: agenttypes.EnvFrom(ctx).Dir, Tree: exampleTree{}})
+	out, err := tools.Delegate().Call(ctx, json.RawMessage(`{"tasks": [
+		{"label": "entry", "prompt": "Where does the program start serving?", "context": ["main.go"]},
+		{"label": "server", "prompt": "Where is serve defined?", "max_tool_calls": 10}
+	]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out)
+	// Output:
+	// # Subagents complete: 2/2
+	//
+	// ## [entry] ok — explore, model offline, 1.2k in / 150 out, 3 tool calls, 2 turns, 1.5s
+	// Agent ID: ag-1
+	//
+	// Found it in `server/serve.go:4`.
+	//
+	// ## [server] ok — explore, model offline, 2.4k in / 150 out, 3 tool calls, 2 turns, 1.5s
+	// Agent ID: ag-2
+	//
+	// Found it in `server/serve.go:4`.
+}

@@ -107,6 +107,12 @@ func fieldNames(dst any) []string {
 
 // jsonKind names a Go type as JSON, with an article.
 func jsonKind(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[rawObject]() {
+		return "an object"
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"
@@ -114,6 +120,10 @@ func jsonKind(t reflect.Type) string {
 		return "a boolean"
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Struct, reflect.Map:
+		return "an object"
 	case reflect.Slice:
 		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(jsonKind(t.Elem()), "a "), "an ") + "s"
 	}
