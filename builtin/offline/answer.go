@@ -19,6 +19,9 @@ type answer struct {
 	findings    []scored
 	suggestions []string // other terms to try when nothing matched
 	noTerms     bool     // the task held no usable search terms
+	// refused is the delegate tool's error when a split into subtasks was
+	// refused and the model searched the whole task itself.
+	refused string
 }
 
 // render writes the answer with the first n findings; omitted findings
@@ -27,6 +30,11 @@ func (a answer) render(n int, note bool) string {
 	var b strings.Builder
 	b.WriteString(Disclaimer)
 	b.WriteString("\n")
+	if a.refused != "" {
+		b.WriteString("\nSplitting the task into subtasks was refused (")
+		b.WriteString(truncate(strings.TrimPrefix(a.refused, "error: "), 200))
+		b.WriteString("), so it was searched as one task.\n")
+	}
 	if a.noTerms {
 		b.WriteString("\nNo search terms were found in the task. Ask about a specific identifier, " +
 			"file name or quoted string, for example: where is `parseConfig` defined?\n")

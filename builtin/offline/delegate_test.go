@@ -291,7 +291,8 @@ func TestMergedAnswerMatchesResultsByLabel(t *testing.T) {
 
 func TestMergedAnswerQuotesAResultThatIsNotJSON(t *testing.T) {
 	first := generate(t, taskMessages(threeQuestions), llms.WithTools(delegateTools))
-	raw := "error: delegation refused: depth limit 1 reached (see manager/config.go:42)"
+	// Not an error (a refusal is searched around instead), but no JSON.
+	raw := "Subagents finished; see manager/config.go:42 for their reports."
 	final := generate(t, withDelegateResult(threeQuestions, first.ToolCalls[0], raw), llms.WithTools(delegateTools))
 	assert.Equal(t, "stop", final.StopReason)
 	assert.Contains(t, final.Content, "could not be read as JSON")
@@ -361,4 +362,20 @@ func TestQuestionWithAReferenceIsNoFinding(t *testing.T) {
 	final := generate(t, withDelegateResult(task, first.ToolCalls[0], `{"results":[]}`), llms.WithTools(delegateTools))
 	assert.Contains(t, final.Content, `## 1. what calls manager/spawn.go\:12?`)
 	assert.Empty(t, ParseFindings(final.Content))
+}
+
+func TestRefusedDelegationFallsBackToSearchingTheWholeTask(t *testing.T) {
+	first := generate(t, taskMessages(threeQuestions), llms.WithTools(delegateTools))
+	require.Len(t, first.ToolCalls, 1)
+	refusal := "error: Cannot spawn subagents: delegation refused: not approved"
+	msgs := append(taskMessages(threeQuestions),
+		llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{first.ToolCalls[0]}},
+		llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+			llms.ToolCallResponse{ToolCallID: first.ToolCalls[0].ID, Name: toolDelegate, Content: refusal},
+		}},
+	)
+	second := generate(t, msgs, llms.WithTools(delegateTools))
+	require.NotEmpty(t, second.ToolCalls, "a refused split is no answer: the model searches itself")
+	assert.NotContains(t, toolNames(second.ToolCalls), toolDelegate, "and does not ask again")
+	assert.Contains(t, toolNames(second.ToolCalls), toolGrep)
 }

@@ -84,14 +84,20 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		content string
 		calls   []llms.ToolCall
 	)
+	// A delegate call that failed (refused, say) is no end: the task is
+	// then searched as one, as without the tool.
+	refused := ""
+	if n := len(conv.delegations); n > 0 && strings.HasPrefix(conv.delegations[n-1].Content, "error: ") {
+		refused = conv.delegations[n-1].Content
+	}
 	switch {
-	case len(conv.delegations) > 0:
+	case len(conv.delegations) > 0 && refused == "":
 		last := conv.delegations[len(conv.delegations)-1]
 		content = mergeResults(questions, last.Content).fit(opts.MaxTokens)
 	case offered[toolDelegate] && len(questions) > 1 && !conv.delegated && !conv.searched:
 		content, calls = delegateTurn(questions, opts.MaxTokens)
 	case len(terms) == 0:
-		content, _ = answer{noTerms: true}.fit(opts.MaxTokens)
+		content, _ = answer{noTerms: true, refused: refused}.fit(opts.MaxTokens)
 	case !conv.searched:
 		if !offered[toolGrep] {
 			return nil, ErrGrepNotOffered
@@ -111,7 +117,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 			content, calls = readTurn(files, opts.MaxTokens)
 			break
 		}
-		a := answer{searched: grepTerms(terms), findings: sc.findings(files, ev.reads)}
+		a := answer{searched: grepTerms(terms), findings: sc.findings(files, ev.reads), refused: refused}
 		if len(a.findings) == 0 {
 			a.suggestions = suggestions(terms)
 		}
