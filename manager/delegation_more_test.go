@@ -351,3 +351,35 @@ func TestMaxOutputTokensCapsEachCall(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, 300, reqs[0].MaxTokens)
 }
+
+func TestADetachedChildOutlivesItsParent(t *testing.T) {
+	release, gate := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	script := map[string][]scripted.Step{
+		"parent":   {{Func: func(context.Context, []llms.MessageContent) scripted.Step { <-gate; return scripted.Step{Text: "parent done"} }}},
+		"detached": {{Func: func(context.Context, []llms.MessageContent) scripted.Step { <-release; return scripted.Step{Text: "still here"} }}},
+		"attached": {{Block: true}},
+	}
+	tf := newTreeFixture(t, script, nil)
+	parent, err := tf.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "parent"})
+	require.NoError(t, err)
+	detached, err := tf.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "detached", ParentID: parent.ID(), Detach: true})
+	require.NoError(t, err)
+	attached, err := tf.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "attached", ParentID: parent.ID()})
+	require.NoError(t, err)
+	close(gate)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = parent.Wait(ctx)
+	require.NoError(t, err)
+	r, err := attached.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, manager.Cancelled, r.State, "an attached child ends with its parent")
+	assert.False(t, detached.Info().State.Terminal(), "a detached child goes on")
+	releaseOnce.Do(func() { close(release) })
+	r, err = detached.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "still here", r.Output)
+}
