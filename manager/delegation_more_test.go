@@ -357,8 +357,14 @@ func TestADetachedChildOutlivesItsParent(t *testing.T) {
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) })
 	script := map[string][]scripted.Step{
-		"parent":   {{Func: func(context.Context, []llms.MessageContent) scripted.Step { <-gate; return scripted.Step{Text: "parent done"} }}},
-		"detached": {{Func: func(context.Context, []llms.MessageContent) scripted.Step { <-release; return scripted.Step{Text: "still here"} }}},
+		"parent": {{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+			<-gate
+			return scripted.Step{Text: "parent done"}
+		}}},
+		"detached": {{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+			<-release
+			return scripted.Step{Text: "still here"}
+		}}},
 		"attached": {{Block: true}},
 	}
 	tf := newTreeFixture(t, script, nil)
