@@ -69,22 +69,7 @@ func TestReadOnlySpecs(t *testing.T) {
 		spec := tool.Spec()
 		t.Run(spec.Name, func(t *testing.T) {
 			assert.True(t, spec.ReadOnly)
-			assert.NotEmpty(t, spec.Description)
-			assert.Equal(t, spec, tool.Spec(), "Spec must be stable")
-			var schema struct {
-				Type                 string                     `json:"type"`
-				Properties           map[string]json.RawMessage `json:"properties"`
-				AdditionalProperties *bool                      `json:"additionalProperties"`
-			}
-			require.NoError(t, json.Unmarshal(spec.Parameters, &schema))
-			assert.Equal(t, "object", schema.Type)
-			require.NotNil(t, schema.AdditionalProperties)
-			assert.False(t, *schema.AdditionalProperties)
-			var props []string
-			for p := range schema.Properties {
-				props = append(props, p)
-			}
-			assert.ElementsMatch(t, want[spec.Name], props)
+			assert.ElementsMatch(t, want[spec.Name], checkSpec(t, tool))
 		})
 	}
 }
@@ -139,4 +124,27 @@ func TestCancelledContext(t *testing.T) {
 		_, err := callCtx(ctx, tool, dir, `{"pattern":"x","path":"a.txt","args":["status"]}`)
 		require.ErrorIs(t, err, context.Canceled, tool.Spec().Name)
 	}
+}
+
+// checkSpec checks what every tool's spec must be (a description, stable,
+// a strict object schema) and returns the names of its parameters.
+func checkSpec(t *testing.T, tool agenttypes.Tool) []string {
+	t.Helper()
+	spec := tool.Spec()
+	assert.NotEmpty(t, spec.Description)
+	assert.Equal(t, spec, tool.Spec(), "Spec must be stable")
+	var schema struct {
+		Type                 string                     `json:"type"`
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties *bool                      `json:"additionalProperties"`
+	}
+	require.NoError(t, json.Unmarshal(spec.Parameters, &schema))
+	assert.Equal(t, "object", schema.Type)
+	require.NotNil(t, schema.AdditionalProperties)
+	assert.False(t, *schema.AdditionalProperties)
+	var props []string
+	for p := range schema.Properties {
+		props = append(props, p)
+	}
+	return props
 }
