@@ -39,6 +39,9 @@ type Type struct {
 	// NeedsLanguageModel is true for types that need a model that can
 	// reason; such types refuse the offline retrieval model.
 	NeedsLanguageModel bool `json:"needs_language_model,omitempty"`
+	// Loop, when set, runs agents of this type in place of the manager's
+	// own model ↔ tool loop (a plugin's type, say).
+	Loop Loop `json:"-"`
 	// ParseOutput, when set, turns the final answer into structured data
 	// for Result.Data. An error fails the run with reason "bad_output".
 	ParseOutput func(output string) (any, error) `json:"-"`

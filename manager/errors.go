@@ -27,7 +27,10 @@ var (
 	// children at its depth.
 	ErrDepthExceeded = errors.New("delegation depth exceeded")
 	// ErrBudgetExceeded is wrapped by Result.Err when a budget ended a run.
-	ErrBudgetExceeded = errors.New("budget exceeded")
+	ErrBudgetExceeded = agenttypes.ErrBudgetExceeded
+	// ErrPluginExited is wrapped by Result.Err when the plugin serving an
+	// agent exited.
+	ErrPluginExited = agenttypes.ErrPluginExited
 	// ErrToolPanic is wrapped by Result.Err when a tool panicked.
 	ErrToolPanic = errors.New("tool panicked")
 	// ErrBadOutput is wrapped by Result.Err when the final answer could not

@@ -47,9 +47,17 @@ func (a *Agent) run() {
 		if p := recover(); p != nil {
 			stack := string(debug.Stack())
 			a.logger().Error("agent loop panicked", "panic", p, "stack", stack)
-			l.fail(ReasonModelError, fmt.Errorf("internal error: %w", &PanicError{Value: p, Stack: stack}))
+			reason := ReasonModelError
+			if a.typ.Loop != nil {
+				reason = ReasonLoopError
+			}
+			l.fail(reason, fmt.Errorf("internal error: %w", &PanicError{Value: p, Stack: stack}))
 		}
 	}()
+	if a.typ.Loop != nil {
+		l.runCustom()
+		return
+	}
 	l.run()
 }
 
@@ -390,7 +398,8 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 
 type toolOutcome struct {
 	name     string
-	text     string
+	text     string // what goes back to the model: the tool's text or "error: …"
+	err      error  // the tool's own error
 	panicked error
 }
 
@@ -429,15 +438,20 @@ func (l *loop) refuse(c llms.ToolCall, name string) toolOutcome {
 	return toolOutcome{name: name, text: fmt.Sprintf("error: tool %q is not available to this agent; the tools you may call are: %s", name, a.tools.names)}
 }
 
-// callTool runs one call to a tool the agent may use. An error becomes the
-// tool's text; a panic is kept.
-func (l *loop) callTool(c llms.ToolCall) (o toolOutcome) {
+// callTool counts and runs one call to a tool the agent may use.
+func (l *loop) callTool(c llms.ToolCall) toolOutcome {
+	l.a.chargeToolCall()
+	l.a.m.toolCalls.Add(1)
+	return l.runTool(c)
+}
+
+// runTool runs one call that was counted. An error becomes the tool's
+// text; a panic is kept.
+func (l *loop) runTool(c llms.ToolCall) (o toolOutcome) {
 	a := l.a
 	name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
 	o.name = name
 	tool := a.tools.byName[name]
-	a.chargeToolCall()
-	a.m.toolCalls.Add(1)
 	a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: args})
 
 	text, err, panicked := invoke(l.ctx, tool, args)
@@ -451,6 +465,7 @@ func (l *loop) callTool(c llms.ToolCall) (o toolOutcome) {
 	if err != nil {
 		text = "error: " + err.Error()
 		ev.Error = err.Error()
+		o.err = err
 	}
 	o.text = text
 	if a.observed() {

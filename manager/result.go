@@ -23,6 +23,10 @@ const (
 	// ReasonPrompt: the type's prompt template failed to render (too
 	// large, or an error such as an index out of range).
 	ReasonPrompt Reason = "prompt_error"
+	// ReasonPluginExited: the plugin serving the agent exited.
+	ReasonPluginExited Reason = "plugin_exited"
+	// ReasonLoopError: a type's own loop (Type.Loop) failed.
+	ReasonLoopError Reason = "loop_error"
 	// ReasonBudgetCost: the cost budget (max_cost_usd) was used up.
 	ReasonBudgetCost Reason = "budget_cost"
 	ReasonCancelled  Reason = "cancelled"
