@@ -321,3 +321,18 @@ func TestAToolTheParentLacksDoesNotReachTheChild(t *testing.T) {
 	require.ErrorIs(t, err, manager.ErrBadRequest)
 	assert.Contains(t, err.Error(), "never adds")
 }
+
+func TestARefusedRequestSpendsNoneOfTheParentsChildren(t *testing.T) {
+	twoGoodOneBad := delegateCall(agenttypes.DelegateRequest{Tasks: []agenttypes.ChildTask{
+		{Label: "a", Type: "worker", Prompt: "p1"}, {Label: "b", Type: "worker", Prompt: "p2"}, {Label: "c", Type: "nosuchtype", Prompt: "p3"},
+	}})
+	twoGood := delegateCall(agenttypes.DelegateRequest{Tasks: []agenttypes.ChildTask{
+		{Label: "a", Type: "worker", Prompt: "p1"}, {Label: "b", Type: "worker", Prompt: "p2"},
+	}})
+	script := map[string][]scripted.Step{"go": {twoGoodOneBad, twoGood, {Text: "done"}}, "p1": {{Text: "x"}}, "p2": {{Text: "y"}}}
+	tf := newTreeFixture(t, script, func(c *manager.Config) { c.MaxChildren = 2 })
+	res := tf.run(t, manager.SpawnRequest{Type: "lead", Task: "go"})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	resp := delegateResponse(t, tf, "go")
+	require.Len(t, resp.Results, 2, "the refused request left room for two children")
+}

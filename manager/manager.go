@@ -248,6 +248,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 func (m *Manager) discard(a *Agent) {
 	if a.parent != nil {
 		a.root.alive.Add(-1)
+		a.parent.children.Add(-1) // a refused request spends none of the parent's children
 	}
 	a.cancel(nil)
 }
