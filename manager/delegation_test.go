@@ -185,9 +185,8 @@ func TestDelegateThreeChildrenEndToEnd(t *testing.T) {
 	assert.Greater(t, res.Usage.Total(), res.OwnUsage.Total())
 
 	for _, r := range resp.Results {
-		events, err := manager.ReadTranscript(dir + "/" + r.ID + ".jsonl")
-		require.NoError(t, err)
-		require.NotEmpty(t, events)
+		events := agentEvents(t, res.Transcript, r.ID)
+		require.NotEmpty(t, events, "the run's transcript holds the children's events")
 		assert.Equal(t, res.ID, events[0].ParentID, "a child's transcript names its parent")
 		assert.Equal(t, resp.Group, events[0].Group, "and its group")
 		assert.Equal(t, r.Label, events[0].Label)
