@@ -39,19 +39,20 @@ const (
 
 // BenchmarkSideBySide runs the same workload, in the same run, through
 // troupe's manager with nothing on, through troupe with what `troupe run`
-// always has on (budgets, an event subscriber, a transcript per agent),
-// and through langchaingo's agents.Executor, and reports microseconds per
-// step for each and the ratios.
+// always has on (budgets, an event subscriber, transcripts), the same
+// without transcripts, and through langchaingo's agents.Executor, and
+// reports microseconds per step and the ratios.
 func BenchmarkSideBySide(b *testing.B) {
 	for range b.N {
 		core := sbsTroupe(b, false)
+		noTranscripts := sbsTroupeWith(b, sbsOptions{budgets: true, subscriber: true})
 		all := sbsTroupe(b, true)
 		lc := sbsLangchaingo(b)
 		b.ReportMetric(core, "core-µs/step")
 		b.ReportMetric(all, "all-on-µs/step")
 		b.ReportMetric(lc, "langchaingo-µs/step")
 		b.ReportMetric(lc/all, "langchaingo/all-on")
-		b.ReportMetric(all/core, "all-on/core")
+		b.ReportMetric(all/noTranscripts, "transcripts-on/off")
 	}
 }
 

@@ -136,12 +136,7 @@ func (w *transcriptWriter) write(batch []transcriptItem) {
 		if it.e == nil || w.failed {
 			continue
 		}
-		line, err := json.Marshal(it.e)
-		if err != nil {
-			w.warn("cannot encode an event", err)
-			continue
-		}
-		w.buf = append(append(w.buf, line...), '\n')
+		w.buf = append(appendEventJSON(w.buf, it.e), '\n')
 	}
 	if len(w.buf) > 0 && !w.failed {
 		if w.f == nil {
