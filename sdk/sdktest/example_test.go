@@ -1,9 +1,11 @@
 package sdktest_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/troupe-dev/troupe/sdk"
@@ -22,9 +24,11 @@ var shout = &sdk.ToolFunc{
 		var args struct {
 			Text string `json:"text"`
 		}
-		dec := json.NewDecoder(strings.NewReader(string(req.Args)))
+		// Strictly: no unknown fields, nothing after the object.
+		dec := json.NewDecoder(bytes.NewReader(req.Args))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&args); err != nil || dec.More() || args.Text == "" {
+		err := dec.Decode(&args)
+		if _, end := dec.Token(); err != nil || end != io.EOF || args.Text == "" {
 			return nil, sdk.Errorf(sdk.CodeInvalidArgument, `shout takes {"text": "..."}`)
 		}
 		return &sdk.CallResponse{Text: strings.ToUpper(args.Text)}, nil

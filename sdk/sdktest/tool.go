@@ -396,6 +396,8 @@ func (c *toolCheck) checkArgs() {
 		return string(b)
 	}
 
+	baseJSON, _ := json.Marshal(base)
+
 	type probe struct {
 		what, args string
 		refuse     bool
@@ -405,7 +407,9 @@ func (c *toolCheck) checkArgs() {
 		{"malformed JSON", `{"`, true},
 		{"malformed JSON", `not json`, true},
 		{"malformed JSON", `{} {}`, true},
-		{"malformed JSON", with("sdktest", json.RawMessage(`1`)) + ` trailing`, true},
+		{"malformed JSON", string(baseJSON) + ` trailing`, true},
+		{"malformed JSON", string(baseJSON) + ` {}`, true},
+		{"malformed JSON", string(baseJSON) + `}`, true},
 		{"JSON that is not an object", `[]`, true},
 		{"JSON that is not an object", `"sdktest"`, true},
 		{"JSON that is not an object", `42`, true},

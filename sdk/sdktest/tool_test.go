@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,7 @@ func strict(args json.RawMessage, dst *upperArgs) error {
 	if err := dec.Decode(dst); err != nil {
 		return sdk.Errorf(sdk.CodeInvalidArgument, "upper: %v", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return sdk.Errorf(sdk.CodeInvalidArgument, "upper: unexpected data after the arguments")
 	}
 	if dst.Text == "" {
