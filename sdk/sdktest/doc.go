@@ -30,6 +30,12 @@
 // cancellation ends the run promptly, and that runs of the loop can go on
 // at once. NewSession gives the same fake Session to tests of one's own.
 //
+// The waits are fixed: an ordinary call or run has 10 seconds, after which
+// it is reported as hung and left running; once its context is cancelled,
+// a call or run has one second to return. A quick call made with a context
+// already cancelled must return within that second too, with an error or
+// without: work that does not block need not look at ctx.
+//
 // Nothing here starts a process or speaks gRPC: the tool or loop is called
 // in the test's own process.
 package sdktest
