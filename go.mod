@@ -22,5 +22,6 @@ require (
 	github.com/dlclark/regexp2 v1.11.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/traefik/yaegi v0.16.1 // indirect
 	golang.org/x/sys v0.35.0 // indirect
 )
