@@ -1,9 +1,12 @@
 package script
 
 import (
+	"context"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/troupe-dev/troupe/builtin/fsroot"
@@ -76,24 +79,30 @@ func (s *callState) close() {
 	}
 }
 
+// open opens the agent's root; s.mu is held.
+func (s *callState) open() error {
+	if s.fs != nil {
+		return nil
+	}
+	if s.root == "" || !filepath.IsAbs(s.root) {
+		return fmt.Errorf("this call has no root to read from")
+	}
+	r, err := fsroot.Open(s.root)
+	if err != nil {
+		return err
+	}
+	s.fs = r
+	return nil
+}
+
 // readFile reads a file under the agent's root through the same resolver
 // as the builtin tools: nothing outside the root, no symlink that leaves
 // it, regular files only.
 func (s *callState) readFile(path string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.root == "" {
-		return "", fmt.Errorf("ReadFile: this call has no root to read from")
-	}
-	if s.fs == nil {
-		if !filepath.IsAbs(s.root) {
-			return "", fmt.Errorf("ReadFile: the agent's root %q is not absolute", s.root)
-		}
-		r, err := fsroot.Open(s.root)
-		if err != nil {
-			return "", fmt.Errorf("ReadFile: %w", err)
-		}
-		s.fs = r
+	if err := s.open(); err != nil {
+		return "", fmt.Errorf("ReadFile: %w", err)
 	}
 	if s.read >= maxReadTotal {
 		return "", fmt.Errorf("ReadFile: this call has read %d MiB, the most one call may", maxReadTotal>>20)
@@ -107,6 +116,40 @@ func (s *callState) readFile(path string) (string, error) {
 		return string(data), fmt.Errorf("ReadFile %s: the file is larger than %d KiB; this is its start", path, maxReadBytes>>10)
 	}
 	return string(data), nil
+}
+
+// maxListed caps the paths one ListFiles returns.
+const maxListed = 10_000
+
+// listFiles returns the regular files under dir (relative to the agent's
+// root, "." for all of it), slash-separated and relative to the root,
+// skipping hidden entries and never following a symlink.
+func (s *callState) listFiles(dir string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	var out []string
+	err := s.fs.WalkDir(context.Background(), dir, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil //nolint:nilerr // an unreadable entry is left out
+		}
+		if name != "." && name != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if len(out) == maxListed {
+				return fmt.Errorf("more than %d files under %s; list a smaller directory", maxListed, dir)
+			}
+			out = append(out, name)
+		}
+		return nil
+	})
+	return out, err
 }
 
 func (s *callState) add(list *[]string, text string) {
@@ -125,10 +168,11 @@ func (s *callState) add(list *[]string, text string) {
 // interpreter's call state.
 func hostAPI(s *callState) map[string]reflect.Value {
 	return map[string]reflect.Value{
-		"Task":     reflect.ValueOf((*Task)(nil)),
-		"ToolCall": reflect.ValueOf((*ToolCall)(nil)),
-		"ReadFile": reflect.ValueOf(s.readFile),
-		"Note":     reflect.ValueOf(func(text string) { s.add(&s.notes, text) }),
+		"Task":      reflect.ValueOf((*Task)(nil)),
+		"ToolCall":  reflect.ValueOf((*ToolCall)(nil)),
+		"ReadFile":  reflect.ValueOf(s.readFile),
+		"ListFiles": reflect.ValueOf(s.listFiles),
+		"Note":      reflect.ValueOf(func(text string) { s.add(&s.notes, text) }),
 		"Log": reflect.ValueOf(func(format string, args ...any) {
 			s.add(&s.logs, fmt.Sprintf(format, args...))
 		}),

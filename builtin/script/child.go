@@ -277,10 +277,12 @@ func (r *ChildRunner) start() (*proc, error) {
 		}
 		cmd = exec.Command(exe)
 	}
-	cmd.Env = []string{ChildEnv + "=" + strconv.FormatInt(r.opts.MemoryLimit, 10)}
+	// No traceback: a fatal error's first lines say what happened, and
+	// they are what the host reads.
+	cmd.Env = []string{ChildEnv + "=" + strconv.FormatInt(r.opts.MemoryLimit, 10), "GOTRACEBACK=none"}
 	cmd.Dir = os.TempDir()
 	cmd.SysProcAttr = procAttr()
-	pr := &proc{cmd: cmd, stderr: &tail{max: 8 << 10}, loaded: map[string]bool{}, dead: make(chan struct{})}
+	pr := &proc{cmd: cmd, stderr: &tail{max: 4 << 10}, loaded: map[string]bool{}, dead: make(chan struct{})}
 	cmd.Stderr = pr.stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -329,25 +331,33 @@ func (r *ChildRunner) Close() error {
 	return nil
 }
 
-// tail keeps the last max bytes written to it.
+// tail keeps the first and the last max bytes written to it: a fatal
+// error says what happened at its start, and a stack trace follows.
 type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
+	mu   sync.Mutex
+	max  int
+	head []byte
+	buf  []byte
 }
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := len(p)
+	if room := t.max - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
+	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > t.max {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.buf)
+	return string(t.head) + "\n" + string(t.buf)
 }

@@ -62,7 +62,10 @@ func serve(in io.Reader, out io.Writer, mem int64) int {
 			return 2
 		}
 		resp := handle(progs, &req)
-		if n := settle(base); n > 0 {
+		if used := heapBytes(); used > mem {
+			resp.Fail = fmt.Sprintf("the script used more than %d MiB of memory (the limit); the script host was stopped", mem>>20)
+			resp.Retire = true
+		} else if n := settle(base); n > 0 {
 			resp.Fail = fmt.Sprintf("the script left %d goroutines running after %s returned; a script must not leave goroutines behind", n, req.Call.fnName())
 			resp.Retire = true
 		}
@@ -131,6 +134,14 @@ func settle(base int) int {
 		time.Sleep(2 * time.Millisecond)
 	}
 	return max(runtime.NumGoroutine()-base, 0)
+}
+
+// heapBytes is the memory the heap's objects and the goroutines' stacks
+// hold.
+func heapBytes() int64 {
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(samples)
+	return int64(samples[0].Value.Uint64() + samples[1].Value.Uint64())
 }
 
 // watchdog ends the process when the script's heap or goroutines grow
