@@ -584,9 +584,9 @@ func write(t testing.TB, dir, rel, text string) string {
 }
 
 func TestExampleDefinitions(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "examples", "agents", "*"))
-	require.NoError(t, err)
-	require.Len(t, files, 2)
+	// The scripted examples need a script compiler; builtin/script and the
+	// CLI's tests load them.
+	files := []string{filepath.Join("..", "examples", "agents", "security-review.md"), filepath.Join("..", "examples", "agents", "todo-finder.yaml")}
 	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: testRegistry(t)}, files...)
 	require.Empty(t, diags, "the examples load without a warning")
 	require.Len(t, types, 2)
@@ -602,4 +602,12 @@ func TestExampleDefinitions(t *testing.T) {
 	assert.False(t, todo.NeedsLanguageModel, "extends explore, so it runs on the offline model")
 	assert.NotNil(t, todo.ParseOutput, "and reports findings as explore does")
 	assert.Len(t, todo.Examples, 2)
+}
+
+func TestScriptWithoutCompilerIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "s.yaml", "name: s\ndescription: scripted.\nscript: |\n  package hooks\n")
+	_, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{}, p)
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.String(), "s.yaml:3:1: this program runs no scripts")
 }

@@ -77,6 +77,9 @@ var topFields = map[string]string{
 	"extends":              "extends: explore",
 	"examples":             "examples: [\"where is X handled?\"]",
 	"color":                "color: blue",
+	"script":               "script: |\n  package hooks\n  ...",
+	"script_file":          "script_file: hooks.go",
+	"script_tools":         "script_tools: [{name: count, description: ..., parameters: {type: object}, script_file: count.go}]",
 }
 
 // claudeFields are Claude Code's spellings, read in lenient mode.
@@ -120,6 +123,9 @@ type definition struct {
 	extends     string
 	examples    []string
 	color       string
+	hooks       *Script
+	scriptTools []ScriptTool
+	toolAt      []pos // where each script tool is declared
 
 	given map[string]pos // canonical field → where it was given
 }
@@ -228,7 +234,7 @@ func parseInto(sink *diagSink, path string, data []byte, mode Mode) *definition 
 		}
 		root = &yaml.Node{Kind: yaml.MappingNode}
 	}
-	dec := &decoder{sink: sink, def: d, lineOff: lineOff}
+	dec := &decoder{sink: sink, def: d, lineOff: lineOff, lines: strings.Split(text, "\n")}
 	dec.top(root)
 
 	if d.markdown {
@@ -443,6 +449,7 @@ type decoder struct {
 	sink    *diagSink
 	def     *definition
 	lineOff int
+	lines   []string // the file's lines, for the columns of a script block
 }
 
 func (dc *decoder) pos(n *yaml.Node) pos { return pos{n.Line + dc.lineOff, max(n.Column, 1)} }
@@ -548,6 +555,14 @@ func (dc *decoder) top(root *yaml.Node) {
 			dc.examples(k, v)
 		case "color":
 			d.color, _ = dc.str(k, v)
+		case "script", "script_file":
+			if d.hooks != nil {
+				dc.errorf(k, "give the hooks once: script: (the source) or script_file: (a .go file beside the definition), not both")
+				continue
+			}
+			d.hooks = dc.script(k, v)
+		case "script_tools":
+			dc.scriptTools(v)
 		}
 	}
 }

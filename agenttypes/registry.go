@@ -22,6 +22,23 @@ type Registry struct {
 	files  map[string]*Type // loaded from files; replaced whole, never changed
 	broken map[string]error // names whose highest-precedence file did not load
 	tools  map[string]Tool
+
+	scripts ScriptCompiler
+}
+
+// SetScriptCompiler sets the compiler this registry's definitions with
+// scripts are loaded with, in place of the one SetScriptCompiler
+// installed for the program.
+func (r *Registry) SetScriptCompiler(c ScriptCompiler) {
+	r.mu.Lock()
+	r.scripts = c
+	r.mu.Unlock()
+}
+
+func (r *Registry) scriptCompiler() ScriptCompiler {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.scripts
 }
 
 // NewRegistry returns an empty registry.

@@ -1,6 +1,7 @@
 package agenttypes
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,7 +17,8 @@ type resolver struct {
 	names     func() []string // every type name, for suggestions
 	toolNames func() []string // every available tool name
 
-	broken map[string]string // names that must not resolve → the file at fault
+	broken  map[string]string // names that must not resolve → the file at fault
+	scripts ScriptCompiler    // nil: a definition with a script is refused
 
 	diags  Diagnostics
 	done   map[string]*Type
@@ -30,7 +32,11 @@ func newResolver(defs map[string]*definition, reg *Registry, baseOnly bool) *res
 	r.tools = func(name string) bool { return slices.Contains(DefaultTools, name) }
 	r.names = func() []string { return slices.Collect(maps.Keys(defs)) }
 	r.toolNames = func() []string { return slices.Sorted(slices.Values(DefaultTools)) }
+	r.scripts = defaultScriptCompiler()
 	if reg != nil {
+		if c := reg.scriptCompiler(); c != nil {
+			r.scripts = c
+		}
 		lookup := reg.visibleType
 		if baseOnly {
 			lookup = reg.baseType
@@ -189,6 +195,7 @@ func (r *resolver) build(d *definition, parent *Type) (*Type, bool) {
 		t.Tools = r.available(d)
 	}
 	t.Tools = slices.DeleteFunc(t.Tools, func(name string) bool { return slices.Contains(d.disallowed, name) })
+	r.compileScripts(d, &t)
 	switch {
 	case t.Description != "":
 	case !d.has("description"):
@@ -215,6 +222,8 @@ func (r *resolver) available(d *definition) []string {
 	for i, name := range d.tools {
 		at := d.toolPos[i]
 		switch {
+		case slices.ContainsFunc(d.scriptTools, func(st ScriptTool) bool { return st.Name == name }):
+			// added with the type's script tools
 		case r.tools(name):
 			out = append(out, name)
 		case slices.Contains(futureTools, name):
@@ -232,4 +241,43 @@ func (r *resolver) available(d *definition) []string {
 		}
 	}
 	return out
+}
+
+// compileScripts checks and compiles d's scripts into t.Hooks, reporting
+// their problems at their place in the definition or script file. A type
+// without scripts of its own keeps the hooks of the type it extends.
+func (r *resolver) compileScripts(d *definition, t *Type) {
+	if d.hooks == nil && len(d.scriptTools) == 0 {
+		return
+	}
+	for i, st := range d.scriptTools {
+		if r.tools(st.Name) {
+			r.errorf(d, d.toolAt[i], "script tool %q has the name of a tool troupe already has; give it another name", st.Name)
+			return
+		}
+	}
+	scripts := &Scripts{Hooks: d.hooks, Tools: d.scriptTools}
+	if r.scripts == nil {
+		at := d.at("script")
+		if !d.has("script") {
+			at = d.at("script_file")
+		}
+		if !d.has("script") && !d.has("script_file") {
+			at = d.at("script_tools")
+		}
+		r.errorf(d, at, "%v", errNoCompiler)
+		return
+	}
+	hooks, diags := r.scripts.Compile(context.Background(), d.name, scripts)
+	r.diags = append(r.diags, diags...)
+	if diags.HasErrors() || hooks == nil {
+		return
+	}
+	t.Scripts = scripts
+	t.Hooks = hooks
+	for _, st := range d.scriptTools {
+		if !slices.Contains(t.Tools, st.Name) {
+			t.Tools = append(t.Tools, st.Name)
+		}
+	}
 }

@@ -45,6 +45,11 @@ type Type struct {
 	// ParseOutput, when set, turns the final answer into structured data
 	// for Result.Data. An error fails the run with reason "bad_output".
 	ParseOutput func(output string) (any, error) `json:"-"`
+	// Hooks are the type's compiled scripts (a definition's script:,
+	// script_file: and script_tools:), or nil.
+	Hooks *Hooks `json:"-"`
+	// Scripts is the source of the hooks, as the definition gave it.
+	Scripts *Scripts `json:"scripts,omitempty"`
 	// Examples are tasks the type is meant for; a smoke test can run them.
 	Examples []string `json:"examples,omitempty"`
 	// Extends names the type this one was built from, when its definition

@@ -33,6 +33,8 @@ var (
 	ErrPluginExited = agenttypes.ErrPluginExited
 	// ErrToolPanic is wrapped by Result.Err when a tool panicked.
 	ErrToolPanic = errors.New("tool panicked")
+	// ErrScript is wrapped by Result.Err when the type's script failed.
+	ErrScript = agenttypes.ErrScript
 	// ErrBadOutput is wrapped by Result.Err when the final answer could not
 	// be parsed into the type's output format or does not match its schema.
 	ErrBadOutput = agenttypes.ErrBadOutput

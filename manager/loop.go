@@ -191,6 +191,22 @@ func (l *loop) start() bool {
 			task = inherited + "\n\nYour task:\n" + a.task
 		}
 	}
+	if h := a.typ.Hooks; h != nil && h.Prompt != nil {
+		text, err := h.Prompt(l.ctx, agenttypes.ScriptTask{Prompt: task, Type: a.typ.Name, Root: a.dir})
+		switch {
+		case errors.Is(err, agenttypes.ErrScript):
+			// A script stopped by the time budget is the script's failure.
+			l.fail(ReasonScript, fmt.Errorf("type %q: Prompt hook: %w", a.typ.Name, err))
+			return false
+		case l.ctx.Err() != nil:
+			l.stopped()
+			return false
+		case err != nil:
+			l.fail(ReasonScript, fmt.Errorf("%w: type %q: the Prompt hook refused the task: %v", agenttypes.ErrScript, a.typ.Name, err))
+			return false
+		}
+		task = text
+	}
 	l.add(llms.TextParts(llms.ChatMessageTypeHuman, task), task)
 	return true
 }
@@ -283,10 +299,23 @@ func (l *loop) final(content string, usage Usage, over int) bool {
 	data, err := l.parseOutput(content)
 	if err != nil {
 		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: content})
-		if !l.retried && a.typ.Output.Format == agenttypes.OutputJSON && over <= 0 {
+		if errors.Is(err, agenttypes.ErrScript) {
+			a.finish(Failed, ReasonScript, fmt.Errorf("type %q: Result hook: %w", a.typ.Name, err), content, nil, true)
+			return true
+		}
+		if l.ctx.Err() != nil {
+			l.lastText = content
+			l.stopped()
+			return true
+		}
+		hooked := a.typ.Hooks != nil && a.typ.Hooks.Result != nil
+		if !l.retried && (a.typ.Output.Format == agenttypes.OutputJSON || hooked) && over <= 0 {
 			l.retried = true
 			l.add(llms.TextParts(llms.ChatMessageTypeAI, content), content)
 			msg := "Your answer was not accepted: " + err.Error() + ". Reply again with only the JSON value, matching the schema."
+			if a.typ.Output.Format != agenttypes.OutputJSON {
+				msg = "Your answer was not accepted: " + err.Error() + ". Reply again with an answer that fixes this."
+			}
 			l.add(llms.TextParts(llms.ChatMessageTypeHuman, msg), msg)
 			return false
 		}
@@ -320,6 +349,13 @@ func (l *loop) parseOutput(content string) (any, error) {
 	}
 	if a.typ.ParseOutput != nil {
 		v, err := safeParse(a.typ.ParseOutput, content)
+		if err != nil {
+			return nil, err
+		}
+		data = v
+	}
+	if h := a.typ.Hooks; h != nil && h.Result != nil {
+		v, err := h.Result(l.ctx, content)
 		if err != nil {
 			return nil, err
 		}
@@ -362,7 +398,18 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 		if c.FunctionCall != nil {
 			name = c.FunctionCall.Name
 		}
-		switch _, ok := a.tools.byName[name]; {
+		_, ok := a.tools.byName[name]
+		if ok {
+			veto, ended := l.beforeTool(c, name)
+			if ended {
+				return false
+			}
+			if veto != nil {
+				results[i] = *veto
+				continue
+			}
+		}
+		switch {
 		case !ok:
 			results[i] = l.refuse(c, name)
 		case left > 0:
@@ -377,6 +424,12 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 	for _, i := range run {
 		if results[i].panicked != nil {
 			a.finish(Failed, ReasonToolPanic, results[i].panicked, l.partialOutput(), nil, true)
+			return false
+		}
+	}
+	for _, i := range run {
+		if errors.Is(results[i].err, agenttypes.ErrScript) {
+			l.fail(ReasonScript, fmt.Errorf("script tool %s: %w", results[i].name, results[i].err))
 			return false
 		}
 	}
@@ -424,6 +477,30 @@ func (l *loop) execute(calls []llms.ToolCall, run []int, out []toolOutcome) {
 		}()
 	}
 	wg.Wait()
+}
+
+// beforeTool asks the type's BeforeTool hook about a call. A veto is the
+// outcome the model sees, and the call is neither run nor counted; ended
+// means the hook failed or the run's context ended, and the run is over.
+func (l *loop) beforeTool(c llms.ToolCall, name string) (veto *toolOutcome, ended bool) {
+	a := l.a
+	h := a.typ.Hooks
+	if h == nil || h.BeforeTool == nil || c.FunctionCall == nil {
+		return nil, false
+	}
+	err := h.BeforeTool(l.ctx, name, json.RawMessage(c.FunctionCall.Arguments))
+	switch {
+	case err == nil:
+		return nil, false
+	case errors.Is(err, agenttypes.ErrScript):
+		l.fail(ReasonScript, fmt.Errorf("type %q: BeforeTool hook: %w", a.typ.Name, err))
+		return nil, true
+	case l.ctx.Err() != nil:
+		l.stopped()
+		return nil, true
+	}
+	a.emit(&Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Args: c.FunctionCall.Arguments, Error: "vetoed by the type's BeforeTool hook: " + err.Error()})
+	return &toolOutcome{name: name, text: "error: this call was refused: " + err.Error()}, false
 }
 
 // refuse answers a call to a tool the agent may not use: reported to the

@@ -27,6 +27,10 @@ const (
 	ReasonPluginExited Reason = "plugin_exited"
 	// ReasonLoopError: a type's own loop (Type.Loop) failed.
 	ReasonLoopError Reason = "loop_error"
+	// ReasonScript: the type's script failed (it panicked, ran past its
+	// time, overflowed its stack, ran out of memory) or its Prompt hook
+	// refused the task.
+	ReasonScript Reason = "script_error"
 	// ReasonBudgetCost: the cost budget (max_cost_usd) was used up.
 	ReasonBudgetCost Reason = "budget_cost"
 	ReasonCancelled  Reason = "cancelled"

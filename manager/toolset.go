@@ -74,7 +74,11 @@ func (s *typeSetup) toolsetOf(m *Manager, names []string) (*toolset, error) {
 func (m *Manager) buildToolset(typ *agenttypes.Type, names []string) (*toolset, error) {
 	ts := &toolset{byName: make(map[string]agenttypes.Tool, len(names))}
 	for _, name := range names {
-		tool, err := m.cfg.Registry.Tool(name)
+		tool, scripted := typ.Hooks.Tool(name)
+		var err error
+		if !scripted {
+			tool, err = m.cfg.Registry.Tool(name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("type %q allows tool %q, which is not registered: %w", typ.Name, name, err)
 		}

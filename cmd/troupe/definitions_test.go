@@ -81,7 +81,7 @@ func TestBrokenDefinitionIsReportedNotFatal(t *testing.T) {
 func TestTypesValidate(t *testing.T) {
 	o := troupe(t, "types", "validate", filepath.Join("..", "..", "examples", "agents"))
 	assert.Equal(t, 0, o.code, o.stdout+o.stderr)
-	assert.Contains(t, o.stderr, "2 files, 2 types, 0 errors")
+	assert.Contains(t, o.stderr, "4 files, 4 types, 0 errors")
 
 	bad := filepath.Join("..", "..", "testdata", "agents", "bad")
 	o = troupe(t, "types", "validate", bad)

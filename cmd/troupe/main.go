@@ -13,9 +13,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/troupe-dev/troupe/builtin/script"
 )
 
 func main() {
+	// The script host is this binary, re-executed: it serves and exits.
+	script.ServeIfChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first interrupt, the next one kills the process as

@@ -16,10 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/troupe-dev/troupe/builtin/script"
 	"github.com/troupe-dev/troupe/manager"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	script.ServeIfChild() // scripts' child processes are this test binary
+	goleak.VerifyTestMain(m)
+}
 
 var shop = filepath.Join("..", "..", "testdata", "repos", "shop")
 

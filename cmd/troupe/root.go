@@ -19,6 +19,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/models"
+	"github.com/troupe-dev/troupe/builtin/script"
 	"github.com/troupe-dev/troupe/manager"
 )
 
@@ -54,6 +55,10 @@ type app struct {
 	// isTerminal reports whether a stream (stdin, stderr) is a terminal;
 	// tests replace it to drive a fake one.
 	isTerminal func(any) bool
+
+	// scripts runs the definitions' scripts; made by the first registry,
+	// closed when the command ends.
+	scripts *script.Host
 }
 
 // newApp returns the app of a real process: stdin, the environment and
@@ -75,6 +80,9 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	root.SetOut(a.stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if a.scripts != nil {
+		_ = a.scripts.Close()
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -212,6 +220,10 @@ func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	if err := builtin.Register(reg); err != nil {
 		return nil, err
 	}
+	if a.scripts == nil {
+		a.scripts = script.New(script.Options{InProcess: splitList(a.getenv("TROUPE_SCRIPTS_IN_PROCESS")), Logger: a.logger()})
+	}
+	reg.SetScriptCompiler(a.scripts)
 	diags := reg.Reload(agenttypes.SourcesFromEnv(agenttypes.FindProjectRoot(dir)))
 	for _, d := range diags.Errors() {
 		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)
@@ -383,3 +395,14 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // Unwrap returns the stream written to, so terminal checks see through
 // the lock.
 func (l *lockedWriter) Unwrap() io.Writer { return l.w }
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

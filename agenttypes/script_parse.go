@@ -1,0 +1,202 @@
+package agenttypes
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var scriptToolFields = []string{"name", "description", "parameters", "script", "script_file", "read_only"}
+
+// script reads script: (Go source, usually a YAML block) or script_file: (a
+// .go file beside the definition).
+func (dc *decoder) script(k, v *yaml.Node) *Script {
+	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || strings.TrimSpace(v.Value) == "" {
+		if k.Value == "script_file" {
+			dc.errorf(v, "script_file names a .go file beside the definition, such as script_file: hooks.go")
+		} else {
+			dc.errorf(v, "script is Go source, written as a block:\n  script: |\n    package hooks\n    ...")
+		}
+		return nil
+	}
+	if k.Value == "script_file" {
+		return dc.scriptFile(v)
+	}
+	if len(v.Value) > MaxScriptSize {
+		dc.errorf(v, "the script is %s; scripts are limited to %s", sizeString(int64(len(v.Value))), sizeString(MaxScriptSize))
+		return nil
+	}
+	s := &Script{Source: v.Value, File: dc.def.path}
+	p := dc.pos(v)
+	switch v.Style {
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		// The block starts on the line after its indicator; YAML strips
+		// its indentation, which columns must add back.
+		s.Line = p.line + 1
+		for i := p.line; i < len(dc.lines); i++ { // dc.lines[i] is line i+1
+			if t := strings.TrimLeft(dc.lines[i], " "); t != "" {
+				s.Line, s.Col = i+1, len(dc.lines[i])-len(t)
+				break
+			}
+		}
+		// Leading blank lines of the block are dropped from the value.
+		for strings.HasPrefix(s.Source, "\n") {
+			s.Source = s.Source[1:]
+		}
+	default:
+		s.Line, s.Col = p.line, p.col-1
+		if v.Style != 0 {
+			s.Col++ // the opening quote
+		}
+	}
+	return s
+}
+
+// scriptFile reads the file v names, which must lie in the definition's
+// directory or below it.
+func (dc *decoder) scriptFile(v *yaml.Node) *Script {
+	name := strings.TrimSpace(v.Value)
+	if !filepath.IsLocal(name) {
+		dc.errorf(v, "script_file %q: name a file in the definition's directory or below it, such as hooks.go", name)
+		return nil
+	}
+	if filepath.Ext(name) != ".go" {
+		dc.errorf(v, "script_file %q: a script is a .go file", name)
+		return nil
+	}
+	dir := filepath.Dir(dc.def.path)
+	shown := filepath.Join(dir, name)
+	f, err := os.OpenInRoot(dir, name)
+	if err != nil {
+		dc.errorf(v, "script_file %q: cannot read it: %v", name, unwrapPath(err))
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		dc.errorf(v, "script_file %q is not a regular file", name)
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxScriptSize+1))
+	switch {
+	case err != nil:
+		dc.errorf(v, "script_file %q: cannot read it: %v", name, unwrapPath(err))
+		return nil
+	case len(data) > MaxScriptSize:
+		dc.errorf(v, "script_file %q is over %s, the limit for a script", name, sizeString(MaxScriptSize))
+		return nil
+	}
+	if _, _, msg := checkText(data); msg != "" {
+		dc.errorf(v, "script_file %q: %s", name, msg)
+		return nil
+	}
+	return &Script{Source: string(data), File: shown, Line: 1}
+}
+
+// scriptTools reads script_tools: a list of {name, description,
+// parameters, script | script_file}.
+func (dc *decoder) scriptTools(v *yaml.Node) {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return
+	}
+	if v.Kind != yaml.SequenceNode {
+		dc.errorf(v, "script_tools is a list of tools, each with name, description, parameters and script (or script_file)")
+		return
+	}
+	d := dc.def
+	for _, item := range v.Content {
+		item = deref(item)
+		if item.Kind != yaml.MappingNode {
+			dc.errorf(item, "each script tool is a mapping: {name: count_todos, description: ..., parameters: {type: object}, script_file: count.go}")
+			continue
+		}
+		var t ScriptTool
+		var script *Script
+		ok := true
+		for i := 0; i+1 < len(item.Content); i += 2 {
+			k, val := item.Content[i], deref(item.Content[i+1])
+			switch k.Value {
+			case "name":
+				s, _ := dc.str(k, val)
+				t.Name = strings.TrimSpace(s)
+				if !toolName.MatchString(t.Name) {
+					dc.errorf(val, "script tool name %q: use lower-case letters, digits and '_', such as count_todos", t.Name)
+					ok = false
+				}
+			case "description":
+				s, _ := dc.str(k, val)
+				t.Description = strings.TrimSpace(s)
+			case "parameters":
+				raw, err := schemaJSON(val)
+				if err == nil {
+					err = checkSchema(raw)
+				}
+				if err != nil {
+					dc.errorf(val, "parameters of a script tool is a JSON schema object, such as {type: object, properties: {path: {type: string}}}: %v", err)
+					ok = false
+					continue
+				}
+				t.Parameters = raw
+			case "script", "script_file":
+				if script != nil {
+					dc.errorf(k, "give a script tool's body once: script: or script_file:, not both")
+					ok = false
+					continue
+				}
+				if script = dc.script(k, val); script == nil {
+					ok = false
+				}
+			case "read_only":
+				dc.boolean(k, val) // every script tool is read-only: scripts cannot write
+			default:
+				hint := "; the fields are " + strings.Join(scriptToolFields, ", ")
+				if near := Nearest(k.Value, scriptToolFields); near != "" {
+					hint = fmt.Sprintf("; did you mean %q?", near)
+				}
+				dc.errorf(k, "unknown script tool field %q%s", k.Value, hint)
+				ok = false
+			}
+		}
+		switch {
+		case !ok:
+			continue
+		case t.Name == "":
+			dc.errorf(item, "this script tool has no name: add name: such as count_todos")
+			continue
+		case t.Description == "":
+			dc.errorf(item, "script tool %q has no description: say when the model should call it", t.Name)
+			continue
+		case script == nil:
+			dc.errorf(item, "script tool %q has no body: add script: (Go source with func Run(args map[string]any) (string, error)) or script_file:", t.Name)
+			continue
+		}
+		for j, other := range d.scriptTools {
+			if other.Name == t.Name {
+				dc.errorf(item, "script tool %q is declared twice (first at line %d)", t.Name, d.toolAt[j].line)
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		if len(t.Parameters) == 0 {
+			t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		t.Script = *script
+		d.scriptTools = append(d.scriptTools, t)
+		d.toolAt = append(d.toolAt, dc.pos(item))
+	}
+}
+
+// errNoCompiler is why a definition with a script does not load in a
+// program that serves no scripts.
+var errNoCompiler = errors.New("this program runs no scripts (it installed no script compiler: see agenttypes.SetScriptCompiler and builtin/script)")
+
+// toolName is what a script tool may be called.
+var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)

@@ -1,0 +1,14 @@
+// Package script runs the Go scripts agent definitions carry (script:,
+// script_file:, script_tools:), interpreted with yaegi behind an
+// allow-list of standard packages and a small host API (import "troupe").
+//
+// A Host implements agenttypes.ScriptCompiler: it checks and compiles each
+// script once when its definition loads, and binds the hooks (Prompt,
+// Result, BeforeTool) and script tools into agenttypes.Hooks, which the
+// manager calls. Scripts run in script host processes (the program
+// re-executed; its main calls ServeIfChild first) held to a memory limit,
+// a stack limit, a goroutine limit and a per-call time limit, so a hostile
+// script fails its own agent with agenttypes.ErrScript and nothing else.
+// Options.InProcess lets an operator run trusted types' scripts in the
+// host process instead, for speed.
+package script

@@ -1,0 +1,281 @@
+package script
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing/fstest"
+
+	"github.com/traefik/yaegi/interp"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// Program is one script as a runner receives it.
+type Program struct {
+	// ID names the program by its kind and source.
+	ID     string `json:"id"`
+	Kind   Kind   `json:"kind"`
+	Source string `json:"source"`
+}
+
+func newProgram(kind Kind, src string) *Program {
+	sum := sha256.Sum256([]byte(string(kind) + "\x00" + src))
+	return &Program{ID: hex.EncodeToString(sum[:12]), Kind: kind, Source: src}
+}
+
+// Call is one call of a hook or tool.
+type Call struct {
+	// Fn is Prompt, Result, BeforeTool or Run.
+	Fn     string         `json:"fn"`
+	Root   string         `json:"root,omitempty"`
+	Task   *Task          `json:"task,omitempty"`
+	Output string         `json:"output,omitempty"`
+	Tool   *ToolCall      `json:"tool,omitempty"`
+	Args   map[string]any `json:"args,omitempty"`
+}
+
+// Reply is what a call gave back.
+type Reply struct {
+	// Text is what Prompt or Run returned.
+	Text string `json:"text,omitempty"`
+	// Data is what Result returned, as JSON.
+	Data json.RawMessage `json:"data,omitempty"`
+	// Err is the error the hook returned, "" for none: the script's own
+	// answer, not a failure.
+	Err   string   `json:"err,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+	Logs  []string `json:"logs,omitempty"`
+}
+
+// CompileError is a script that does not compile: each problem at a line
+// and column of its source.
+type CompileError struct {
+	Problems []srcError
+}
+
+func (e *CompileError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// instance is one interpreter holding one compiled program. It serves one
+// call at a time.
+type instance struct {
+	prog  *Program
+	i     *interp.Interpreter
+	state *callState
+	fns   map[string]reflect.Value
+	// release lets stop.Wait return once a stop is done.
+	release chan struct{}
+	stopped bool
+}
+
+// stopper lets the host stop an interpreter's running code: evaluating
+// stop.Wait() under a context that is already cancelled makes yaegi stop
+// every frame of the interpreter, and Wait blocks until the stop is done,
+// so the stop never races the evaluation. Scripts cannot import it: the
+// static check refuses every import outside Allowed.
+const stopperPath = "troupe.internal/stop"
+
+var wantTypes = map[string]reflect.Type{
+	"Prompt":     reflect.TypeFor[func(Task) (string, error)](),
+	"Result":     reflect.TypeFor[func(string) (any, error)](),
+	"BeforeTool": reflect.TypeFor[func(ToolCall) error](),
+	"Run":        reflect.TypeFor[func(map[string]any) (string, error)](),
+}
+
+var yaegiPos = regexp.MustCompile(`^(?:[^:\s]*:)?(\d+):(\d+): (.*)$`)
+
+// compile checks and evaluates a program in a fresh interpreter. The
+// package's top-level declarations run here, so it must run where a
+// script may fail: in the script host, or in process under a deadline.
+func compile(ctx context.Context, p *Program) (inst *instance, err error) {
+	c, problems := check(p.Source, p.Kind)
+	if len(problems) > 0 {
+		return nil, &CompileError{Problems: problems}
+	}
+	st := &callState{}
+	i := interp.New(interp.Options{
+		GoPath:               "/nonexistent-troupe-script-gopath",
+		SourcecodeFilesystem: fstest.MapFS{},
+		Stdin:                strings.NewReader(""),
+		Stdout:               io.Discard,
+		Stderr:               io.Discard,
+		Args:                 []string{"script"},
+		Env:                  []string{},
+	})
+	if err := i.Use(allowedSymbols()); err != nil {
+		return nil, err
+	}
+	if err := i.Use(interp.Exports{HostPackage + "/" + HostPackage: hostAPI(st)}); err != nil {
+		return nil, err
+	}
+	release := make(chan struct{})
+	if err := i.Use(interp.Exports{stopperPath + "/stop": {"Wait": reflect.ValueOf(func() { <-release })}}); err != nil {
+		return nil, err
+	}
+	inst = &instance{prog: p, i: i, state: st, fns: map[string]reflect.Value{}, release: release}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CompileError{Problems: []srcError{{1, 1, interpreterPanic(r)}}}
+		}
+	}()
+	if _, err := i.Eval(`import stop "` + stopperPath + `"`); err != nil {
+		return nil, err
+	}
+	if err := evalCtx(ctx, inst, p.Source); err != nil {
+		return nil, compileError(err)
+	}
+	for name, line := range c.has {
+		v, err := i.Eval("hooks." + name)
+		if err != nil {
+			return nil, &CompileError{Problems: []srcError{{line, 1, err.Error()}}}
+		}
+		if want := wantTypes[name]; v.Type() != want {
+			return nil, &CompileError{Problems: []srcError{{line, 1, fmt.Sprintf("%s has type %s; it must be %s", name, v.Type(), want)}}}
+		}
+		inst.fns[name] = v
+	}
+	return inst, nil
+}
+
+// evalCtx evaluates src, stopping it when ctx ends.
+func evalCtx(ctx context.Context, inst *instance, src string) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- &CompileError{Problems: []srcError{{1, 1, interpreterPanic(r)}}}
+			}
+		}()
+		_, err := inst.i.Eval(src)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		inst.stop()
+		<-done
+		return fmt.Errorf("%w: the script's top-level declarations ran past their time and were stopped", agenttypes.ErrScript)
+	}
+}
+
+func interpreterPanic(r any) string {
+	msg := fmt.Sprint(r)
+	if strings.Contains(msg, "nil type") {
+		return "the script interpreter cannot compile this script (" + msg + "); a range over an integer or a function (Go 1.22, 1.23) does this: write a counted for loop"
+	}
+	return "the script interpreter failed on this script: " + msg
+}
+
+func compileError(err error) error {
+	var ce *CompileError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	if errors.Is(err, agenttypes.ErrScript) {
+		return err
+	}
+	var out []srcError
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if m := yaegiPos.FindStringSubmatch(line); m != nil {
+			l, _ := strconv.Atoi(m[1])
+			c, _ := strconv.Atoi(m[2])
+			out = append(out, srcError{l, c, m[3]})
+			continue
+		}
+		out = append(out, srcError{1, 1, line})
+	}
+	if len(out) == 0 {
+		out = append(out, srcError{1, 1, err.Error()})
+	}
+	return &CompileError{Problems: out}
+}
+
+// stop halts every frame running in the interpreter. The instance is not
+// used again.
+func (inst *instance) stop() {
+	if inst.stopped {
+		return
+	}
+	inst.stopped = true
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _ = inst.i.EvalWithContext(ctx, "stop.Wait()")
+	close(inst.release)
+}
+
+// call runs one hook or tool function. A panic in the script comes back
+// as an error wrapping agenttypes.ErrScript; the hook's own error is the
+// Reply's Err.
+func (inst *instance) call(c *Call) (r Reply, err error) {
+	fn, ok := inst.fns[c.Fn]
+	if !ok {
+		return r, fmt.Errorf("%w: the script has no %s", agenttypes.ErrScript, c.Fn)
+	}
+	inst.state.reset(c.Root)
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s panicked: %v", agenttypes.ErrScript, c.Fn, p)
+		}
+		r.Notes, r.Logs = inst.state.take()
+	}()
+	var herr error
+	switch c.Fn {
+	case "Prompt":
+		var t Task
+		if c.Task != nil {
+			t = *c.Task
+		}
+		r.Text, herr = fn.Interface().(func(Task) (string, error))(t)
+	case "Result":
+		var v any
+		v, herr = fn.Interface().(func(string) (any, error))(c.Output)
+		if herr == nil {
+			data, merr := json.Marshal(v)
+			if merr != nil {
+				return r, fmt.Errorf("%w: Result returned a value that is not JSON: %v", agenttypes.ErrScript, merr)
+			}
+			r.Data = data
+		}
+	case "BeforeTool":
+		var tc ToolCall
+		if c.Tool != nil {
+			tc = *c.Tool
+		}
+		herr = fn.Interface().(func(ToolCall) error)(tc)
+	case "Run":
+		args := c.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		r.Text, herr = fn.Interface().(func(map[string]any) (string, error))(args)
+	}
+	if herr != nil {
+		r.Err = herr.Error()
+		if r.Err == "" {
+			r.Err = "refused"
+		}
+	}
+	if len(r.Text) > maxReplyBytes || len(r.Data) > maxReplyBytes {
+		return Reply{}, fmt.Errorf("%w: %s returned more than %d KiB", agenttypes.ErrScript, c.Fn, maxReplyBytes>>10)
+	}
+	return r, nil
+}

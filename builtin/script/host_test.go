@@ -1,0 +1,136 @@
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+const badHooks = `package hooks
+
+import "troupe"
+
+func deep(n int) int { return deep(n+1) + 1 }
+
+func Prompt(task troupe.Task) (string, error) {
+	switch task.Prompt {
+	case "loop":
+		for {
+		}
+	case "recurse":
+		deep(0)
+	case "alloc":
+		b := make([]byte, 4<<30)
+		return string(b[len(b)-1:]), nil
+	case "goroutines":
+		for i := 0; i < 10000; i++ {
+			go func() { select {} }()
+		}
+	case "panic":
+		panic("boom")
+	case "passwd":
+		return troupe.ReadFile("/etc/passwd")
+	}
+	return "fine: " + task.Prompt, nil
+}
+`
+
+func compileHooks(t *testing.T, h *Host, src string) *agenttypes.Hooks {
+	t.Helper()
+	hooks, diags := h.Compile(context.Background(), "t", &agenttypes.Scripts{Hooks: &agenttypes.Script{Source: src, File: "t.yaml", Line: 1}})
+	require.Empty(t, diags)
+	return hooks
+}
+
+// Every hostile call fails with ErrScript and a message saying what
+// happened; the same Host then serves a good call from a fresh process.
+func TestHostileCallsFailAndTheHostRestarts(t *testing.T) {
+	h := New(Options{CallTimeout: 2 * time.Second})
+	defer h.Close()
+	hooks := compileHooks(t, h, badHooks)
+	root := t.TempDir()
+	ctx := agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: root, Note: func(string) {}})
+	for task, want := range map[string]string{
+		"loop":       "per-call limit",
+		"recurse":    "overflowed its stack",
+		"alloc":      "memory",
+		"goroutines": "goroutines",
+		"panic":      "panicked: boom",
+	} {
+		_, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: task})
+		require.ErrorIs(t, err, agenttypes.ErrScript, task)
+		assert.Contains(t, err.Error(), want, task)
+		out, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "after " + task})
+		require.NoError(t, err, task)
+		assert.Equal(t, "fine: after "+task, out)
+	}
+	_, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "passwd"})
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, agenttypes.ErrScript, "the hook answered: ReadFile refused the path")
+	assert.Contains(t, err.Error(), "outside")
+}
+
+// In process, a loop is stopped by its context and the interpreter is
+// dropped; the next call gets a fresh one.
+func TestInProcessLoopIsStoppedByItsContext(t *testing.T) {
+	h := New(Options{AllInProcess: true})
+	defer h.Close()
+	hooks := compileHooks(t, h, badHooks)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "loop"})
+	require.ErrorIs(t, err, agenttypes.ErrScript)
+	assert.Contains(t, err.Error(), "time budget")
+	out, err := hooks.Prompt(context.Background(), agenttypes.ScriptTask{Prompt: "x"})
+	require.NoError(t, err)
+	assert.Equal(t, "fine: x", out)
+}
+
+const toolSrc = `package hooks
+
+func Run(args map[string]any) (string, error) { s, _ := args["s"].(string); return s + "!", nil }
+`
+
+func benchHooks(b *testing.B, inProcess bool) (*agenttypes.Hooks, func()) {
+	h := New(Options{AllInProcess: inProcess})
+	hooks, diags := h.Compile(context.Background(), "b", &agenttypes.Scripts{
+		Hooks: &agenttypes.Script{Source: goodHooks, File: "b.yaml", Line: 1},
+		Tools: []agenttypes.ScriptTool{{Name: "echo", Description: "echo", Script: agenttypes.Script{Source: toolSrc, File: "b.yaml", Line: 1}}},
+	})
+	require.Empty(b, diags)
+	return hooks, func() { h.Close() }
+}
+
+func benchmarkHook(b *testing.B, inProcess bool) {
+	hooks, done := benchHooks(b, inProcess)
+	defer done()
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "abc"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchmarkTool(b *testing.B, inProcess bool) {
+	hooks, done := benchHooks(b, inProcess)
+	defer done()
+	ctx := context.Background()
+	args := json.RawMessage(`{"s":"hi"}`)
+	for b.Loop() {
+		if _, err := hooks.Tools[0].Call(ctx, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkHookInProcess(b *testing.B)    { benchmarkHook(b, true) }
+func BenchmarkHookOutOfProcess(b *testing.B) { benchmarkHook(b, false) }
+func BenchmarkToolInProcess(b *testing.B)    { benchmarkTool(b, true) }
+func BenchmarkToolOutOfProcess(b *testing.B) { benchmarkTool(b, false) }

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package script
+
+func setLimits(int64) {}

@@ -1,0 +1,159 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// Runner runs compiled scripts: in the host process (InProcess) or in a
+// script host child process (the default). It is the seam where a
+// transport plugs in.
+type Runner interface {
+	// Load compiles p so that calls can use it. A script that does not
+	// compile gives a *CompileError.
+	Load(ctx context.Context, p *Program) error
+	// Call runs one function of p, which Load accepted. An error wraps
+	// agenttypes.ErrScript when the script failed rather than answered,
+	// or is ctx's error when ctx ended first.
+	Call(ctx context.Context, p *Program, c *Call) (Reply, error)
+	// Close stops whatever the runner started.
+	Close() error
+}
+
+// errCallTimeout is the cause of a call's context when the per-call limit
+// ends it.
+var errCallTimeout = errors.New("script call timeout")
+
+// stoppedError says why a call's context ended, for a script that was
+// stopped.
+func stoppedError(ctx context.Context, fn string, limit time.Duration) error {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errCallTimeout):
+		return fmt.Errorf("%w: %s ran past the per-call limit of %s (an endless loop?) and was stopped", agenttypes.ErrScript, fn, limit)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%w: %s ran past the agent's time budget and was stopped", agenttypes.ErrScript, fn)
+	}
+	return ctx.Err()
+}
+
+// InProcess runs scripts in the calling process: fast, but a script that
+// recurses without end or allocates without bound takes the whole process
+// down with it, since Go cannot recover from either. A script that loops
+// is stopped when its call's context ends. Only an operator should choose
+// it, for types whose scripts they trust.
+type InProcess struct {
+	// Timeout caps one call, and the evaluation of a script's top-level
+	// declarations; 0 means DefaultCallTimeout.
+	Timeout time.Duration
+
+	mu    sync.Mutex
+	pools map[string][]*instance // program ID → idle interpreters
+	known map[string]*Program
+}
+
+// DefaultCallTimeout is how long one hook or tool call may run.
+const DefaultCallTimeout = 10 * time.Second
+
+// maxIdle caps the idle interpreters kept per program.
+const maxIdle = 8
+
+var _ Runner = (*InProcess)(nil)
+
+func (r *InProcess) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultCallTimeout
+}
+
+// Load compiles p once and keeps the interpreter for the first call.
+func (r *InProcess) Load(ctx context.Context, p *Program) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout(), errCallTimeout)
+	defer cancel()
+	inst, err := compile(ctx, p)
+	if err != nil {
+		return err
+	}
+	r.put(inst)
+	return nil
+}
+
+func (r *InProcess) put(inst *instance) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pools == nil {
+		r.pools, r.known = map[string][]*instance{}, map[string]*Program{}
+	}
+	r.known[inst.prog.ID] = inst.prog
+	if len(r.pools[inst.prog.ID]) < maxIdle {
+		r.pools[inst.prog.ID] = append(r.pools[inst.prog.ID], inst)
+	}
+}
+
+func (r *InProcess) get(ctx context.Context, p *Program) (*instance, error) {
+	r.mu.Lock()
+	if pool := r.pools[p.ID]; len(pool) > 0 {
+		inst := pool[len(pool)-1]
+		r.pools[p.ID] = pool[:len(pool)-1]
+		r.mu.Unlock()
+		return inst, nil
+	}
+	r.mu.Unlock()
+	return compile(ctx, p)
+}
+
+// Call runs one function in an interpreter of its own; a call that runs
+// past its context is stopped and its interpreter dropped.
+func (r *InProcess) Call(ctx context.Context, p *Program, c *Call) (Reply, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout(), errCallTimeout)
+	defer cancel()
+	inst, err := r.get(ctx, p)
+	if err != nil {
+		return Reply{}, fmt.Errorf("%w: %w", agenttypes.ErrScript, err)
+	}
+	type result struct {
+		r   Reply
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := inst.call(c)
+		done <- result{rep, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err == nil {
+			r.put(inst)
+		}
+		return res.r, res.err
+	case <-ctx.Done():
+		inst.stop()
+		// A script blocked in a channel operation may not notice the
+		// stop; it is left behind rather than waited on forever.
+		select {
+		case <-done:
+			inst.state.close()
+		case <-time.After(time.Second):
+		}
+		return Reply{}, stoppedError(ctx, c.Fn, r.timeout())
+	}
+}
+
+// Close drops the idle interpreters.
+func (r *InProcess) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, pool := range r.pools {
+		for _, inst := range pool {
+			inst.state.close()
+		}
+	}
+	r.pools = nil
+	return nil
+}
