@@ -14,15 +14,17 @@ import (
 	"time"
 )
 
-// Transcripts are written by one writer per manager, never on an agent's
-// goroutine, into one append-only file per manager (its run): every
-// agent's events as JSON lines, each naming its agent, in Seq order per
-// agent. An agent hands each event to the writer's queue and goes on; the
-// writer encodes what has queued and appends it with one write, as soon as
-// it can. So a crash leaves every line that reached the disk whole, loses
-// only what was still queued (the writer is never more than one batch
-// behind, a few milliseconds), and a slow or failing disk never slows or
-// fails a run. One file per run rather than per agent: creating a file
+// Transcripts are written by one writer per manager into one append-only
+// file per manager (its run): every agent's events as JSON lines, each
+// naming its agent, in Seq order per agent. An agent encodes its event on
+// its own goroutine and appends the line to the writer's buffer; the
+// writer appends what has gathered with one write, as soon as it can. So
+// the disk is never on an agent's path, a crash leaves every line that
+// reached the disk whole and loses only what was still buffered, and a
+// failing disk never fails a run. Only when the disk cannot keep up and
+// the buffer holds maxTranscriptBuffer bytes does an agent wait for it:
+// memory, and what a crash can lose, stay bounded by it (on an idle
+// machine the buffer holds the last few milliseconds). One file per run rather than per agent: creating a file
 // costs far more than appending a batch (about 0.6 ms against 1 µs on the
 // machine the benchmarks ran on), and a run's agents are read together.
 
@@ -30,71 +32,133 @@ import (
 // to reach the disk before Done closes.
 const transcriptEndWait = time.Second
 
-// transcriptItem is an event to write, or (with done set) a request to be
-// told when everything queued before it is on disk.
-type transcriptItem struct {
-	e    *Event
-	done chan struct{}
-}
+// maxTranscriptBuffer is how many bytes of lines may wait for the disk
+// before agents wait for the writer.
+const maxTranscriptBuffer = 1 << 20
+
+// helpFlushAt is how many bytes may gather before the agent that adds a
+// line writes the batch itself, when the writer is not already writing: a
+// writer goroutine starved of CPU (a loaded machine, many busy agents)
+// does not let the buffer, and so what a crash loses, grow.
+const helpFlushAt = 64 << 10
 
 type transcriptWriter struct {
 	path string
 	log  *slog.Logger
 
+	// flushMu is held from taking a batch to writing it, by the writer or
+	// a helping agent, so batches reach the disk in order.
+	flushMu sync.Mutex
 	mu      sync.Mutex
-	queue   []transcriptItem
-	wake    chan struct{}
+	cond    *sync.Cond // signalled when a batch was written or the writer stops
+	pending []byte     // lines not yet handed to the disk
+	queued  uint64     // bytes ever added
+	written uint64     // bytes ever handed to the disk (or dropped after a failure)
 	closing bool
+	wake    chan struct{}
 	stopped chan struct{}
 
-	// The writer goroutine's own.
+	// Guarded by flushMu.
 	f        *os.File
 	failed   bool
-	buf      []byte
+	spare    []byte
 	warnOnce sync.Once
 }
 
 func newTranscriptWriter(path string, log *slog.Logger) *transcriptWriter {
 	w := &transcriptWriter{path: path, log: log, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
 	go w.run()
 	return w
 }
 
-// add queues an event; events are written in the order they are added.
-// After close it does nothing.
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// add encodes e and queues its line; lines are written in the order they
+// are added. After close it does nothing.
 func (w *transcriptWriter) add(e *Event) {
-	w.push(transcriptItem{e: e})
-}
-
-// synced returns a channel closed once everything queued before the call
-// is on disk (or failed).
-func (w *transcriptWriter) synced() <-chan struct{} {
-	done := make(chan struct{})
-	if !w.push(transcriptItem{done: done}) {
-		close(done)
-	}
-	return done
-}
-
-func (w *transcriptWriter) push(it transcriptItem) bool {
+	bp := lineBufs.Get().(*[]byte)
+	line := append(appendEventJSON((*bp)[:0], e), '\n')
 	w.mu.Lock()
-	if w.closing {
-		w.mu.Unlock()
-		return false
+	for len(w.pending) >= maxTranscriptBuffer && !w.closing {
+		w.cond.Wait() // the disk is behind: wait for it rather than grow
 	}
-	w.queue = append(w.queue, it)
+	if !w.closing {
+		w.pending = append(w.pending, line...)
+		w.queued += uint64(len(line))
+	}
+	help := len(w.pending) >= helpFlushAt
 	w.mu.Unlock()
+	*bp = line
+	lineBufs.Put(bp)
+	if help && w.flushMu.TryLock() {
+		w.flushLocked()
+		w.flushMu.Unlock()
+		return
+	}
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	return true
+}
+
+// flushLocked writes what has gathered; w.flushMu is held. It reports
+// whether there was anything, and whether the writer is closing.
+func (w *transcriptWriter) flushLocked() (wrote, closing bool) {
+	w.mu.Lock()
+	batch := w.pending
+	w.pending = w.spare[:0]
+	w.spare = nil
+	closing = w.closing
+	w.mu.Unlock()
+	if len(batch) == 0 {
+		w.spare = batch
+		return false, closing
+	}
+	w.write(batch)
+	w.mu.Lock()
+	w.written += uint64(len(batch))
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	if cap(batch) > 2*maxTranscriptBuffer {
+		batch = nil // a burst's buffer is not kept
+	}
+	w.spare = batch[:0]
+	return true, closing
+}
+
+// synced returns a channel closed once everything added before the call
+// is on disk (or failed), or the writer stopped.
+func (w *transcriptWriter) synced() <-chan struct{} {
+	done := make(chan struct{})
+	w.mu.Lock()
+	target := w.queued
+	w.mu.Unlock()
+	go func() {
+		w.mu.Lock()
+		for w.written < target && !w.isStopped() {
+			w.cond.Wait()
+		}
+		w.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+func (w *transcriptWriter) isStopped() bool {
+	select {
+	case <-w.stopped:
+		return true
+	default:
+		return false
+	}
 }
 
 // close writes what is queued, closes the file and stops the writer.
 func (w *transcriptWriter) close() {
 	w.mu.Lock()
 	w.closing = true
+	w.cond.Broadcast()
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
@@ -104,66 +168,53 @@ func (w *transcriptWriter) close() {
 }
 
 func (w *transcriptWriter) run() {
-	defer close(w.stopped)
-	var batch []transcriptItem
+	defer func() {
+		w.mu.Lock()
+		close(w.stopped)
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}()
 	for {
 		<-w.wake
 		for {
-			w.mu.Lock()
-			batch, w.queue = w.queue, batch[:0]
-			closing := w.closing
-			w.mu.Unlock()
-			if len(batch) == 0 {
-				if closing {
-					if w.f != nil {
-						_ = w.f.Close()
-					}
-					return
+			w.flushMu.Lock()
+			wrote, closing := w.flushLocked()
+			if !wrote && closing {
+				if w.f != nil {
+					_ = w.f.Close()
+					w.f, w.failed = nil, true
 				}
+				w.flushMu.Unlock()
+				return
+			}
+			w.flushMu.Unlock()
+			if !wrote {
 				break
 			}
-			w.write(batch)
-			clear(batch)
 		}
 	}
 }
 
-// write encodes a batch's events and appends them with one write, then
-// tells those who asked.
-func (w *transcriptWriter) write(batch []transcriptItem) {
-	w.buf = w.buf[:0]
-	for _, it := range batch {
-		if it.e == nil || w.failed {
-			continue
-		}
-		w.buf = append(appendEventJSON(w.buf, it.e), '\n')
+// write appends a batch of lines with one write.
+func (w *transcriptWriter) write(batch []byte) {
+	if w.failed {
+		return
 	}
-	if len(w.buf) > 0 && !w.failed {
-		if w.f == nil {
-			// Made on first use, so a run refused at spawn leaves nothing.
-			err := os.MkdirAll(filepath.Dir(w.path), 0o700)
-			if err == nil {
-				w.f, err = os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-			}
-			if err != nil {
-				w.failed = true
-				w.warn("cannot open the transcript; the run goes on without one", err)
-			}
+	if w.f == nil {
+		// Made on first use, so a run refused at spawn leaves nothing.
+		err := os.MkdirAll(filepath.Dir(w.path), 0o700)
+		if err == nil {
+			w.f, err = os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		}
-		if w.f != nil {
-			if _, err := w.f.Write(w.buf); err != nil {
-				w.failed = true
-				w.warn("cannot write the transcript; the run goes on without it", err)
-			}
+		if err != nil {
+			w.failed = true
+			w.warn("cannot open the transcript; the run goes on without one", err)
+			return
 		}
 	}
-	for _, it := range batch {
-		if it.done != nil {
-			close(it.done)
-		}
-	}
-	if cap(w.buf) > 1<<20 {
-		w.buf = nil // a burst's buffer is not kept
+	if _, err := w.f.Write(batch); err != nil {
+		w.failed = true
+		w.warn("cannot write the transcript; the run goes on without it", err)
 	}
 }
 
