@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	"github.com/troupe-dev/troupe/plugins/protocol"
 	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	"github.com/troupe-dev/troupe/plugins/protocol"
 )
 
 // pluginTool is a plugin's tool in the registry: each call goes to the

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	"github.com/troupe-dev/troupe/plugins/protocol"
 	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	"github.com/troupe-dev/troupe/plugins/protocol"
 	"github.com/troupe-dev/troupe/sdk"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/troupe-dev/troupe/plugins/protocol"
 	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	"github.com/troupe-dev/troupe/plugins/protocol"
 )
 
 // Config configures a Host. Every field is optional.
