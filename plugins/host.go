@@ -292,7 +292,8 @@ func (p *proc) callFailed(ctx context.Context, r *running, err error) error {
 	return fmt.Errorf("plugin %s: %w", p.bin.Name, protocol.TransportError(ctx, err))
 }
 
-// PID is the process ID of the plugin's running process, 0 when none.
+// PID is the process ID of the plugin's running process, 0 when none
+// (or when the host has seen it exit).
 func (h *Host) PID(name string) int {
 	h.mu.Lock()
 	p := h.procs[name]
@@ -305,7 +306,12 @@ func (h *Host) PID(name string) int {
 	if p.cur == nil {
 		return 0
 	}
-	return p.cur.pid
+	select {
+	case <-p.cur.exited:
+		return 0
+	default:
+		return p.cur.pid
+	}
 }
 
 // Close stops every plugin process: each is asked to exit, given a moment,

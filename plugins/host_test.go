@@ -146,7 +146,7 @@ func TestAPluginThatKeepsCrashingIsDisabledUntilTheNextLoad(t *testing.T) {
 		require.NotZero(t, pid, "crash %d", i)
 		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 		require.True(t, waitGone(pid, 2*time.Second))
-		time.Sleep(50 * time.Millisecond) // let go-plugin see the exit
+		require.Eventually(t, func() bool { return h.PID("test") == 0 }, 2*time.Second, 5*time.Millisecond, "the host sees the exit")
 		_, err = callTool(ctx, t, reg, "pid", `{}`)
 	}
 	require.ErrorIs(t, err, plugins.ErrDisabled)
@@ -182,9 +182,10 @@ func TestACallThatIgnoresCancellationGetsThePluginKilled(t *testing.T) {
 	pid := h.PID("test")
 	start := time.Now()
 	_, err := callTool(ctxTimeout(t, 200*time.Millisecond), t, reg, "stubborn", `{}`)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "after %s", time.Since(start))
 	assert.Less(t, time.Since(start), time.Second, "the caller does not wait for the plugin")
 	assert.True(t, waitGone(pid, 2*time.Second), "the plugin exits after the grace period")
+	require.Eventually(t, func() bool { return h.PID("test") == 0 }, 2*time.Second, 5*time.Millisecond, "the host sees the exit")
 	out, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "pid", `{}`)
 	require.NoError(t, err)
 	assert.NotEqual(t, strconv.Itoa(pid), out)

@@ -28,6 +28,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -274,20 +275,22 @@ const maxStack = 16 << 10
 // calls s.stuck when fn runs on for longer than the grace period after
 // ctx ended.
 func (s *server) guard(ctx context.Context, what string, fn func(context.Context) error) (err error) {
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-		}
-		t := time.NewTimer(s.grace)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			s.stuck(what)
+	// No goroutine per call: a timer starts only once ctx ends.
+	var finished atomic.Bool
+	var timer atomic.Pointer[time.Timer]
+	stop := context.AfterFunc(ctx, func() {
+		timer.Store(time.AfterFunc(s.grace, func() {
+			if !finished.Load() {
+				s.stuck(what)
+			}
+		}))
+	})
+	defer func() {
+		finished.Store(true)
+		if !stop() {
+			if t := timer.Load(); t != nil {
+				t.Stop()
+			}
 		}
 	}()
 	defer func() {
