@@ -19,7 +19,17 @@ import (
 	"github.com/troupe-dev/troupe/manager"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(cleanupAfter{m}) }
+
+// cleanupAfter removes what the tests built once for the package (the
+// test plugin) after they ran.
+type cleanupAfter struct{ m *testing.M }
+
+func (c cleanupAfter) Run() int {
+	code := c.m.Run()
+	removeTestPlugin()
+	return code
+}
 
 var shop = filepath.Join("..", "..", "testdata", "repos", "shop")
 

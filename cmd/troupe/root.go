@@ -20,6 +20,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/plugins"
 )
 
 // Exit statuses, as DESIGN.md's command-line contract fixes them.
@@ -54,6 +55,9 @@ type app struct {
 	// isTerminal reports whether a stream (stdin, stderr) is a terminal;
 	// tests replace it to drive a fake one.
 	isTerminal func(any) bool
+	// host runs the plugins a command uses; execute stops them when the
+	// command ends.
+	host *plugins.Host
 }
 
 // newApp returns the app of a real process: stdin, the environment and
@@ -75,6 +79,7 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	root.SetOut(a.stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	a.closePlugins()
 	if err == nil {
 		return exitOK
 	}
@@ -168,7 +173,7 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.runsCommand(), a.versionCommand())
+	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.pluginsCommand(), a.runsCommand(), a.versionCommand())
 	typedUsage(root)
 	return root
 }
@@ -203,16 +208,22 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// registry returns a registry with the builtin tools and types and the
-// types defined in files: the project's (.troupe/agents and .claude/agents
-// at the root of the project holding dir) over the user's over the builtin
-// ones. A definition with errors is reported and left out; the rest load.
+// registry returns a registry with the builtin tools and types, the
+// types and tools of plugins, and the types defined in files: the
+// project's (.troupe/agents and .claude/agents at the root of the project
+// holding dir) over the user's over plugins' over the builtin ones. A
+// definition with errors, or a plugin that is refused or does not start,
+// is reported and left out; the rest load.
 func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	reg := agenttypes.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, err
 	}
-	diags := reg.Reload(agenttypes.SourcesFromEnv(agenttypes.FindProjectRoot(dir)))
+	root := agenttypes.FindProjectRoot(dir)
+	for _, err := range a.plugins(root).Load(context.Background(), reg) {
+		fmt.Fprintf(a.stderr, "troupe: %v (left out; 'troupe plugins list' shows the plugins)\n", err)
+	}
+	diags := reg.Reload(agenttypes.SourcesFromEnv(root))
 	for _, d := range diags.Errors() {
 		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)
 	}

@@ -104,6 +104,10 @@ func main() {
 				Tools: []string{"echo", "shout"}, Loop: sdk.LoopFunc(loop),
 			},
 			{
+				Name: "shouter", Description: "The looper with the troupe binary's own tools.",
+				Tools: []string{"ls", "shout"}, Loop: sdk.LoopFunc(loop),
+			},
+			{
 				Name: "waiter", Description: "Blocks until cancelled.",
 				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
 					mark(args{Marker: req.Task})
