@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -133,6 +134,9 @@ func Note() agenttypes.Tool {
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&in); err != nil {
 				return "", fmt.Errorf("note takes {\"text\": \"...\"}: %w", err)
+			}
+			if _, end := dec.Token(); end != io.EOF {
+				return "", errors.New("note takes {\"text\": \"...\"}: unexpected data after the arguments object")
 			}
 			if strings.TrimSpace(in.Text) == "" {
 				return "", errors.New("note: text is empty; write what you want to remember")

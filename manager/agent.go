@@ -87,7 +87,6 @@ type Agent struct {
 	gone       bool // terminal: its slot released for good
 	runCtx     context.Context
 
-	transcript *transcript // nil when transcripts are off
 	// emitMu makes numbering and writing one agent's events one step, so
 	// its transcript is in Seq order.
 	emitMu sync.Mutex
@@ -267,8 +266,8 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	if !a.started.IsZero() {
 		r.Duration = a.ended.Sub(a.started)
 	}
-	if a.transcript != nil {
-		r.Transcript = a.transcript.path
+	if a.m.transcripts != nil {
+		r.Transcript = a.m.transcripts.path
 	}
 	a.result = r
 	a.mu.Unlock()
@@ -291,8 +290,13 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 			a.emit(&Event{Kind: EventCompleted, State: to, Reason: reason, Text: output, Usage: r.Usage, Error: r.Error})
 		}
 	})
-	if a.transcript != nil {
-		a.transcript.close()
+	if a.m.transcripts != nil {
+		// The agent's events are on disk when Done closes; the wait is
+		// bounded, so a stuck disk cannot hold the agent.
+		select {
+		case <-a.m.transcripts.synced():
+		case <-time.After(transcriptEndWait):
+		}
 	}
 	if a.parent != nil {
 		a.root.alive.Add(-1)
@@ -334,7 +338,7 @@ func (m *Manager) guard(what string, fn func()) {
 // observed reports whether anyone will see events: a subscriber or a
 // transcript. Events are not built when nobody will.
 func (a *Agent) observed() bool {
-	return a.transcript != nil || a.m.events.active()
+	return a.m.transcripts != nil || a.m.events.active()
 }
 
 // emit stamps e with the agent's identity and sends it to the transcript
@@ -355,8 +359,8 @@ func (a *Agent) emit(e *Event) {
 	defer a.emitMu.Unlock()
 	e.Time = a.m.cfg.now()
 	a.m.events.publish(e)
-	if a.transcript != nil {
-		a.transcript.write(e, a.m.cfg.Logger)
+	if a.m.transcripts != nil {
+		a.m.transcripts.add(e)
 	}
 }
 

@@ -284,3 +284,36 @@ func BenchmarkCancelSubtree(b *testing.B) {
 		_ = mgr.Close(context.Background())
 	}
 }
+
+// BenchmarkMemoryPendingBehindRunning queues 10,000 agents behind 1,000
+// running ones (each blocked in a model call) and reports what a running
+// and a pending agent take, conversation aside.
+func BenchmarkMemoryPendingBehindRunning(b *testing.B) {
+	const running, pending = 1_000, 10_000
+	for range b.N {
+		model := scripted.New(scripted.Step{Block: true}).WithoutRecording()
+		mgr := benchManager(b, model, running, pending)
+		var base, withRunning, withPending runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&base)
+		handles := spawnRunning(b, mgr, running)
+		runtime.GC()
+		runtime.ReadMemStats(&withRunning)
+		for range pending {
+			a, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "bench", Task: "t"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			handles = append(handles, a)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&withPending)
+		inuse := func(m *runtime.MemStats) float64 { return float64(m.HeapInuse + m.StackInuse) }
+		b.ReportMetric((inuse(&withRunning)-inuse(&base))/running/1024, "KiB/running")
+		b.ReportMetric((inuse(&withPending)-inuse(&withRunning))/pending/1024, "KiB/pending")
+		mgr.CancelAll()
+		for _, a := range handles {
+			<-a.Done()
+		}
+	}
+}

@@ -67,8 +67,7 @@ func TestChildAsksItsParent(t *testing.T) {
 			require.Len(t, resp.Results, 1)
 			assert.Equal(t, "Report ("+tc.want+"): covered first.", resp.Results[0].Report, "the child's report reflects the answer")
 
-			events, err := manager.ReadTranscript(dir + "/" + resp.Results[0].ID + ".jsonl")
-			require.NoError(t, err)
+			events := agentEvents(t, res.Transcript, resp.Results[0].ID)
 			var qa []manager.Event
 			for _, e := range events {
 				if e.Kind == manager.EventQuestion || e.Kind == manager.EventAnswer {

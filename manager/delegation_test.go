@@ -185,9 +185,8 @@ func TestDelegateThreeChildrenEndToEnd(t *testing.T) {
 	assert.Greater(t, res.Usage.Total(), res.OwnUsage.Total())
 
 	for _, r := range resp.Results {
-		events, err := manager.ReadTranscript(dir + "/" + r.ID + ".jsonl")
-		require.NoError(t, err)
-		require.NotEmpty(t, events)
+		events := agentEvents(t, res.Transcript, r.ID)
+		require.NotEmpty(t, events, "the run's transcript holds the children's events")
 		assert.Equal(t, res.ID, events[0].ParentID, "a child's transcript names its parent")
 		assert.Equal(t, resp.Group, events[0].Group, "and its group")
 		assert.Equal(t, r.Label, events[0].Label)
@@ -320,4 +319,19 @@ func TestAToolTheParentLacksDoesNotReachTheChild(t *testing.T) {
 	_, err := tf.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "wiper", Task: "t", Tools: []string{"secret"}})
 	require.ErrorIs(t, err, manager.ErrBadRequest)
 	assert.Contains(t, err.Error(), "never adds")
+}
+
+func TestARefusedRequestSpendsNoneOfTheParentsChildren(t *testing.T) {
+	twoGoodOneBad := delegateCall(agenttypes.DelegateRequest{Tasks: []agenttypes.ChildTask{
+		{Label: "a", Type: "worker", Prompt: "p1"}, {Label: "b", Type: "worker", Prompt: "p2"}, {Label: "c", Type: "nosuchtype", Prompt: "p3"},
+	}})
+	twoGood := delegateCall(agenttypes.DelegateRequest{Tasks: []agenttypes.ChildTask{
+		{Label: "a", Type: "worker", Prompt: "p1"}, {Label: "b", Type: "worker", Prompt: "p2"},
+	}})
+	script := map[string][]scripted.Step{"go": {twoGoodOneBad, twoGood, {Text: "done"}}, "p1": {{Text: "x"}}, "p2": {{Text: "y"}}}
+	tf := newTreeFixture(t, script, func(c *manager.Config) { c.MaxChildren = 2 })
+	res := tf.run(t, manager.SpawnRequest{Type: "lead", Task: "go"})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	resp := delegateResponse(t, tf, "go")
+	require.Len(t, resp.Results, 2, "the refused request left room for two children")
 }

@@ -16,4 +16,20 @@
 // is full. Model calls go through langchaingo's llms.Model with native tool
 // calling; the scripted sub-package provides a model that plays back a
 // script, for tests.
+//
+// Agents form trees: a child's context derives from its parent's, its
+// budgets are clamped to what its ancestors have left and its spending is
+// charged to them, and ending a parent ends its subtree. An agent's tools
+// reach the tree (delegate, collect, ask the parent) through
+// agenttypes.Tree; a type may bring its own loop (agenttypes.Loop), which
+// spends through the same budgets.
+//
+// With Config.TranscriptDir set, the manager writes every event of its
+// agents to one append-only JSON-lines file (TranscriptPath), from one
+// writer goroutine, so no agent waits on the disk. After a crash or a
+// SIGKILL every line on disk is whole (a last line may be cut short, and
+// ReadTranscript skips it), each agent's events are in Seq order, and only
+// events of the last moments are missing: a test kills busy processes and
+// finds every event published more than 50 ms before the kill on disk. An
+// agent's events are all on disk when its Done closes.
 package manager

@@ -52,8 +52,7 @@ func TestTranscriptsAreInSeqOrder(t *testing.T) {
 	require.NoError(t, err)
 	for _, r := range results {
 		require.Equal(t, manager.Completed, r.State)
-		events, err := manager.ReadTranscript(r.Transcript)
-		require.NoError(t, err)
+		events := agentEvents(t, r.Transcript, r.ID)
 		require.Len(t, events, 2+3*(1+8+8)+1+2)
 		for i := 1; i < len(events); i++ {
 			require.Greater(t, events[i].Seq, events[i-1].Seq, "transcript %s line %d goes back in Seq", r.ID, i+1)
@@ -211,3 +210,17 @@ func (f *fixture) typeTools(t *testing.T) []string {
 }
 
 var _ llms.Model = countingModel{}
+
+// agentEvents reads the events of one agent from its manager's transcript.
+func agentEvents(t *testing.T, path, id string) []manager.Event {
+	t.Helper()
+	all, err := manager.ReadTranscript(path)
+	require.NoError(t, err)
+	var out []manager.Event
+	for _, e := range all {
+		if e.AgentID == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -22,6 +22,7 @@ import (
 
 // Manager spawns and tracks agents. It is safe for concurrent use.
 type Manager struct {
+	id     string
 	cfg    Config
 	events *broadcaster
 
@@ -42,6 +43,8 @@ type Manager struct {
 	callbacks      []func(Info)
 	groupCallbacks []func(*Group)
 	talkers        []*Agent // ended agents whose conversation is kept, oldest first
+
+	transcripts *transcriptWriter // nil when transcripts are off
 
 	models sync.Map // model name → llms.Model
 	setups sync.Map // type name → *typeSetup
@@ -68,15 +71,35 @@ func New(cfg Config) (*Manager, error) {
 	}
 	cfg.setDefaults()
 	base, cancel := context.WithCancelCause(context.Background())
+	id := uuid.NewString()
+	var tw *transcriptWriter
+	if cfg.TranscriptDir != "" {
+		tw = newTranscriptWriter(filepath.Join(cfg.TranscriptDir, id+".jsonl"), cfg.Logger)
+	}
 	return &Manager{
-		cfg:      cfg,
-		events:   newBroadcaster(cfg.SubscriptionBuffer),
-		base:     base,
-		shutdown: cancel,
-		agents:   map[string]*Agent{},
-		queue:    list.New(),
-		resumers: list.New(),
+		id:          id,
+		transcripts: tw,
+		cfg:         cfg,
+		events:      newBroadcaster(cfg.SubscriptionBuffer),
+		base:        base,
+		shutdown:    cancel,
+		agents:      map[string]*Agent{},
+		queue:       list.New(),
+		resumers:    list.New(),
 	}, nil
+}
+
+// ID returns the manager's ID, a UUID: it names the manager's transcript.
+func (m *Manager) ID() string { return m.id }
+
+// TranscriptPath is the file the manager writes its agents' events to, as
+// JSON lines (see ReadTranscript); "" when Config.TranscriptDir is unset.
+// The file is made when the first event is written.
+func (m *Manager) TranscriptPath() string {
+	if m.transcripts == nil {
+		return ""
+	}
+	return m.transcripts.path
 }
 
 // SpawnRequest asks for one agent.
@@ -238,9 +261,6 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if parent != nil {
 		a.root = parent.root
 	}
-	if m.cfg.TranscriptDir != "" {
-		a.transcript = &transcript{path: filepath.Join(m.cfg.TranscriptDir, a.id+".jsonl")}
-	}
 	return a, nil
 }
 
@@ -248,6 +268,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 func (m *Manager) discard(a *Agent) {
 	if a.parent != nil {
 		a.root.alive.Add(-1)
+		a.parent.children.Add(-1) // a refused request spends none of the parent's children
 	}
 	a.cancel(nil)
 }
@@ -852,6 +873,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		m.wg.Wait()
+		if m.transcripts != nil {
+			m.transcripts.close()
+		}
 		// Subscriptions close once every agent has ended, even when the
 		// caller stopped waiting for that.
 		m.events.shutdown()

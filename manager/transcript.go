@@ -14,53 +14,163 @@ import (
 	"time"
 )
 
-// transcript appends an agent's events to a JSON-lines file, one write per
-// event, so a crash leaves every event before it readable.
-type transcript struct {
-	path   string
-	mu     sync.Mutex
-	f      *os.File
-	failed bool
+// Transcripts are written by one writer per manager, never on an agent's
+// goroutine, into one append-only file per manager (its run): every
+// agent's events as JSON lines, each naming its agent, in Seq order per
+// agent. An agent hands each event to the writer's queue and goes on; the
+// writer encodes what has queued and appends it with one write, as soon as
+// it can. So a crash leaves every line that reached the disk whole, loses
+// only what was still queued (the writer is never more than one batch
+// behind, a few milliseconds), and a slow or failing disk never slows or
+// fails a run. One file per run rather than per agent: creating a file
+// costs far more than appending a batch (about 0.6 ms against 1 µs on the
+// machine the benchmarks ran on), and a run's agents are read together.
+
+// transcriptEndWait bounds how long an ending agent waits for its events
+// to reach the disk before Done closes.
+const transcriptEndWait = time.Second
+
+// transcriptItem is an event to write, or (with done set) a request to be
+// told when everything queued before it is on disk.
+type transcriptItem struct {
+	e    *Event
+	done chan struct{}
 }
 
-func (t *transcript) write(e *Event, log *slog.Logger) {
-	line, err := json.Marshal(e)
-	if err != nil {
-		log.Warn("transcript: cannot encode event", "path", t.path, "err", err)
-		return
+type transcriptWriter struct {
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	queue   []transcriptItem
+	wake    chan struct{}
+	closing bool
+	stopped chan struct{}
+
+	// The writer goroutine's own.
+	f        *os.File
+	failed   bool
+	buf      []byte
+	warnOnce sync.Once
+}
+
+func newTranscriptWriter(path string, log *slog.Logger) *transcriptWriter {
+	w := &transcriptWriter{path: path, log: log, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// add queues an event; events are written in the order they are added.
+// After close it does nothing.
+func (w *transcriptWriter) add(e *Event) {
+	w.push(transcriptItem{e: e})
+}
+
+// synced returns a channel closed once everything queued before the call
+// is on disk (or failed).
+func (w *transcriptWriter) synced() <-chan struct{} {
+	done := make(chan struct{})
+	if !w.push(transcriptItem{done: done}) {
+		close(done)
 	}
-	line = append(line, '\n')
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.failed {
-		return
+	return done
+}
+
+func (w *transcriptWriter) push(it transcriptItem) bool {
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		return false
 	}
-	if t.f == nil {
-		// The directory is made on first use, so a run refused at spawn
-		// leaves nothing on disk.
-		if err = os.MkdirAll(filepath.Dir(t.path), 0o700); err == nil {
-			t.f, err = os.OpenFile(t.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	w.queue = append(w.queue, it)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// close writes what is queued, closes the file and stops the writer.
+func (w *transcriptWriter) close() {
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.stopped
+}
+
+func (w *transcriptWriter) run() {
+	defer close(w.stopped)
+	var batch []transcriptItem
+	for {
+		<-w.wake
+		for {
+			w.mu.Lock()
+			batch, w.queue = w.queue, batch[:0]
+			closing := w.closing
+			w.mu.Unlock()
+			if len(batch) == 0 {
+				if closing {
+					if w.f != nil {
+						_ = w.f.Close()
+					}
+					return
+				}
+				break
+			}
+			w.write(batch)
+			clear(batch)
 		}
-		if err != nil {
-			t.failed = true
-			log.Warn("transcript: cannot open; the run goes on without one", "path", t.path, "err", err)
-			return
-		}
-	}
-	if _, err := t.f.Write(line); err != nil {
-		t.failed = true
-		log.Warn("transcript: write failed; the run goes on without it", "path", t.path, "err", err)
 	}
 }
 
-func (t *transcript) close() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.f != nil {
-		_ = t.f.Close()
-		t.f = nil
+// write encodes a batch's events and appends them with one write, then
+// tells those who asked.
+func (w *transcriptWriter) write(batch []transcriptItem) {
+	w.buf = w.buf[:0]
+	for _, it := range batch {
+		if it.e == nil || w.failed {
+			continue
+		}
+		w.buf = append(appendEventJSON(w.buf, it.e), '\n')
 	}
-	t.failed = true
+	if len(w.buf) > 0 && !w.failed {
+		if w.f == nil {
+			// Made on first use, so a run refused at spawn leaves nothing.
+			err := os.MkdirAll(filepath.Dir(w.path), 0o700)
+			if err == nil {
+				w.f, err = os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			}
+			if err != nil {
+				w.failed = true
+				w.warn("cannot open the transcript; the run goes on without one", err)
+			}
+		}
+		if w.f != nil {
+			if _, err := w.f.Write(w.buf); err != nil {
+				w.failed = true
+				w.warn("cannot write the transcript; the run goes on without it", err)
+			}
+		}
+	}
+	for _, it := range batch {
+		if it.done != nil {
+			close(it.done)
+		}
+	}
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // a burst's buffer is not kept
+	}
+}
+
+// warn logs the first failure only: a full or unwritable disk would
+// otherwise log once per batch.
+func (w *transcriptWriter) warn(msg string, err error) {
+	w.warnOnce.Do(func() { w.log.Warn("transcript: "+msg, "path", w.path, "err", err) })
 }
 
 // DefaultRetention is how long transcripts are kept by default.

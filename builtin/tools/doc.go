@@ -36,7 +36,7 @@
 // path are not entered (a guard against walks sent in circles); when any
 // were left out, a last line says so: "... N directories more than 256
 // levels below the path were not searched" ("1 directory ... was"). The
-// pattern is RE2 (Go regexp) and matches within a line. A panic in one of
+// pattern is RE2 (Go regexp), at most 4 KiB, and matches within a line. A panic in one of
 // the walk's worker goroutines stops the walk and becomes the tool's
 // error (its stack is logged); it never ends the process.
 //

@@ -28,6 +28,9 @@ import (
 const (
 	grepDefaultResults = 100
 	grepMaxResults     = 2000
+	// grepMaxPattern: compiling a regular expression cannot be
+	// cancelled, and one of a megabyte takes seconds.
+	grepMaxPattern = 4 << 10
 	// grepMaxFileSize: larger files (logs, data dumps) are skipped.
 	grepMaxFileSize = 8 << 20
 	// grepBinaryProbe: a NUL byte this early means a binary file.
@@ -77,6 +80,9 @@ func runGrep(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 	}
 	if a.Pattern == "" {
 		return "", errors.New(`missing "pattern": give a regular expression to search for`)
+	}
+	if len(a.Pattern) > grepMaxPattern {
+		return "", fmt.Errorf("the pattern is %d bytes; give at most %d, searching for a shorter part of the text", len(a.Pattern), grepMaxPattern)
 	}
 	switch {
 	case a.MaxResults < 0:

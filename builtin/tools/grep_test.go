@@ -132,9 +132,10 @@ func TestGrepErrors(t *testing.T) {
 		{`{"pattern":"x","path":"bin.dat"}`, "bin.dat is a binary file"},
 		{`{"pattern":"x","glob":"[unclosed"}`, "bad glob"},
 		{`{"pattern":"x","max_results":-1}`, "max_results must be between 1 and 2000"},
+		{`{"pattern":"` + strings.Repeat("x", 4097) + `"}`, "the pattern is 4097 bytes; give at most 4096"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.args, func(t *testing.T) {
+		t.Run(tt.args[:min(len(tt.args), 40)], func(t *testing.T) {
 			_, err := call(t, tools.Grep(), dir, tt.args)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)

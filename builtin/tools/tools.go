@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 
@@ -75,8 +76,11 @@ func decodeArgs(args json.RawMessage, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
-	if err == nil && dec.More() {
-		err = errors.New("unexpected data after the arguments object")
+	if err == nil {
+		// More misses a stray '}' or ']'; only the end of the input will do.
+		if _, end := dec.Token(); end != io.EOF {
+			err = errors.New("unexpected data after the arguments object")
+		}
 	}
 	if err == nil {
 		return nil

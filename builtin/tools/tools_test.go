@@ -91,6 +91,8 @@ func TestArgsAreStrict(t *testing.T) {
 		{tools.Git(), `{"args":"log"}`, `argument "args" must be an array of strings`},
 		{tools.Ls(), `[1]`, `arguments must be a JSON object with fields path`},
 		{tools.Ls(), `{} {}`, `unexpected data after the arguments object`},
+		{tools.Ls(), `{}}`, `unexpected data after the arguments object`},
+		{tools.Read(), `{"path":"a.txt"}]`, `unexpected data after the arguments object`},
 		{tools.Read(), `{}`, `missing "path"`},
 		{tools.Grep(), `{}`, `missing "pattern"`},
 		{tools.Glob(), ``, `missing "pattern"`},

@@ -125,7 +125,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	}
 	// Only an accepted run prunes: a refused command changes nothing on disk.
 	if runs != "" {
-		defer lockTranscript(runs, agent.ID())()
+		defer lockTranscript(mgr.TranscriptPath())()
 		if _, err := manager.PruneTranscripts(runs, manager.DefaultRetention); err != nil {
 			fmt.Fprintf(a.stderr, "troupe: warning: could not remove old transcripts in %s: %v\n", runs, err)
 		}

@@ -52,8 +52,9 @@ const (
 // quiet before it is taken for interrupted, where runs hold no lock.
 const staleAfter = time.Hour
 
-func recordOf(path string, events []manager.Event) (r runRecord, spawned, completed bool) {
-	r = runRecord{ID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Transcript: path}
+// recordOf is what the events of one agent say about its run.
+func recordOf(id, path string, events []manager.Event) (r runRecord, spawned, completed bool) {
+	r = runRecord{ID: id, Transcript: path}
 	for _, e := range events {
 		switch e.Kind {
 		case manager.EventSpawned:
@@ -71,45 +72,66 @@ func recordOf(path string, events []manager.Event) (r runRecord, spawned, comple
 	return r, spawned, completed
 }
 
-// inspectRun reads a transcript and says what became of its run:
+// inspectFile reads a transcript — one per troupe process, holding the
+// events of every agent it ran — and says what became of each run in it:
 //   - the state of its completed event, when it has one;
-//   - unreadable, when it is empty, not JSON lines, has no spawned event,
-//     or is not a regular file;
 //   - otherwise the run did not finish. It is running while a troupe
-//     process holds the lock the command line takes on the transcript of
-//     each run it starts (the system drops the lock when the process ends,
-//     however it ends); with no lock held it is interrupted: the process
-//     was killed or crashed. (Where locks are not supported, a transcript
-//     quiet for staleAfter is taken for interrupted.) A subagent runs in
-//     the process of the top-level agent of its tree: the lock on that
-//     agent's transcript says whether it is running.
+//     process holds the lock the command line takes on its transcript
+//     (the system drops the lock when the process ends, however it ends);
+//     with no lock held it is interrupted: the process was killed or
+//     crashed. (Where locks are not supported, a transcript quiet for
+//     staleAfter is taken for interrupted.)
 //
-// Runs written by other programs through the manager hold no lock, and
-// show as interrupted until they complete.
-func inspectRun(path string) (runRecord, []manager.Event) {
+// A file that is empty, not JSON lines, has no spawned event, or is not a
+// regular file is one unreadable record named after the file. Runs written
+// by other programs through the manager hold no lock, and show as
+// interrupted until they complete. It returns each record with its
+// agent's events, in the order the agents were spawned.
+func inspectFile(path string) ([]runRecord, [][]manager.Event) {
 	events, err := manager.ReadTranscript(path)
-	r, spawned, completed := recordOf(path, events)
+	fileID := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	why := func(err error) string {
 		return strings.TrimPrefix(strings.TrimPrefix(unwrapPath(err).Error(), path), ": ")
 	}
+	var order []string
+	byAgent := map[string][]manager.Event{}
+	for _, e := range events {
+		if _, ok := byAgent[e.AgentID]; !ok {
+			order = append(order, e.AgentID)
+		}
+		byAgent[e.AgentID] = append(byAgent[e.AgentID], e)
+	}
+	unreadable := func(note string) ([]runRecord, [][]manager.Event) {
+		return []runRecord{{ID: fileID, Transcript: path, State: stateUnreadable, Note: note}}, [][]manager.Event{events}
+	}
 	switch {
-	case err != nil && !spawned:
-		r.State, r.Note = stateUnreadable, why(err)
-		return r, events
+	case err != nil && len(events) == 0:
+		return unreadable(why(err))
 	case len(events) == 0:
-		r.State, r.Note = stateUnreadable, "empty: the run wrote nothing"
-		return r, events
-	case !spawned:
-		r.State, r.Note = stateUnreadable, "no spawned event: not a troupe transcript"
-		return r, events
-	case err != nil:
-		r.Note = why(err) // a bad line later on: what came before is shown
+		return unreadable("empty: the run wrote nothing")
 	}
-	if !completed && !running(path) && !treeRunning(filepath.Dir(path), r.ParentID) {
-		r.State = stateInterrupted
-		r.Note = joinNotes("ended without a completed event: the process running it was killed or crashed", r.Note)
+	alive := running(path)
+	var records []runRecord
+	var grouped [][]manager.Event
+	for _, id := range order {
+		r, spawned, completed := recordOf(id, path, byAgent[id])
+		if !spawned {
+			continue // an agent whose first events are not in this file
+		}
+		if err != nil {
+			r.Note = why(err) // a bad line later on: what came before is shown
+		}
+		if !completed && !alive {
+			r.State = stateInterrupted
+			r.Note = joinNotes("ended without a completed event: the process running it was killed or crashed", r.Note)
+		}
+		records = append(records, r)
+		grouped = append(grouped, byAgent[id])
 	}
-	return r, events
+	if len(records) == 0 {
+		return unreadable("no spawned event: not a troupe transcript")
+	}
+	return records, grouped
 }
 
 func joinNotes(a, b string) string {
@@ -119,8 +141,8 @@ func joinNotes(a, b string) string {
 	return a + "; " + b
 }
 
-// running reports whether a troupe process is still running the run
-// whose transcript is at path.
+// running reports whether a troupe process is still writing the
+// transcript at path.
 func running(path string) bool {
 	if !lockSupported {
 		fi, err := os.Stat(path)
@@ -132,32 +154,6 @@ func running(path string) bool {
 	}
 	defer f.Close()
 	return lockedByOther(f)
-}
-
-// maxTreeWalk bounds how many ancestors treeRunning reads: deeper than
-// any tree the manager allows.
-const maxTreeWalk = 16
-
-// treeRunning reports whether the run with ID parent, or the nearest
-// ancestor of it with a transcript in dir, is running: the top-level
-// agent of a tree holds the lock for all of it.
-func treeRunning(dir, parent string) bool {
-	for range maxTreeWalk {
-		if parent == "" || strings.ContainsAny(parent, `/\`) {
-			return false
-		}
-		path := filepath.Join(dir, parent+".jsonl")
-		if running(path) {
-			return true
-		}
-		events, _ := manager.ReadTranscript(path)
-		r, spawned, _ := recordOf(path, events)
-		if !spawned {
-			return false
-		}
-		parent = r.ParentID
-	}
-	return false
 }
 
 // runTree orders records for display: top-level runs newest first, each
@@ -211,24 +207,64 @@ func listRuns(dir string) ([]runRecord, error) {
 		if filepath.Ext(e.Name()) != ".jsonl" {
 			continue
 		}
-		rec, _ := inspectRun(filepath.Join(dir, e.Name()))
-		rec.Output = ""
-		records = append(records, rec)
+		recs, _ := inspectFile(filepath.Join(dir, e.Name()))
+		for _, rec := range recs {
+			rec.Output = ""
+			records = append(records, rec)
+		}
 	}
 	return runTree(records), nil
 }
 
+// findRun returns the record and events of the run with the given ID: an
+// agent in one of dir's transcripts, or a transcript file itself (what
+// runs list names for an unreadable one).
+func findRun(dir, id string) (runRecord, []manager.Event, bool) {
+	if path := filepath.Join(dir, id+".jsonl"); fileExists(path) {
+		recs, events := inspectFile(path)
+		if recs[0].State == stateUnreadable {
+			return recs[0], events[0], true
+		}
+		for i, r := range recs {
+			if r.ID == id {
+				return r, events[i], true
+			}
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return runRecord{}, nil, false
+	}
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".jsonl" {
+			continue
+		}
+		recs, events := inspectFile(filepath.Join(dir, e.Name()))
+		for i, r := range recs {
+			if r.ID == id {
+				return r, events[i], true
+			}
+		}
+	}
+	return runRecord{}, nil, false
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
 // lockTranscript takes, for the life of this process, the lock that tells
-// runs list a run is still going: see inspectRun. It creates the
+// runs list a run is still going: see inspectFile. It creates the
 // transcript if the manager has not yet; the manager appends to it.
-func lockTranscript(dir, id string) (release func()) {
-	if !lockSupported {
+func lockTranscript(path string) (release func()) {
+	if !lockSupported || path == "" {
 		return func() {}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return func() {}
 	}
-	f, err := os.OpenFile(filepath.Join(dir, id+".jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return func() {}
 	}
@@ -291,13 +327,12 @@ func (a *app) runsCommand() *cobra.Command {
 			if strings.ContainsAny(id, `/\`) || id == "" {
 				return usagef("run ID %q: give the ID that 'troupe runs list' prints", id)
 			}
-			path := filepath.Join(a.runsDir(), id+".jsonl")
-			if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			r, events, ok := findRun(a.runsDir(), id)
+			if !ok {
 				return usagef("no run %q in %s; 'troupe runs list' shows the runs there are", id, a.runsDir())
 			}
-			r, events := inspectRun(path)
 			if r.State == stateUnreadable {
-				return fmt.Errorf("run %s: the transcript %s is unreadable: %s", id, path, r.Note)
+				return fmt.Errorf("run %s: the transcript %s is unreadable: %s", id, r.Transcript, r.Note)
 			}
 			if asJSON {
 				return writeJSON(a.stdout, events)
@@ -313,7 +348,7 @@ func (a *app) runsCommand() *cobra.Command {
 			if r.Note != "" {
 				fmt.Fprintf(a.stdout, "\n%s: %s\n", r.State, r.Note)
 			}
-			showFamily(a.stdout, r, filepath.Dir(path))
+			showFamily(a.stdout, r, a.runsDir())
 			return nil
 		},
 	})

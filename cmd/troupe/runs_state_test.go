@@ -56,6 +56,8 @@ func TestRunsListSaysWhatBecameOfEachRun(t *testing.T) {
 	lines := strings.SplitAfter(strings.TrimSpace(string(data)), "\n")
 	require.Greater(t, len(lines), 3)
 	cut := strings.Join(lines[:3], "") + lines[3][:len(lines[3])/2]
+	// Another run's file, so its agent is another.
+	cut = strings.ReplaceAll(cut, res.ID, "cut-agent")
 	require.NoError(t, os.WriteFile(filepath.Join(runs, "cut.jsonl"), []byte(cut), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(runs, "empty.jsonl"), nil, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(runs, "garbage.jsonl"), []byte("not json\nat all\n"), 0o600))
@@ -67,7 +69,7 @@ func TestRunsListSaysWhatBecameOfEachRun(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Empty(t, o.stderr, "each run is reported in the list, not in log lines")
 	assert.Regexp(t, `^\S+\s+explore\s+completed\s`, row(t, o.stdout, res.ID))
-	assert.Regexp(t, `^cut\s+explore\s+interrupted\s.*ChargeWithRetry.*killed or crashed`, row(t, o.stdout, "cut"))
+	assert.Regexp(t, `^cut-agent\s+explore\s+interrupted\s.*ChargeWithRetry.*killed or crashed`, row(t, o.stdout, "cut-agent"))
 	assert.Regexp(t, `^empty\s+-\s+unreadable\s+-\s+\(empty`, row(t, o.stdout, "empty"))
 	assert.Regexp(t, `^garbage\s+-\s+unreadable\s+-\s+\(.*invalid character`, row(t, o.stdout, "garbage"))
 	assert.Regexp(t, `^stranger\s+-\s+unreadable\s+-\s+\(no spawned event`, row(t, o.stdout, "stranger"))
@@ -86,7 +88,7 @@ func TestRunsListSaysWhatBecameOfEachRun(t *testing.T) {
 			assert.NotEmpty(t, r.Note, "%s says why", r.ID)
 		}
 	}
-	assert.Equal(t, map[string]string{res.ID: "completed", "cut": "interrupted", "empty": "unreadable", "garbage": "unreadable",
+	assert.Equal(t, map[string]string{res.ID: "completed", "cut-agent": "interrupted", "empty": "unreadable", "garbage": "unreadable",
 		"stranger": "unreadable", "fifo": "unreadable", "dir": "unreadable"}, states)
 
 	for _, id := range []string{"empty", "garbage", "fifo", "dir"} {
@@ -96,7 +98,7 @@ func TestRunsListSaysWhatBecameOfEachRun(t *testing.T) {
 		assert.Contains(t, o.stderr, "is unreadable: ")
 		assert.Empty(t, o.stdout)
 	}
-	o = within(t, 10*time.Second, "runs", "show", "cut")
+	o = within(t, 10*time.Second, "runs", "show", "cut-agent")
 	assert.Equal(t, 0, o.code, o.stderr)
 	assert.Contains(t, o.stdout, "▸ explore#")
 	assert.Contains(t, o.stdout, "interrupted: ended without a completed event")

@@ -17,9 +17,10 @@ import (
 	"github.com/troupe-dev/troupe/manager"
 )
 
-// writeRun writes a transcript as the manager does: a spawned event, and
-// a completed one when state is terminal.
-func writeRun(t *testing.T, dir, id, parent, label, typ, task string, started time.Time, state manager.State) {
+// writeRun appends to the transcript file (one per troupe process, named
+// after the manager) the events of one agent as the manager writes them: a
+// spawned event, and a completed one when state is terminal.
+func writeRun(t *testing.T, dir, file, id, parent, label, typ, task string, started time.Time, state manager.State) {
 	t.Helper()
 	depth := 0
 	if parent != "" {
@@ -44,18 +45,22 @@ func writeRun(t *testing.T, dir, id, parent, label, typ, task string, started ti
 		b.WriteByte('\n')
 	}
 	require.NoError(t, os.MkdirAll(dir, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(b.String()), 0o600))
+	f, err := os.OpenFile(filepath.Join(dir, file+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	require.NoError(t, err)
+	_, err = f.WriteString(b.String())
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }
 
 func TestRunsListShowsSubagentsUnderTheirParent(t *testing.T) {
 	runs := filepath.Join(t.TempDir(), "runs")
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	writeRun(t, runs, "old", "", "", "explore", "an older run", t0.Add(-time.Hour), manager.Completed)
-	writeRun(t, runs, "parent", "", "", "general", "review the change", t0, manager.Completed)
-	writeRun(t, runs, "kid2", "parent", "correctness", "explore", "check the logic", t0.Add(2*time.Second), manager.Failed)
-	writeRun(t, runs, "kid1", "parent", "security", "explore", "scan for holes", t0.Add(time.Second), manager.Completed)
-	writeRun(t, runs, "orphan", "pruned", "style", "explore", "its parent is gone", t0.Add(-2*time.Hour), manager.Completed)
-	writeRun(t, runs, "newest", "", "", "explore", "the newest run", t0.Add(time.Hour), manager.Completed)
+	writeRun(t, runs, "old", "old", "", "", "explore", "an older run", t0.Add(-time.Hour), manager.Completed)
+	writeRun(t, runs, "parent", "parent", "", "", "general", "review the change", t0, manager.Completed)
+	writeRun(t, runs, "parent", "kid2", "parent", "correctness", "explore", "check the logic", t0.Add(2*time.Second), manager.Failed)
+	writeRun(t, runs, "parent", "kid1", "parent", "security", "explore", "scan for holes", t0.Add(time.Second), manager.Completed)
+	writeRun(t, runs, "orphan", "orphan", "pruned", "style", "explore", "its parent is gone", t0.Add(-2*time.Hour), manager.Completed)
+	writeRun(t, runs, "newest", "newest", "", "", "explore", "the newest run", t0.Add(time.Hour), manager.Completed)
 
 	o := runIn(t, runs, "runs", "list")
 	require.Equal(t, 0, o.code, o.stderr)
@@ -97,16 +102,16 @@ func TestRunsListShowsSubagentsUnderTheirParent(t *testing.T) {
 	assert.Regexp(t, `subagents .*\n\s+kid1\s+explore\s+completed\s+\[security\] scan for holes\n\s+kid2\s+explore\s+failed\s+\[correctness\]`, o.stdout)
 }
 
-// TestRunsListSubagentRunningWhileItsTreeRuns: a subagent's transcript
-// holds no lock of its own; it is running while its top-level agent's
-// process holds that agent's lock, and interrupted once that is gone.
+// TestRunsListSubagentRunningWhileItsTreeRuns: a tree's agents share their
+// process's transcript; they are running while the process holds its
+// lock, and interrupted once that is gone.
 func TestRunsListSubagentRunningWhileItsTreeRuns(t *testing.T) {
 	runs := filepath.Join(t.TempDir(), "runs")
 	t0 := time.Now()
-	writeRun(t, runs, "top", "", "", "general", "delegating", t0, manager.Running)
-	writeRun(t, runs, "mid", "top", "a", "general", "delegating further", t0, manager.Running)
-	writeRun(t, runs, "leaf", "mid", "b", "explore", "looking", t0, manager.Running)
-	release := lockTranscript(runs, "top")
+	writeRun(t, runs, "top", "top", "", "", "general", "delegating", t0, manager.Running)
+	writeRun(t, runs, "top", "mid", "top", "a", "general", "delegating further", t0, manager.Running)
+	writeRun(t, runs, "top", "leaf", "mid", "b", "explore", "looking", t0, manager.Running)
+	release := lockTranscript(filepath.Join(runs, "top.jsonl"))
 
 	o := runIn(t, runs, "runs", "list")
 	require.Equal(t, 0, o.code, o.stderr)

@@ -1,0 +1,160 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/agents"
+	"github.com/tmc/langchaingo/chains"
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/tools"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+// sbsModel asks for two tool calls on each of three turns, then answers.
+// Each turn says something of its own: langchaingo's executor tells turns
+// apart by their text.
+func sbsModel() *scripted.Model {
+	turn := func(text string) scripted.Step {
+		return scripted.Step{Text: text, Calls: []scripted.Call{{Name: "noop"}, {Name: "noop"}}}
+	}
+	return scripted.New(turn("one"), turn("two"), turn("three"), scripted.Step{Text: "done"}).WithoutRecording()
+}
+
+// The side-by-side workload: 2,000 agents, each 3 turns of 2 tool calls
+// and a final answer (4 model calls), 100 at once, on a zero-latency
+// scripted model. A step is one model call and the tool calls it asks for.
+const (
+	sbsAgents      = 2_000
+	sbsConcurrency = 100
+	sbsSteps       = 4
+)
+
+// BenchmarkSideBySide runs the same workload, in the same run, through
+// troupe's manager with nothing on, through troupe with what `troupe run`
+// always has on (budgets, an event subscriber, transcripts), the same
+// without transcripts, and through langchaingo's agents.Executor, and
+// reports microseconds per step and the ratios.
+func BenchmarkSideBySide(b *testing.B) {
+	for range b.N {
+		core := sbsTroupe(b, false)
+		noTranscripts := sbsTroupeWith(b, sbsOptions{budgets: true, subscriber: true})
+		all := sbsTroupe(b, true)
+		lc := sbsLangchaingo(b)
+		b.ReportMetric(core, "core-µs/step")
+		b.ReportMetric(all, "all-on-µs/step")
+		b.ReportMetric(lc, "langchaingo-µs/step")
+		b.ReportMetric(lc/all, "langchaingo/all-on")
+		b.ReportMetric(all/noTranscripts, "transcripts-on/off")
+	}
+}
+
+type sbsOptions struct{ budgets, subscriber, transcripts bool }
+
+func sbsTroupe(b *testing.B, everything bool) float64 {
+	return sbsTroupeWith(b, sbsOptions{budgets: everything, subscriber: everything, transcripts: everything})
+}
+
+func sbsTroupeWith(b *testing.B, o sbsOptions) float64 {
+	b.Helper()
+	reg := agenttypes.NewRegistry()
+	_ = reg.RegisterTool(&agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "noop", Description: "does nothing", ReadOnly: true},
+		Func:     func(context.Context, json.RawMessage) (string, error) { return "ok", nil },
+	})
+	_ = reg.RegisterType(agenttypes.Type{Name: "bench", Description: "benchmarks", Prompt: "system", Tools: []string{"noop"}})
+	model := sbsModel()
+	cfg := manager.Config{
+		Registry:      reg,
+		Models:        manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+		DefaultModel:  "scripted",
+		MaxConcurrent: sbsConcurrency,
+		MaxQueue:      sbsAgents,
+		Logger:        slog.New(slog.DiscardHandler),
+	}
+	var budget agenttypes.Budget
+	if o.transcripts {
+		cfg.TranscriptDir = b.TempDir()
+	}
+	if o.budgets {
+		budget = agenttypes.Budget{MaxTokens: 1_000_000, MaxTime: time.Hour, MaxToolCalls: 1000, MaxTurns: 100}
+	}
+	mgr, err := manager.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var drained sync.WaitGroup
+	if o.subscriber {
+		sub := mgr.Subscribe()
+		drained.Add(1)
+		go func() {
+			defer drained.Done()
+			for range sub.C() {
+			}
+		}()
+	}
+	ctx := context.Background()
+	start := time.Now()
+	handles := make([]*manager.Agent, sbsAgents)
+	for i := range handles {
+		a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t", Budget: budget})
+		if err != nil {
+			b.Fatal(err)
+		}
+		handles[i] = a
+	}
+	for _, a := range handles {
+		<-a.Done()
+	}
+	// Transcripts count only once they are on disk.
+	if err := mgr.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	drained.Wait()
+	if st := mgr.Stats(); st.Completed != sbsAgents {
+		b.Fatalf("stats %+v", st)
+	}
+	return float64(elapsed.Microseconds()) / float64(sbsAgents*sbsSteps)
+}
+
+// noopTool is the langchaingo side's tool.
+type noopTool struct{}
+
+var _ tools.Tool = noopTool{}
+
+func (noopTool) Name() string                                 { return "noop" }
+func (noopTool) Description() string                          { return "does nothing" }
+func (noopTool) Call(context.Context, string) (string, error) { return "ok", nil }
+
+func sbsLangchaingo(b *testing.B) float64 {
+	b.Helper()
+	model := sbsModel()
+	ctx := context.Background()
+	sem := make(chan struct{}, sbsConcurrency)
+	var wg sync.WaitGroup
+	var failed sync.Once
+	start := time.Now()
+	for range sbsAgents {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			agent := agents.NewOpenAIFunctionsAgent(model, []tools.Tool{noopTool{}})
+			exec := agents.NewExecutor(agent, agents.WithMaxIterations(10))
+			out, err := chains.Run(ctx, exec, "t")
+			if err != nil || out != "done" {
+				failed.Do(func() { b.Errorf("langchaingo run: %q, %v", out, err) })
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(time.Since(start).Microseconds()) / float64(sbsAgents*sbsSteps)
+}

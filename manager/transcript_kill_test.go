@@ -1,0 +1,163 @@
+//go:build unix
+
+package manager_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+// transcriptLossBound is how old an event may be, when the process is
+// killed, and still be missing from the transcript: the writer is at most
+// one batch behind. (Stated in the package documentation.)
+const transcriptLossBound = 50 * time.Millisecond
+
+// TestHelperBusyRun is the child process of TestTranscriptSurvivesSIGKILL:
+// a manager with transcripts on, busy with many agents, printing every
+// event's seq and agent as it is published, until it is killed.
+func TestHelperBusyRun(t *testing.T) {
+	dir := os.Getenv("TROUPE_TEST_TRANSCRIPT_DIR")
+	if dir == "" {
+		t.Skip("runs only as the child of TestTranscriptSurvivesSIGKILL")
+	}
+	steps := make([]scripted.Step, 200)
+	for i := range steps {
+		steps[i] = scripted.Step{Text: fmt.Sprint("turn ", i), Calls: []scripted.Call{{Name: "echo", Args: `{"text":"x"}`}, {Name: "echo", Args: `{"text":"y"}`}}}
+	}
+	model := scripted.New(steps...).WithoutRecording()
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterTool(echoTool("echo")))
+	require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "busy", Description: "busy", Tools: []string{"echo"}}))
+	mgr, err := manager.New(manager.Config{
+		Registry: reg, DefaultModel: "m", TranscriptDir: dir, MaxConcurrent: 50, Logger: slog.New(slog.DiscardHandler),
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+	})
+	require.NoError(t, err)
+	out := bufio.NewWriter(os.Stdout)
+	sub := mgr.Subscribe()
+	go func() {
+		for e := range sub.C() {
+			fmt.Fprintf(out, "%d %s\n", e.Seq, e.AgentID)
+			if len(sub.C()) == 0 {
+				_ = out.Flush()
+			}
+		}
+	}()
+	fmt.Fprintln(out, "path", mgr.TranscriptPath())
+	_ = out.Flush()
+	for range 200 {
+		if _, err := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "busy", Task: "spin"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Minute) // killed long before
+}
+
+// TestTranscriptSurvivesSIGKILL kills a busy process with SIGKILL, again
+// and again, and checks its transcript: every line on disk parses (but a
+// last one cut short), each agent's events are in Seq order, and every
+// event published more than transcriptLossBound before the kill is there.
+func TestTranscriptSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes")
+	}
+	for round := range 8 {
+		t.Run(fmt.Sprint("round ", round), func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBusyRun$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "TROUPE_TEST_TRANSCRIPT_DIR="+dir)
+			stdout, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+
+			type seen struct {
+				agent string
+				at    time.Time
+			}
+			var mu sync.Mutex
+			published := map[uint64]seen{}
+			var path string
+			ready := make(chan struct{})
+			go func() {
+				sc := bufio.NewScanner(stdout)
+				for sc.Scan() {
+					line := sc.Text()
+					if p, ok := strings.CutPrefix(line, "path "); ok {
+						path = p
+						close(ready)
+						continue
+					}
+					seqText, agent, ok := strings.Cut(line, " ")
+					seq, err := strconv.ParseUint(seqText, 10, 64)
+					if ok && err == nil {
+						mu.Lock()
+						published[seq] = seen{agent, time.Now()}
+						mu.Unlock()
+					}
+				}
+			}()
+			select {
+			case <-ready:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the child never started")
+			}
+			// Let it get busy, a different time each round.
+			time.Sleep(time.Duration(150+40*round) * time.Millisecond)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			killed := time.Now()
+			_ = cmd.Wait()
+
+			data, err := os.ReadFile(path)
+			if !os.IsNotExist(err) { // no file: nothing reached the disk
+				require.NoError(t, err)
+			}
+			lines := strings.Split(string(data), "\n")
+			onDisk := map[uint64]bool{}
+			last := map[string]uint64{}
+			for i, line := range lines {
+				if line == "" {
+					continue
+				}
+				var e manager.Event
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					require.Equal(t, len(lines)-1, i, "only the very last line may be cut short (line %d of %d): %v", i+1, len(lines), err)
+					continue
+				}
+				require.Greater(t, e.Seq, last[e.AgentID], "agent %s goes back in Seq at line %d", e.AgentID, i+1)
+				last[e.AgentID] = e.Seq
+				onDisk[e.Seq] = true
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			missing := 0
+			for seq, s := range published {
+				if killed.Sub(s.at) > transcriptLossBound && !onDisk[seq] {
+					missing++
+				}
+			}
+			assert.Zero(t, missing, "events published more than %s before the kill missing from %s (%d published, %d on disk)",
+				transcriptLossBound, filepath.Base(path), len(published), len(onDisk))
+		})
+	}
+}
