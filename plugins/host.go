@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
 	"github.com/troupe-dev/troupe/plugins/protocol"
@@ -278,6 +280,12 @@ func (p *proc) stop() {
 func (p *proc) callFailed(ctx context.Context, r *running, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	switch status.Code(err) {
+	case codes.Canceled, codes.DeadlineExceeded, codes.ResourceExhausted:
+		// The call ended (the plugin's side may see the deadline first),
+		// or a message was too big: the process is not in question.
+		return fmt.Errorf("plugin %s: %w", p.bin.Name, protocol.TransportError(ctx, err))
 	}
 	select {
 	case <-r.exited:
