@@ -10,7 +10,7 @@ FUZZMINIMIZETIME ?= 10s
 # package:target pairs; go test -fuzz takes one target in one package a run.
 FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinition
 
-.PHONY: build test lint bench fuzz run-example clean
+.PHONY: build test lint bench fuzz run-example clean proto
 
 build:
 	$(GO) build -o bin/troupe ./cmd/troupe
@@ -47,6 +47,25 @@ fuzz:
 
 run-example: build
 	./bin/troupe run explore --repo . "where are budgets enforced?"
+
+# The plugin protocol's Go code is generated and committed; `make proto`
+# regenerates it after a change to the .proto file. It needs protoc
+# (Debian: apt-get install protobuf-compiler); the Go generators are
+# installed at the pinned versions into bin/proto.
+PROTOC ?= protoc
+PROTOC_GEN_GO_VERSION ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
+PROTO_DIR = plugins/proto
+PROTO_FILES = troupe/plugin/v1/plugin.proto
+
+proto:
+	GOBIN=$(CURDIR)/bin/proto $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(CURDIR)/bin/proto $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	cd $(PROTO_DIR) && $(PROTOC) -I . \
+		--plugin=protoc-gen-go=$(CURDIR)/bin/proto/protoc-gen-go \
+		--plugin=protoc-gen-go-grpc=$(CURDIR)/bin/proto/protoc-gen-go-grpc \
+		--go_out=paths=source_relative:. --go-grpc_out=paths=source_relative:. \
+		$(PROTO_FILES)
 
 clean:
 	rm -rf bin

@@ -255,6 +255,7 @@ func load(reg *Registry, src Sources) loadResult {
 		if reg != nil {
 			if base, ok := reg.baseType(t.Name); ok {
 				t.Shadows = append(t.Shadows, sourceOf(base.Source))
+				t.Shadows = append(t.Shadows, base.Shadows...)
 			}
 		}
 		res.types = append(res.types, t)

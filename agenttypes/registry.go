@@ -10,18 +10,23 @@ import (
 // Registry maps names to types and tools. It refuses duplicates and is safe
 // for concurrent use.
 //
-// Types come in two sets. Types registered with RegisterType (the builtin
-// set, plugins) stay until the registry is dropped. Types loaded from
-// definition files (Reload, SetFileTypes) are replaced as a whole on each
-// reload, and a file type hides a registered type of the same name. Every
-// *Type the registry hands out is immutable, so an agent that holds one
-// keeps running unchanged across reloads.
+// Types come in three sets. Types registered with RegisterType (the
+// builtin set) stay until the registry is dropped. Types and tools that
+// plugins offer (SetPlugins) are replaced as a whole when plugins are
+// discovered again; a plugin type hides a registered type of the same
+// name. Types loaded from definition files (Reload, SetFileTypes) are
+// replaced as a whole on each reload, and a file type hides a plugin or
+// registered type of the same name. Every *Type the registry hands out is
+// immutable, so an agent that holds one keeps running unchanged across
+// reloads.
 type Registry struct {
-	mu     sync.RWMutex
-	types  map[string]*Type // registered with RegisterType
-	files  map[string]*Type // loaded from files; replaced whole, never changed
-	broken map[string]error // names whose highest-precedence file did not load
-	tools  map[string]Tool
+	mu      sync.RWMutex
+	types   map[string]*Type // registered with RegisterType
+	plugins map[string]*Type // offered by plugins; replaced whole, never changed
+	files   map[string]*Type // loaded from files; replaced whole, never changed
+	broken  map[string]error // names whose highest-precedence file did not load
+	tools   map[string]Tool
+	ptools  map[string]Tool // offered by plugins; replaced whole
 
 	scripts ScriptCompiler
 }
@@ -43,7 +48,51 @@ func (r *Registry) scriptCompiler() ScriptCompiler {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{types: map[string]*Type{}, files: map[string]*Type{}, tools: map[string]Tool{}}
+	return &Registry{types: map[string]*Type{}, plugins: map[string]*Type{}, files: map[string]*Type{}, tools: map[string]Tool{}, ptools: map[string]Tool{}}
+}
+
+// SetPlugins replaces the types and tools plugins offer with these, at
+// once. Each type is validated and copied; a plugin type hides a
+// registered (builtin) type of the same name, which its Shadows then
+// lists after the sources it already names, and is hidden by a file type.
+// A plugin tool may not take the name of a registered tool. It fails,
+// changing nothing, when a type is invalid, two types or two tools share
+// a name, or a tool takes a registered tool's name: the caller decides
+// between plugins before.
+func (r *Registry) SetPlugins(types []Type, tools []Tool) error {
+	pt := make(map[string]*Type, len(types))
+	for _, t := range types {
+		if err := t.Validate(); err != nil {
+			return err
+		}
+		if old, ok := pt[t.Name]; ok {
+			return fmt.Errorf("type %q from %s: %w by %s; rename one of them", t.Name, sourceOf(t.Source), ErrDuplicate, sourceOf(old.Source))
+		}
+		pt[t.Name] = t.clone()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ptools := make(map[string]Tool, len(tools))
+	for _, tool := range tools {
+		name := tool.Spec().Name
+		if !typeName.MatchString(name) {
+			return fmt.Errorf("%w: tool name %q: use letters, digits, '.', '_' or '-'", ErrInvalid, name)
+		}
+		if _, ok := r.tools[name]; ok {
+			return fmt.Errorf("plugin tool %q: %w by a builtin tool; rename the plugin's tool", name, ErrDuplicate)
+		}
+		if _, ok := ptools[name]; ok {
+			return fmt.Errorf("plugin tool %q: %w; rename one of them", name, ErrDuplicate)
+		}
+		ptools[name] = tool
+	}
+	for name, t := range pt {
+		if base, ok := r.types[name]; ok {
+			t.Shadows = append(t.Shadows, sourceOf(base.Source))
+		}
+	}
+	r.plugins, r.ptools = pt, ptools
+	return nil
 }
 
 // RegisterType validates t and adds a copy of it. It fails with
@@ -119,6 +168,9 @@ func (r *Registry) RegisterTool(tool Tool) error {
 	if _, ok := r.tools[name]; ok {
 		return fmt.Errorf("tool %q: %w; rename one of them", name, ErrDuplicate)
 	}
+	if _, ok := r.ptools[name]; ok {
+		return fmt.Errorf("tool %q: %w by a plugin; rename one of them", name, ErrDuplicate)
+	}
 	r.tools[name] = tool
 	return nil
 }
@@ -151,6 +203,9 @@ func (r *Registry) find(name string) (t *Type, ok bool, broken error) {
 	t, ok = r.files[name]
 	broken = r.broken[name]
 	if !ok && broken == nil {
+		t, ok = r.plugins[name]
+	}
+	if !ok && broken == nil {
 		t, ok = r.types[name]
 	}
 	return t, ok && broken == nil, broken
@@ -162,10 +217,14 @@ func (r *Registry) visibleType(name string) (*Type, bool) {
 	return t, ok
 }
 
-// baseType looks name up among registered types only, not file types.
+// baseType looks name up among plugin and registered types, not file
+// types.
 func (r *Registry) baseType(name string) (*Type, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if t, ok := r.plugins[name]; ok {
+		return t, ok
+	}
 	t, ok := r.types[name]
 	return t, ok
 }
@@ -174,6 +233,9 @@ func (r *Registry) hasTool(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	_, ok := r.tools[name]
+	if !ok {
+		_, ok = r.ptools[name]
+	}
 	return ok
 }
 
@@ -181,6 +243,9 @@ func (r *Registry) hasTool(name string) bool {
 func (r *Registry) Tool(name string) (Tool, error) {
 	r.mu.RLock()
 	t, ok := r.tools[name]
+	if !ok {
+		t, ok = r.ptools[name]
+	}
 	r.mu.RUnlock()
 	if !ok {
 		var names []string
@@ -193,15 +258,22 @@ func (r *Registry) Tool(name string) (Tool, error) {
 }
 
 // Types returns every type a lookup can find, sorted by name: file-loaded
-// types, and the registered types they do not hide.
+// types, and the plugin and registered types they do not hide.
 func (r *Registry) Types() []*Type {
 	r.mu.RLock()
-	out := make([]*Type, 0, len(r.types)+len(r.files))
+	out := make([]*Type, 0, len(r.types)+len(r.plugins)+len(r.files))
 	for _, t := range r.files {
 		out = append(out, t)
 	}
-	for name, t := range r.types {
+	for name, t := range r.plugins {
 		if _, hidden := r.files[name]; !hidden && r.broken[name] == nil {
+			out = append(out, t)
+		}
+	}
+	for name, t := range r.types {
+		_, byFile := r.files[name]
+		_, byPlugin := r.plugins[name]
+		if !byFile && !byPlugin && r.broken[name] == nil {
 			out = append(out, t)
 		}
 	}
@@ -210,11 +282,14 @@ func (r *Registry) Types() []*Type {
 	return out
 }
 
-// Tools returns every registered tool, sorted by name.
+// Tools returns every registered and plugin tool, sorted by name.
 func (r *Registry) Tools() []Tool {
 	r.mu.RLock()
-	out := make([]Tool, 0, len(r.tools))
+	out := make([]Tool, 0, len(r.tools)+len(r.ptools))
 	for _, t := range r.tools {
+		out = append(out, t)
+	}
+	for _, t := range r.ptools {
 		out = append(out, t)
 	}
 	r.mu.RUnlock()

@@ -22,7 +22,17 @@ import (
 
 func TestMain(m *testing.M) {
 	script.ServeIfChild() // scripts' child processes are this test binary
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(cleanupAfter{m})
+}
+
+// cleanupAfter removes what the tests built once for the package (the
+// test plugin) after they ran.
+type cleanupAfter struct{ m *testing.M }
+
+func (c cleanupAfter) Run() int {
+	code := c.m.Run()
+	removeTestPlugin()
+	return code
 }
 
 var shop = filepath.Join("..", "..", "testdata", "repos", "shop")

@@ -29,6 +29,9 @@ func init() {
 		"OLLAMA_HOST":     closed.URL,
 		"GOOGLE_API_KEY":  "",
 		"GEMINI_API_KEY":  "",
+		// No plugins but the tests' own.
+		"XDG_DATA_HOME":      filepath.Join(os.TempDir(), fmt.Sprintf("troupe-test-no-data-%d", os.Getpid())),
+		"TROUPE_PLUGIN_PATH": "",
 	} {
 		os.Setenv(k, v)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/builtin/script"
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/plugins"
 )
 
 // Exit statuses, as DESIGN.md's command-line contract fixes them.
@@ -59,6 +60,9 @@ type app struct {
 	// scripts runs the definitions' scripts; made by the first registry,
 	// closed when the command ends.
 	scripts *script.Host
+	// host runs the plugins a command uses; execute stops them when the
+	// command ends.
+	host *plugins.Host
 }
 
 // newApp returns the app of a real process: stdin, the environment and
@@ -83,6 +87,7 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	if a.scripts != nil {
 		_ = a.scripts.Close()
 	}
+	a.closePlugins()
 	if err == nil {
 		return exitOK
 	}
@@ -176,7 +181,7 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.runsCommand(), a.versionCommand())
+	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.pluginsCommand(), a.runsCommand(), a.versionCommand())
 	typedUsage(root)
 	return root
 }
@@ -211,10 +216,12 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// registry returns a registry with the builtin tools and types and the
-// types defined in files: the project's (.troupe/agents and .claude/agents
-// at the root of the project holding dir) over the user's over the builtin
-// ones. A definition with errors is reported and left out; the rest load.
+// registry returns a registry with the builtin tools and types, the
+// types and tools of plugins, and the types defined in files: the
+// project's (.troupe/agents and .claude/agents at the root of the project
+// holding dir) over the user's over plugins' over the builtin ones. A
+// definition with errors, or a plugin that is refused or does not start,
+// is reported and left out; the rest load.
 func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	reg := agenttypes.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
@@ -224,7 +231,11 @@ func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 		a.scripts = script.New(script.Options{InProcess: splitList(a.getenv("TROUPE_SCRIPTS_IN_PROCESS")), Logger: a.logger()})
 	}
 	reg.SetScriptCompiler(a.scripts)
-	diags := reg.Reload(agenttypes.SourcesFromEnv(agenttypes.FindProjectRoot(dir)))
+	root := agenttypes.FindProjectRoot(dir)
+	for _, err := range a.plugins(root).Load(context.Background(), reg) {
+		fmt.Fprintf(a.stderr, "troupe: %v (left out; 'troupe plugins list' shows the plugins)\n", err)
+	}
+	diags := reg.Reload(agenttypes.SourcesFromEnv(root))
 	for _, d := range diags.Errors() {
 		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)
 	}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/plugins"
+)
+
+// plugins returns the plugin host of the project at root, made on first
+// use: plugins from the project's .troupe/plugins, $TROUPE_PLUGIN_PATH
+// and the user's data directory, checked against the project's
+// .troupe/plugins.lock when there is one.
+func (a *app) plugins(root string) *plugins.Host {
+	if a.host == nil {
+		a.host = plugins.New(plugins.Config{
+			Dirs:     plugins.Dirs(root, a.getenv),
+			LockFile: plugins.LockPath(root),
+			Logger:   a.logger(),
+		})
+	}
+	return a.host
+}
+
+// closePlugins stops the plugin processes a command started.
+func (a *app) closePlugins() {
+	if a.host != nil {
+		_ = a.host.Close()
+		a.host = nil
+	}
+}
+
+func (a *app) pluginsCommand() *cobra.Command {
+	var asJSON bool
+	var repo string
+	cmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "List the plugins, or lock their checksums",
+		Long: "Plugins are executables named troupe-plugin-NAME in the project's .troupe/plugins,\n" +
+			"the folders of $TROUPE_PLUGIN_PATH, or ${XDG_DATA_HOME:-~/.local/share}/troupe/plugins.\n" +
+			"When the project has a .troupe/plugins.lock, only the plugins it lists, unchanged, run.",
+	}
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.PersistentFlags().StringVar(&repo, "repo", ".", "project whose plugins and lock file are read")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List each plugin: its path, version, checksum status and what it offers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := repoDir(repo)
+			if err != nil {
+				return err
+			}
+			infos, problems := a.plugins(agenttypes.FindProjectRoot(dir)).List(cmd.Context())
+			return a.printPlugins(infos, problems, asJSON)
+		},
+	}
+	lock := &cobra.Command{
+		Use:   "lock",
+		Short: "Write .troupe/plugins.lock with the SHA-256 of every plugin found",
+		Long: "Write .troupe/plugins.lock at the project's root with the SHA-256 of every plugin found.\n" +
+			"From then on a plugin runs only if the lock lists it and its binary still matches;\n" +
+			"run this again after installing or updating a plugin you trust.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := repoDir(repo)
+			if err != nil {
+				return err
+			}
+			root := agenttypes.FindProjectRoot(dir)
+			bins, problems := plugins.Discover(plugins.Dirs(root, a.getenv))
+			for _, p := range problems {
+				fmt.Fprintf(a.stderr, "troupe: %v\n", p)
+			}
+			path := plugins.LockPath(root)
+			l, err := plugins.WriteLock(path, bins)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(a.stdout).Encode(l)
+			}
+			for _, b := range bins {
+				fmt.Fprintf(a.stdout, "%s  %s  %s\n", b.Name, l.Plugins[b.Name].SHA256, b.Path)
+			}
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				rel = path
+			}
+			fmt.Fprintf(a.stdout, "locked %d plugin(s) in %s\n", len(bins), rel)
+			return nil
+		},
+	}
+	cmd.AddCommand(list, lock)
+	return cmd
+}
+
+func (a *app) printPlugins(infos []plugins.Info, problems []error, asJSON bool) error {
+	if asJSON {
+		if infos == nil {
+			infos = []plugins.Info{}
+		}
+		return json.NewEncoder(a.stdout).Encode(infos)
+	}
+	if len(infos) == 0 {
+		fmt.Fprintln(a.stdout, "no plugins; put an executable named troupe-plugin-NAME in .troupe/plugins/")
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	if len(infos) > 0 {
+		fmt.Fprintln(tw, "NAME\tVERSION\tCHECKSUM\tPATH")
+	}
+	for _, in := range infos {
+		version := in.Version
+		if version == "" {
+			version = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.Name, version, in.Status, in.Path)
+		var offers []string
+		if len(in.Types) > 0 {
+			offers = append(offers, "types: "+strings.Join(in.Types, ", "))
+		}
+		if len(in.Tools) > 0 {
+			offers = append(offers, "tools: "+strings.Join(in.Tools, ", "))
+		}
+		if len(offers) > 0 {
+			fmt.Fprintf(tw, "\t\t\t%s\n", strings.Join(offers, "; "))
+		}
+		if in.Error != "" {
+			fmt.Fprintf(tw, "\t\t\terror: %s\n", in.Error)
+		}
+	}
+	_ = tw.Flush()
+	shown := map[string]bool{}
+	for _, in := range infos {
+		shown[in.Error] = true
+	}
+	for _, p := range problems {
+		if !shown[p.Error()] {
+			fmt.Fprintf(a.stderr, "troupe: %v\n", p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	pluginOnce sync.Once
+	pluginBin  string
+	pluginErr  error
+	pluginTmp  string
+)
+
+// testPluginDir returns a fresh directory holding the plugins package's
+// test plugin as troupe-plugin-test; the binary is built once.
+func testPluginDir(t *testing.T) string {
+	t.Helper()
+	pluginOnce.Do(func() {
+		pluginTmp, pluginErr = os.MkdirTemp("", "troupe-cmd-plugin")
+		if pluginErr != nil {
+			return
+		}
+		pluginBin = filepath.Join(pluginTmp, "troupe-plugin-test")
+		out, err := exec.Command("go", "build", "-o", pluginBin, "github.com/troupe-dev/troupe/plugins/internal/testplugin").CombinedOutput()
+		if err != nil {
+			pluginErr = fmt.Errorf("building the test plugin: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, pluginErr)
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(pluginBin, filepath.Join(dir, "troupe-plugin-test")))
+	return dir
+}
+
+func removeTestPlugin() {
+	if pluginTmp != "" {
+		os.RemoveAll(pluginTmp)
+	}
+}
+
+func TestPluginsListAndLock(t *testing.T) {
+	project := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(project, ".git"), 0o755))
+	t.Setenv("TROUPE_PLUGIN_PATH", testPluginDir(t))
+
+	o := troupe(t, "plugins", "list", "--repo", project, "--json")
+	require.Equal(t, 0, o.code, o.stderr)
+	var infos []struct {
+		Name, Version, Status, Path, SHA256 string
+		Types, Tools                        []string
+	}
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &infos), o.stdout)
+	require.Len(t, infos, 1)
+	assert.Equal(t, "test", infos[0].Name)
+	assert.Equal(t, "1.2.3", infos[0].Version)
+	assert.Equal(t, "unlocked", infos[0].Status)
+	assert.Contains(t, infos[0].Types, "looper")
+	assert.Contains(t, infos[0].Tools, "shout")
+
+	o = troupe(t, "plugins", "lock", "--repo", project)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "locked 1 plugin(s) in "+filepath.Join(".troupe", "plugins.lock"))
+	require.FileExists(t, filepath.Join(project, ".troupe", "plugins.lock"))
+
+	o = troupe(t, "plugins", "list", "--repo", project)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "locked")
+	assert.Contains(t, o.stdout, "types: looper")
+
+	o = troupe(t, "types", "list", "--repo", project)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "looper")
+
+	// A lock that does not list the plugin refuses it, saying how to fix it.
+	require.NoError(t, os.WriteFile(filepath.Join(project, ".troupe", "plugins.lock"), []byte(`{"version":1,"plugins":{}}`), 0o644))
+	o = troupe(t, "types", "list", "--repo", project)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.NotContains(t, o.stdout, "looper")
+	assert.Contains(t, o.stderr, "plugin test")
+	assert.Contains(t, o.stderr, "troupe plugins lock")
+}
+
+// shoutServer is a loopback OpenAI-compatible server: the first request
+// gets a call of the shout tool, the next the final answer.
+func shoutServer(t *testing.T) *httptest.Server {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		msg := `{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"shout","arguments":"{\"text\":\"yo\"}"}}]}`
+		finish := "tool_calls"
+		if n.Add(1) > 1 {
+			msg, finish = `{"role":"assistant","content":"the plugin loop is done"}`, "stop"
+		}
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":{"prompt_tokens":20,"completion_tokens":4,"total_tokens":24}}`, msg, finish)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestRunAPluginTypeWithItsOwnLoop(t *testing.T) {
+	srv := shoutServer(t)
+	o := runWith(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "TROUPE_PLUGIN_PATH": testPluginDir(t)}, "",
+		"run", "shouter", "--repo", shop, "--model", "openai:some-model", "--json", "--progress", "none", "shout something")
+	require.Equal(t, 0, o.code, o.stderr)
+	var res jsonResult
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res), o.stdout)
+	assert.Equal(t, "completed", res.State)
+	assert.Equal(t, "the plugin loop is done", res.Output)
+	assert.Equal(t, 1, res.ToolCalls)
+	assert.Equal(t, 2, res.Turns)
+	assert.Equal(t, 40, res.Usage.InputTokens)
+	assert.Equal(t, 8, res.Usage.OutputTokens)
+}

@@ -1,0 +1,21 @@
+// Package plugins is troupe's plugin host: it discovers plugin binaries
+// (troupe-plugin-NAME in the project's .troupe/plugins, $TROUPE_PLUGIN_PATH
+// and the user's data directory), verifies them against the project's
+// lock file, starts each on first use as a go-plugin gRPC process that
+// every agent shares, and puts their types and tools in an
+// agenttypes.Registry with source "plugin:NAME".
+//
+// A plugin's tool becomes an agenttypes.Tool whose calls go to the
+// process; a plugin type with its own loop becomes an agenttypes.Loop
+// whose Run asks the plugin to run it and serves the loop's model and
+// tool calls from the agent's Session, over go-plugin's broker, so the
+// manager counts and budgets them as for any agent.
+//
+// Failure stays with the plugin: a process that exits fails only the
+// calls in flight on it (errors wrapping agenttypes.ErrPluginExited, so an
+// agent ends with reason plugin_exited), the next use starts it again,
+// and a plugin that crashes Config.MaxCrashes times in Config.CrashWindow
+// is disabled until the next Load. Host.Close stops every process.
+//
+// The wire protocol is in plugins/proto; the plugin side is sdk/serve.
+package plugins

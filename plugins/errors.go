@@ -1,0 +1,101 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	"github.com/troupe-dev/troupe/plugins/protocol"
+	"github.com/troupe-dev/troupe/sdk"
+)
+
+// Sentinel errors of the host, for errors.Is.
+var (
+	// ErrChecksum is wrapped by the refusal of a plugin whose binary does
+	// not match the lock file, or that the lock file does not list.
+	ErrChecksum = errors.New("plugin checksum refused")
+	// ErrDisabled is wrapped by the refusal of a plugin that crashed too
+	// often.
+	ErrDisabled = errors.New("plugin disabled")
+	// ErrStart is wrapped when a plugin could not be started or did not
+	// answer Describe.
+	ErrStart = errors.New("plugin did not start")
+	// ErrClosed is returned after Host.Close.
+	ErrClosed = errors.New("plugin host is closed")
+)
+
+// Error is a failure a plugin reported, code and all. errors.Is matches
+// troupe's sentinel of its code (agenttypes.ErrBudgetExceeded,
+// agenttypes.ErrToolRefused, context.Canceled, context.DeadlineExceeded)
+// and the sdk's (sdk.ErrNotFound, …).
+type Error struct {
+	Plugin    string
+	Code      sdk.Code
+	Message   string
+	Retryable bool
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("plugin %s: %s", e.Plugin, e.Message) }
+
+// Is matches the sentinels of e's code.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case agenttypes.ErrBudgetExceeded:
+		return e.Code == sdk.CodeBudgetExceeded
+	case agenttypes.ErrToolRefused:
+		return e.Code == sdk.CodeToolRefused
+	case context.Canceled:
+		return e.Code == sdk.CodeCanceled
+	case context.DeadlineExceeded:
+		return e.Code == sdk.CodeDeadlineExceeded
+	}
+	return (&sdk.Error{Code: e.Code}).Is(target)
+}
+
+func fromWire(plugin string, e *pluginv1.Error) error {
+	if e == nil {
+		return nil
+	}
+	s := protocol.ErrorFromWire(e)
+	return &Error{Plugin: plugin, Code: s.Code, Message: s.Message, Retryable: s.Retryable}
+}
+
+// ExitError is the failure of a call whose plugin process exited. It
+// wraps agenttypes.ErrPluginExited, so an agent it ends has reason
+// plugin_exited.
+type ExitError struct {
+	Plugin string
+	// Status is how the process ended, as in "signal: killed".
+	Status string
+}
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("plugin %s exited (%s) during the call; it is started again on next use", e.Plugin, e.Status)
+}
+
+// Unwrap returns agenttypes.ErrPluginExited.
+func (e *ExitError) Unwrap() error { return agenttypes.ErrPluginExited }
+
+// toWire is the wire form of an error the host's session returned to a
+// plugin's loop: troupe's sentinels keep their meaning.
+func toWire(err error) *pluginv1.Error {
+	if err == nil {
+		return nil
+	}
+	code := sdk.CodeUnknown
+	switch {
+	case errors.Is(err, agenttypes.ErrBudgetExceeded):
+		code = sdk.CodeBudgetExceeded
+	case errors.Is(err, agenttypes.ErrToolRefused):
+		code = sdk.CodeToolRefused
+	case errors.Is(err, agenttypes.ErrUnknownTool), errors.Is(err, agenttypes.ErrNoParent):
+		code = sdk.CodeNotFound
+	case errors.Is(err, agenttypes.ErrPluginExited):
+		code = sdk.CodeUnavailable
+	default:
+		return protocol.ErrorToWire(err)
+	}
+	return &pluginv1.Error{Code: string(code), Message: err.Error(), Retryable: code == sdk.CodeUnavailable}
+}

@@ -1,0 +1,345 @@
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	"github.com/troupe-dev/troupe/plugins/protocol"
+)
+
+// Config configures a Host. Every field is optional.
+type Config struct {
+	// Dirs are the plugin directories, highest precedence first; see Dirs.
+	Dirs []Dir
+	// LockFile is the lock file to verify plugins against; none when empty
+	// or when the file does not exist.
+	LockFile string
+	// Logger receives the host's logs and the plugins' own, each with the
+	// plugin's name. Default slog.Default().
+	Logger *slog.Logger
+	// StartTimeout bounds a plugin's start, handshake and Describe.
+	// Default 10 s.
+	StartTimeout time.Duration
+	// CancelGrace is how long a plugin's call may run on after it was
+	// cancelled before the plugin exits (and is restarted on next use).
+	// Default 2 s.
+	CancelGrace time.Duration
+	// MaxCrashes in CrashWindow disable a plugin until the next Load.
+	// Defaults 3 and 60 s.
+	MaxCrashes  int
+	CrashWindow time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 10 * time.Second
+	}
+	if c.CancelGrace <= 0 {
+		c.CancelGrace = 2 * time.Second
+	}
+	if c.MaxCrashes <= 0 {
+		c.MaxCrashes = 3
+	}
+	if c.CrashWindow <= 0 {
+		c.CrashWindow = time.Minute
+	}
+}
+
+// Host discovers plugins, starts each on first use, shares its one
+// process among every agent that needs it, restarts it after a crash and
+// stops it on Close. It is safe for concurrent use.
+type Host struct {
+	cfg    Config
+	mu     sync.Mutex
+	procs  map[string]*proc // by plugin name
+	order  []string         // discovery order of the last Load
+	lock   *Lock
+	closed bool
+	bg     sync.WaitGroup // kills of exited processes
+}
+
+// New returns a host; Load discovers the plugins.
+func New(cfg Config) *Host {
+	cfg.setDefaults()
+	return &Host{cfg: cfg, procs: map[string]*proc{}}
+}
+
+// proc is one plugin: its binary and, while it runs, its process.
+type proc struct {
+	h   *Host
+	bin Binary
+	// stamp is the binary's size and time when desc was read.
+	stamp string
+
+	mu       sync.Mutex
+	cur      *running
+	desc     *pluginv1.DescribeResponse
+	crashes  []time.Time
+	disabled error
+	closing  bool
+}
+
+// running is one process of a plugin.
+type running struct {
+	p      *proc
+	client *plugin.Client
+	conn   *protocol.Conn
+	pid    int
+	// exited is closed when go-plugin reports the process's exit.
+	exited     chan struct{}
+	exitOnce   sync.Once
+	exitStatus string
+	// stopping is set when the host ends the process on purpose.
+	stopping bool
+
+	hostOnce sync.Once
+	hostID   uint32
+	runs     sync.Map // run ID → *loopRun
+}
+
+func stampOf(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// get returns the plugin's running process, starting it if it is not
+// running.
+func (p *proc) get() (*running, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return nil, ErrClosed
+	}
+	if p.disabled != nil {
+		return nil, p.disabled
+	}
+	if r := p.cur; r != nil {
+		select {
+		case <-r.exited:
+			p.endedLocked(r)
+			if p.disabled != nil {
+				return nil, p.disabled
+			}
+		default:
+			return r, nil
+		}
+	}
+	r, err := p.start()
+	if err != nil {
+		return nil, err
+	}
+	p.cur = r
+	return r, nil
+}
+
+// start starts a process of the plugin and checks its description.
+func (p *proc) start() (*running, error) {
+	h := p.h
+	h.mu.Lock()
+	lock := h.lock
+	h.mu.Unlock()
+	var secure *plugin.SecureConfig
+	if lock != nil {
+		e, ok := lock.Plugins[p.bin.Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: plugin %s (%s) is not in %s; run 'troupe plugins lock' to accept it", ErrChecksum, p.bin.Name, p.bin.Path, h.cfg.LockFile)
+		}
+		sum, _ := hex.DecodeString(e.SHA256)
+		secure = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+	}
+	r := &running{p: p, exited: make(chan struct{})}
+	logger := &slogger{l: h.cfg.Logger, name: p.bin.Name, onExit: func(status string) {
+		r.exitOnce.Do(func() {
+			r.exitStatus = status
+			close(r.exited)
+		})
+	}}
+	cmd := exec.Command(p.bin.Path)
+	cmd.Env = append(os.Environ(),
+		protocol.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
+		protocol.EnvCancelGrace+"="+h.cfg.CancelGrace.String())
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  protocol.Handshake,
+		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{}),
+		Cmd:              cmd,
+		SecureConfig:     secure,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		StartTimeout:     h.cfg.StartTimeout,
+		Logger:           logger,
+		Stderr:           io.Discard,
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+		GRPCDialOptions:  protocol.DialOptions(),
+	})
+	r.client = client
+	fail := func(err error) (*running, error) {
+		client.Kill()
+		return nil, err
+	}
+	rpc, err := client.Client()
+	if err != nil {
+		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+			got, _ := Checksum(p.bin.Path)
+			return fail(fmt.Errorf("%w: plugin %s (%s) has SHA-256 %s but %s lists %s; if the new binary is trusted, run 'troupe plugins lock'",
+				ErrChecksum, p.bin.Name, p.bin.Path, got, h.cfg.LockFile, lock.Plugins[p.bin.Name].SHA256))
+		}
+		return fail(fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.bin.Name, p.bin.Path, err))
+	}
+	raw, err := rpc.Dispense(protocol.PluginName)
+	if err != nil {
+		return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
+	}
+	r.conn = raw.(*protocol.Conn)
+	if rc := client.ReattachConfig(); rc != nil {
+		r.pid = rc.Pid
+	}
+	if p.desc == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
+		defer cancel()
+		d, err := r.conn.Plugin.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: protocol.Version})
+		if err != nil {
+			return fail(fmt.Errorf("%w: plugin %s did not describe itself: %v", ErrStart, p.bin.Name, err))
+		}
+		if err := protocol.Check(d, protocol.Version); err != nil {
+			return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
+		}
+		p.desc = d
+	}
+	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)
+	return r, nil
+}
+
+// ended forgets r, whose process has exited, and kills what is left of
+// it; an exit the host did not ask for counts as a crash.
+func (p *proc) ended(r *running) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endedLocked(r)
+}
+
+func (p *proc) endedLocked(r *running) {
+	if p.cur != r {
+		return
+	}
+	p.cur = nil
+	p.h.bg.Go(r.client.Kill) // the process is gone; this ends go-plugin's goroutines
+	if r.stopping || p.closing {
+		return
+	}
+	now := time.Now()
+	window := p.h.cfg.CrashWindow
+	p.crashes = slices.DeleteFunc(append(p.crashes, now), func(t time.Time) bool { return now.Sub(t) > window })
+	p.h.cfg.Logger.Warn("plugin exited", "plugin", p.bin.Name, "status", r.exitStatus, "crashes", len(p.crashes))
+	if len(p.crashes) >= p.h.cfg.MaxCrashes {
+		p.disabled = fmt.Errorf("%w: plugin %s crashed %d times in %s (last: %s); it stays disabled until troupe restarts or the plugins are loaded again",
+			ErrDisabled, p.bin.Name, len(p.crashes), window, r.exitStatus)
+		p.h.cfg.Logger.Error("plugin disabled", "plugin", p.bin.Name, "reason", p.disabled.Error())
+	}
+}
+
+// stop ends the plugin's process, if it runs: go-plugin asks it to exit,
+// waits, then kills it.
+func (p *proc) stop() {
+	p.mu.Lock()
+	r := p.cur
+	p.cur = nil
+	if r != nil {
+		r.stopping = true
+	}
+	p.mu.Unlock()
+	if r != nil {
+		r.client.Kill()
+	}
+}
+
+// callFailed turns the transport error of a call on r into the error the
+// caller sees: an ExitError when the process exited (it waits a moment
+// for go-plugin to notice), else the transport's meaning.
+func (p *proc) callFailed(ctx context.Context, r *running, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch status.Code(err) {
+	case codes.Canceled, codes.DeadlineExceeded, codes.ResourceExhausted:
+		// The call ended (the plugin's side may see the deadline first),
+		// or a message was too big: the process is not in question.
+		return fmt.Errorf("plugin %s: %w", p.bin.Name, protocol.TransportError(ctx, err))
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(2 * time.Second):
+	}
+	select {
+	case <-r.exited:
+		p.ended(r)
+		return &ExitError{Plugin: p.bin.Name, Status: r.exitStatus}
+	default:
+	}
+	return fmt.Errorf("plugin %s: %w", p.bin.Name, protocol.TransportError(ctx, err))
+}
+
+// PID is the process ID of the plugin's running process, 0 when none
+// (or when the host has seen it exit).
+func (h *Host) PID(name string) int {
+	h.mu.Lock()
+	p := h.procs[name]
+	h.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil {
+		return 0
+	}
+	select {
+	case <-p.cur.exited:
+		return 0
+	default:
+		return p.cur.pid
+	}
+}
+
+// Close stops every plugin process: each is asked to exit, given a moment,
+// then killed. Calls after Close fail with ErrClosed.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	procs := make([]*proc, 0, len(h.procs))
+	for _, p := range h.procs {
+		procs = append(procs, p)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		p.mu.Lock()
+		p.closing = true
+		p.mu.Unlock()
+		wg.Go(p.stop)
+	}
+	wg.Wait()
+	h.bg.Wait()
+	return nil
+}

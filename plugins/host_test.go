@@ -1,0 +1,317 @@
+package plugins_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/plugins"
+	"github.com/troupe-dev/troupe/sdk"
+)
+
+func callTool(ctx context.Context, t *testing.T, reg *agenttypes.Registry, name string, args string) (string, error) {
+	t.Helper()
+	tool, err := reg.Tool(name)
+	require.NoError(t, err)
+	return tool.Call(ctx, json.RawMessage(args))
+}
+
+func loaded(t *testing.T, h *plugins.Host) *agenttypes.Registry {
+	t.Helper()
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "plain", Description: "builtin", Source: "builtin"}))
+	require.Empty(t, h.Load(ctxTimeout(t, 20*time.Second), reg))
+	return reg
+}
+
+func TestPluginTypesAndToolsAppearInTheRegistry(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	for _, name := range []string{"looper", "waiter", "plain"} {
+		typ, err := reg.Type(name)
+		require.NoError(t, err, name)
+		assert.Equal(t, "plugin:test", typ.Source)
+	}
+	plain, _ := reg.Type("plain")
+	assert.Equal(t, []string{"builtin"}, plain.Shadows, "the plugin's type hides the builtin one")
+	assert.Nil(t, plain.Loop, "a type without its own loop runs in the host's loop")
+	looper, _ := reg.Type("looper")
+	assert.NotNil(t, looper.Loop)
+	assert.Equal(t, []string{"echo", "shout"}, looper.Tools)
+
+	ctx := agenttypes.WithEnv(ctxTimeout(t, 10*time.Second), &agenttypes.Env{AgentID: "agent-1", Dir: t.TempDir()})
+	out, err := callTool(ctx, t, reg, "shout", `{"text":"hi"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "HI from agent-1", out, "the call carries the agent")
+}
+
+func TestDeadlinesAndCancellationCrossTheBoundary(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+
+	out, err := callTool(ctxTimeout(t, 30*time.Second), t, reg, "deadline", `{}`)
+	require.NoError(t, err)
+	assert.Equal(t, "30s", out, "the plugin sees the caller's deadline")
+
+	start := time.Now()
+	_, err = callTool(ctxTimeout(t, 200*time.Millisecond), t, reg, "block", `{}`)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	marker := filepath.Join(t.TempDir(), "started")
+	go func() { waitFile(t, marker, 10*time.Second); cancel() }()
+	_, err = callTool(ctx, t, reg, "block", `{"marker":"`+marker+`"}`)
+	require.ErrorIs(t, err, context.Canceled)
+
+	pid := h.PID("test")
+	out, err = callTool(ctxTimeout(t, 10*time.Second), t, reg, "pid", `{}`)
+	require.NoError(t, err)
+	assert.Equal(t, strconv.Itoa(pid), out, "cancelled calls leave the plugin running")
+}
+
+func TestErrorsKeepTheirMeaningAcrossTheBoundary(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	ctx := ctxTimeout(t, 10*time.Second)
+
+	_, err := callTool(ctx, t, reg, "refuse", `{}`)
+	require.ErrorIs(t, err, agenttypes.ErrBudgetExceeded)
+	assert.Contains(t, err.Error(), "the plugin's own budget is used up")
+	var perr *plugins.Error
+	require.ErrorAs(t, err, &perr)
+	assert.Equal(t, "test", perr.Plugin)
+
+	_, err = callTool(ctx, t, reg, "shout", `not json`)
+	require.ErrorIs(t, err, sdk.ErrInvalidArgument)
+	assert.NotErrorIs(t, err, agenttypes.ErrBudgetExceeded)
+}
+
+func TestAPanicInAToolIsAnErrorAndThePluginSurvives(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	ctx := ctxTimeout(t, 10*time.Second)
+	pid := h.PID("test")
+
+	_, err := callTool(ctx, t, reg, "boom", `{}`)
+	require.ErrorIs(t, err, sdk.ErrInternal)
+	assert.Contains(t, err.Error(), "boom in a tool")
+	assert.Contains(t, err.Error(), "main.go", "the stack is in the message")
+
+	out, err := callTool(ctx, t, reg, "shout", `{"text":"still here"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "STILL HERE from ", out)
+	assert.Equal(t, pid, h.PID("test"), "the same process serves on")
+}
+
+func TestAPluginKilledMidCallFailsTheCallAndRestarts(t *testing.T) {
+	h, logs := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	pid := h.PID("test")
+	require.True(t, alive(pid))
+	marker := filepath.Join(t.TempDir(), "started")
+	go func() {
+		waitFile(t, marker, 10*time.Second)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}()
+	_, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "block", `{"marker":"`+marker+`"}`)
+	require.ErrorIs(t, err, agenttypes.ErrPluginExited)
+	assert.Contains(t, err.Error(), "signal: killed")
+
+	out, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "pid", `{}`)
+	require.NoError(t, err, "the next use restarts the plugin")
+	assert.NotEqual(t, strconv.Itoa(pid), out)
+	assert.Contains(t, logs.String(), "plugin exited")
+}
+
+func TestAPluginThatKeepsCrashingIsDisabledUntilTheNextLoad(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{MaxCrashes: 3, CrashWindow: time.Minute}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	ctx := ctxTimeout(t, 20*time.Second)
+	var err error
+	for i := range 3 {
+		pid := h.PID("test")
+		require.NotZero(t, pid, "crash %d", i)
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		require.True(t, waitGone(pid, 2*time.Second))
+		require.Eventually(t, func() bool { return h.PID("test") == 0 }, 2*time.Second, 5*time.Millisecond, "the host sees the exit")
+		_, err = callTool(ctx, t, reg, "pid", `{}`)
+	}
+	require.ErrorIs(t, err, plugins.ErrDisabled)
+	assert.Contains(t, err.Error(), "crashed 3 times")
+	assert.Contains(t, err.Error(), "until troupe restarts")
+
+	require.Empty(t, h.Load(ctx, reg))
+	_, err = callTool(ctx, t, reg, "pid", `{}`)
+	require.NoError(t, err, "loading again re-enables it")
+}
+
+func TestAPluginThatHangsOnStartHitsTheStartTimeout(t *testing.T) {
+	t.Setenv("TESTPLUGIN_HANG", "1")
+	dir := t.TempDir()
+	bin := copyPlugin(t, dir, "hang")
+	h, _ := newHost(t, plugins.Config{StartTimeout: 300 * time.Millisecond}, dir)
+	reg := agenttypes.NewRegistry()
+	start := time.Now()
+	problems := h.Load(ctxTimeout(t, 10*time.Second), reg)
+	require.Len(t, problems, 1)
+	assert.Contains(t, problems[0].Error(), "plugin hang")
+	assert.Contains(t, problems[0].Error(), "timeout")
+	assert.Less(t, time.Since(start), 3*time.Second)
+	_, err := reg.Type("looper")
+	assert.ErrorIs(t, err, agenttypes.ErrUnknownType)
+	time.Sleep(100 * time.Millisecond)
+	assert.Empty(t, running(bin), "the hung process is killed")
+}
+
+func TestACallThatIgnoresCancellationGetsThePluginKilled(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{CancelGrace: 300 * time.Millisecond}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	pid := h.PID("test")
+	start := time.Now()
+	_, err := callTool(ctxTimeout(t, 200*time.Millisecond), t, reg, "stubborn", `{}`)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "after %s", time.Since(start))
+	assert.Less(t, time.Since(start), time.Second, "the caller does not wait for the plugin")
+	assert.True(t, waitGone(pid, 2*time.Second), "the plugin exits after the grace period")
+	require.Eventually(t, func() bool { return h.PID("test") == 0 }, 2*time.Second, 5*time.Millisecond, "the host sees the exit")
+	out, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "pid", `{}`)
+	require.NoError(t, err)
+	assert.NotEqual(t, strconv.Itoa(pid), out)
+}
+
+func TestTheLockFileRefusesChangedAndUnlistedPlugins(t *testing.T) {
+	dir := t.TempDir()
+	bin := copyPlugin(t, dir, "test")
+	lockFile := filepath.Join(t.TempDir(), "plugins.lock")
+	bins, problems := plugins.Discover([]plugins.Dir{{Layer: plugins.LayerProject, Path: dir}})
+	require.Empty(t, problems)
+	lock, err := plugins.WriteLock(lockFile, bins)
+	require.NoError(t, err)
+	locked := lock.Plugins["test"].SHA256
+	require.Len(t, locked, 64)
+
+	h, _ := newHost(t, plugins.Config{LockFile: lockFile}, dir)
+	infos, problems := h.List(ctxTimeout(t, 10*time.Second))
+	require.Empty(t, problems)
+	require.Len(t, infos, 1)
+	assert.Equal(t, plugins.StatusLocked, infos[0].Status)
+	assert.Equal(t, "1.2.3", infos[0].Version)
+	require.NoError(t, h.Close())
+
+	// Change the binary: it no longer matches.
+	f, err := os.OpenFile(bin, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("tampered")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	now, err := plugins.Checksum(bin)
+	require.NoError(t, err)
+
+	h2, _ := newHost(t, plugins.Config{LockFile: lockFile}, dir)
+	reg := agenttypes.NewRegistry()
+	problems = h2.Load(ctxTimeout(t, 10*time.Second), reg)
+	require.Len(t, problems, 1)
+	require.ErrorIs(t, problems[0], plugins.ErrChecksum)
+	msg := problems[0].Error()
+	for _, want := range []string{"plugin test", locked, now, "troupe plugins lock"} {
+		assert.Contains(t, msg, want)
+	}
+	assert.Zero(t, h2.PID("test"), "a mismatched plugin never runs")
+	assert.Empty(t, running(bin))
+	infos, _ = h2.List(ctxTimeout(t, 10*time.Second))
+	assert.Equal(t, plugins.StatusMismatch, infos[0].Status)
+
+	// A plugin the lock does not list is refused too.
+	copyPlugin(t, dir, "other")
+	problems = h2.Load(ctxTimeout(t, 10*time.Second), reg)
+	var unlisted []string
+	for _, p := range problems {
+		require.ErrorIs(t, p, plugins.ErrChecksum)
+		if strings.Contains(p.Error(), "not in") {
+			unlisted = append(unlisted, p.Error())
+		}
+	}
+	require.Len(t, unlisted, 1)
+	assert.Contains(t, unlisted[0], "plugin other")
+}
+
+func TestDiscoveryTakesTheFirstOfANameAndSkipsNonExecutables(t *testing.T) {
+	project, user := t.TempDir(), t.TempDir()
+	copyPlugin(t, project, "test")
+	copyPlugin(t, user, "test")
+	require.NoError(t, os.WriteFile(filepath.Join(user, plugins.Prefix+"notexec"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(user, "README"), []byte("x"), 0o644))
+	bins, problems := plugins.Discover([]plugins.Dir{{Layer: plugins.LayerProject, Path: project}, {Layer: plugins.LayerUser, Path: user}, {Layer: plugins.LayerUser, Path: filepath.Join(user, "missing")}})
+	require.Len(t, bins, 1)
+	assert.Equal(t, plugins.LayerProject, bins[0].Layer)
+	assert.Equal(t, []string{filepath.Join(user, plugins.Prefix+"test")}, bins[0].Shadows)
+	require.Len(t, problems, 1)
+	assert.Contains(t, problems[0].Error(), "chmod +x")
+
+	dirs := plugins.Dirs("/proj", func(k string) string {
+		return map[string]string{"TROUPE_PLUGIN_PATH": "/a" + string(os.PathListSeparator) + "/b", "XDG_DATA_HOME": "/data"}[k]
+	})
+	assert.Equal(t, []plugins.Dir{
+		{Layer: plugins.LayerProject, Path: "/proj/.troupe/plugins"},
+		{Layer: plugins.LayerPath, Path: "/a"}, {Layer: plugins.LayerPath, Path: "/b"},
+		{Layer: plugins.LayerUser, Path: "/data/troupe/plugins"},
+	}, dirs)
+}
+
+func TestAPluginRunByHandSaysWhatItIs(t *testing.T) {
+	cmd := exec.Command(testPlugin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "exits non-zero: %v", err)
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, string(out), "is a troupe plugin")
+	assert.Contains(t, string(out), ".troupe/plugins/")
+	assert.Contains(t, string(out), "troupe-plugin-test")
+}
+
+func TestPluginLogsGoThroughSlogWithThePluginsName(t *testing.T) {
+	h, logs := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	_, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "boom", `{}`)
+	require.Error(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "boom in a tool") }, 5*time.Second, 10*time.Millisecond)
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "msg=panic") {
+			assert.Contains(t, line, "plugin=test")
+			assert.Contains(t, line, "level=ERROR")
+			return
+		}
+	}
+	t.Fatalf("no panic line in the log:\n%s", logs.String())
+}
+
+func TestCloseStopsEveryPluginProcess(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	loaded(t, h)
+	pid := h.PID("test")
+	require.True(t, alive(pid))
+	require.NoError(t, h.Close())
+	assert.True(t, waitGone(pid, 3*time.Second))
+	_, err := h.List(context.Background())
+	assert.ErrorIs(t, errors.Join(err...), plugins.ErrClosed)
+}
+
+func TestTheSDKImportsNoGRPC(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../sdk").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.NotContains(t, string(out), "google.golang.org/grpc")
+	assert.NotContains(t, string(out), "hashicorp/go-plugin")
+}

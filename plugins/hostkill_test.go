@@ -1,0 +1,64 @@
+package plugins_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/plugins"
+)
+
+// hostHelperEnv makes the test binary a plugin host that starts the
+// plugins in the directory the variable names, prints their PIDs and
+// waits to be killed.
+const hostHelperEnv = "TROUPE_TEST_PLUGIN_HOST"
+
+func hostHelper() {
+	h := plugins.New(plugins.Config{Dirs: []plugins.Dir{{Layer: plugins.LayerPath, Path: os.Getenv(hostHelperEnv)}}, Logger: slog.New(slog.DiscardHandler)})
+	reg := agenttypes.NewRegistry()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if problems := h.Load(ctx, reg); len(problems) > 0 {
+		fmt.Println("error", problems)
+		os.Exit(1)
+	}
+	fmt.Println("pid", h.PID("test"))
+	time.Sleep(time.Minute)
+	os.Exit(2)
+}
+
+func TestPluginsExitWhenTheirHostIsKilled(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), hostHelperEnv+"="+pluginDir(t, "test"))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	f := strings.Fields(line)
+	require.Len(t, f, 2, "host said %q", line)
+	pid, err := strconv.Atoi(f[1])
+	require.NoError(t, err, "host said %q", line)
+	require.True(t, alive(pid))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	start := time.Now()
+	assert.True(t, waitGone(pid, 2*time.Second), "the plugin outlived its host by 2 s")
+	t.Logf("the plugin exited %s after its host", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,175 @@
+// Command testplugin is the plugin the plugins package's tests run as a
+// real process. It misbehaves on request: TESTPLUGIN_HANG=1 hangs before
+// serving, TESTPLUGIN_EXIT=1 exits at once; its tools block, panic or
+// ignore cancellation when told to.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/troupe-dev/troupe/sdk"
+	"github.com/troupe-dev/troupe/sdk/serve"
+)
+
+type args struct {
+	Text   string `json:"text"`
+	Marker string `json:"marker"`
+}
+
+func parse(raw json.RawMessage) (args, error) {
+	var a args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return a, sdk.Errorf(sdk.CodeInvalidArgument, "bad arguments: %v", err)
+	}
+	return a, nil
+}
+
+// mark writes the marker file a test waits for, when asked to.
+func mark(a args) {
+	if a.Marker != "" {
+		_ = os.WriteFile(a.Marker, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	}
+}
+
+var schema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"marker":{"type":"string"}}}`)
+
+func tool(name, desc string, fn func(ctx context.Context, a args, req sdk.CallRequest) (string, error)) sdk.Tool {
+	return &sdk.ToolFunc{
+		ToolSpec: sdk.ToolSpec{Name: name, Description: desc, Parameters: schema, ReadOnly: true},
+		Func: func(ctx context.Context, req sdk.CallRequest) (*sdk.CallResponse, error) {
+			a, err := parse(req.Args)
+			if err != nil {
+				return nil, err
+			}
+			mark(a)
+			text, err := fn(ctx, a, req)
+			if err != nil {
+				return nil, err
+			}
+			return &sdk.CallResponse{Text: text}, nil
+		},
+	}
+}
+
+func main() {
+	if os.Getenv("TESTPLUGIN_HANG") == "1" {
+		time.Sleep(time.Hour)
+	}
+	if os.Getenv("TESTPLUGIN_EXIT") == "1" {
+		os.Exit(7)
+	}
+	serve.Serve(sdk.Plugin{
+		Name:    "test",
+		Version: "1.2.3",
+		Tools: []sdk.Tool{
+			tool("shout", "Upper-cases text.", func(_ context.Context, a args, req sdk.CallRequest) (string, error) {
+				return strings.ToUpper(a.Text) + " from " + req.Agent.ID, nil
+			}),
+			tool("pid", "Says the plugin's process ID.", func(context.Context, args, sdk.CallRequest) (string, error) {
+				return strconv.Itoa(os.Getpid()), nil
+			}),
+			tool("block", "Waits until cancelled.", func(ctx context.Context, _ args, _ sdk.CallRequest) (string, error) {
+				<-ctx.Done()
+				return "", ctx.Err()
+			}),
+			tool("stubborn", "Ignores cancellation.", func(context.Context, args, sdk.CallRequest) (string, error) {
+				time.Sleep(time.Hour)
+				return "", nil
+			}),
+			tool("boom", "Panics.", func(context.Context, args, sdk.CallRequest) (string, error) {
+				panic("boom in a tool")
+			}),
+			tool("refuse", "Fails with a budget error.", func(context.Context, args, sdk.CallRequest) (string, error) {
+				return "", sdk.Errorf(sdk.CodeBudgetExceeded, "the plugin's own budget is used up")
+			}),
+			tool("deadline", "Says how long is left until its deadline.", func(ctx context.Context, _ args, _ sdk.CallRequest) (string, error) {
+				d, ok := ctx.Deadline()
+				if !ok {
+					return "none", nil
+				}
+				return time.Until(d).Round(time.Second).String(), nil
+			}),
+		},
+		Types: []sdk.Type{
+			{
+				Name: "looper", Description: "Asks the host's model, runs the tools it asks for, answers.",
+				Tools: []string{"echo", "shout"}, Loop: sdk.LoopFunc(loop),
+			},
+			{
+				Name: "shouter", Description: "The looper with the troupe binary's own tools.",
+				Tools: []string{"ls", "shout"}, Loop: sdk.LoopFunc(loop),
+			},
+			{
+				Name: "waiter", Description: "Blocks until cancelled.",
+				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+					mark(args{Marker: req.Task})
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}),
+			},
+			{
+				Name: "stepper", Description: "Makes as many model calls as its task says, for benchmarks.",
+				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+					n, _ := strconv.Atoi(req.Task)
+					msgs := []sdk.Message{{Role: sdk.RoleUser, Text: "step"}}
+					for range n {
+						if _, err := s.Generate(ctx, sdk.GenerateRequest{Messages: msgs}); err != nil {
+							return nil, err
+						}
+					}
+					return &sdk.RunResponse{Output: strconv.Itoa(n)}, nil
+				}),
+			},
+			{Name: "plain", Description: "A type the host's own loop runs.", Prompt: "You help.", Tools: []string{"shout"}},
+		},
+	})
+}
+
+// loop is a small custom loop: ask the model, run the tools it asks for,
+// ask again, answer.
+func loop(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+	slog.Info("loop started", "agent", req.Agent.ID)
+	if err := s.Event(ctx, "looping on "+req.Task); err != nil {
+		return nil, err
+	}
+	if err := s.Note(ctx, "noted by the plugin"); err != nil {
+		return nil, err
+	}
+	specs, err := s.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msgs := []sdk.Message{{Role: sdk.RoleSystem, Text: fmt.Sprintf("plugin loop with %d tools", len(specs))}, {Role: sdk.RoleUser, Text: req.Task}}
+	for range 5 {
+		resp, err := s.Generate(ctx, sdk.GenerateRequest{Messages: msgs})
+		if err != nil {
+			return nil, err
+		}
+		if len(resp.ToolCalls) == 0 {
+			return &sdk.RunResponse{Output: resp.Text}, nil
+		}
+		msgs = append(msgs, sdk.Message{Role: sdk.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		for _, c := range resp.ToolCalls {
+			var text string
+			out, err := s.CallTool(ctx, c)
+			switch {
+			case errors.Is(err, sdk.ErrBudgetExceeded):
+				return nil, err
+			case err != nil:
+				text = "error: " + err.Error()
+			default:
+				text = out.Text
+			}
+			msgs = append(msgs, sdk.Message{Role: sdk.RoleTool, ToolCallID: c.ID, Name: c.Name, Text: text})
+		}
+	}
+	return nil, errors.New("no answer in five turns")
+}

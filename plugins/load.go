@@ -1,0 +1,256 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+)
+
+// Checksum statuses of a plugin, as troupe plugins list shows them.
+const (
+	// StatusLocked: the lock file lists the plugin and its binary matches.
+	StatusLocked = "locked"
+	// StatusUnlocked: there is no lock file; the plugin runs unchecked.
+	StatusUnlocked = "unlocked"
+	// StatusUnlisted: the lock file does not list the plugin; it is refused.
+	StatusUnlisted = "unlisted"
+	// StatusMismatch: the binary does not match the lock file; it is refused.
+	StatusMismatch = "mismatch"
+)
+
+// Info describes a discovered plugin.
+type Info struct {
+	Binary
+	// Version is the plugin's own version, from Describe.
+	Version string `json:"version,omitempty"`
+	// Status is one of the Status constants.
+	Status string `json:"status"`
+	// SHA256 is the binary's checksum; Locked the lock file's, if any.
+	SHA256 string `json:"sha256,omitempty"`
+	Locked string `json:"locked_sha256,omitempty"`
+	// Types and Tools are what it offers.
+	Types []string `json:"types,omitempty"`
+	Tools []string `json:"tools,omitempty"`
+	// Error says why the plugin cannot be used, when it cannot.
+	Error string `json:"error,omitempty"`
+	err   error
+}
+
+// Load discovers the plugins, starts each to learn what it offers (in
+// parallel, each bounded by the start timeout; a plugin already running
+// and unchanged is asked no more), and sets their types and tools in reg
+// (see agenttypes.Registry.SetPlugins). Plugins that are refused or fail
+// are left out and reported; the rest load. Loading again re-enables
+// plugins disabled after crashes. Processes stay running for the agents
+// that will use them.
+func (h *Host) Load(ctx context.Context, reg *agenttypes.Registry) []error {
+	infos, problems := h.load(ctx)
+	var types []agenttypes.Type
+	var tools []agenttypes.Tool
+	typeAt := map[string]int{}
+	toolFrom := map[string]string{}
+	for _, in := range infos {
+		p := h.proc(in.Name)
+		if p == nil || in.Error != "" {
+			continue
+		}
+		p.mu.Lock()
+		d := p.desc
+		p.mu.Unlock()
+		if d == nil {
+			continue
+		}
+		for _, t := range d.GetTypes() {
+			typ := p.typeOf(t)
+			if i, ok := typeAt[typ.Name]; ok {
+				types[i].Shadows = append(types[i].Shadows, typ.Source)
+				continue
+			}
+			if err := typ.Validate(); err != nil {
+				problems = append(problems, fmt.Errorf("plugin %s: %w", in.Name, err))
+				continue
+			}
+			typeAt[typ.Name] = len(types)
+			types = append(types, typ)
+		}
+		for _, spec := range d.GetTools() {
+			name := spec.GetName()
+			if other, ok := toolFrom[name]; ok {
+				problems = append(problems, fmt.Errorf("plugin %s: tool %q is left out: plugin %s offers it first", in.Name, name, other))
+				continue
+			}
+			if _, err := reg.Tool(name); err == nil && !p.h.isPluginTool(reg, name) {
+				problems = append(problems, fmt.Errorf("plugin %s: tool %q is left out: a builtin tool has the name", in.Name, name))
+				continue
+			}
+			toolFrom[name] = in.Name
+			tools = append(tools, &pluginTool{p: p, spec: specOf(spec)})
+		}
+	}
+	if err := reg.SetPlugins(types, tools); err != nil {
+		problems = append(problems, err)
+	}
+	return problems
+}
+
+// isPluginTool reports whether the registry's tool of that name is one
+// of a plugin's (set by an earlier Load).
+func (h *Host) isPluginTool(reg *agenttypes.Registry, name string) bool {
+	t, err := reg.Tool(name)
+	if err != nil {
+		return false
+	}
+	_, ok := t.(*pluginTool)
+	return ok
+}
+
+// List discovers the plugins and describes each as Load does, without
+// touching a registry.
+func (h *Host) List(ctx context.Context) ([]Info, []error) {
+	return h.load(ctx)
+}
+
+func (h *Host) proc(name string) *proc {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.procs[name]
+}
+
+func (h *Host) load(ctx context.Context) ([]Info, []error) {
+	bins, problems := Discover(h.cfg.Dirs)
+	var lock *Lock
+	if h.cfg.LockFile != "" {
+		l, err := ReadLock(h.cfg.LockFile)
+		if err != nil {
+			problems = append(problems, err)
+			// An unreadable lock refuses every plugin rather than none.
+			l = &Lock{Plugins: map[string]LockEntry{}}
+		}
+		lock = l
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, append(problems, ErrClosed)
+	}
+	h.lock = lock
+	var gone []*proc
+	procs := map[string]*proc{}
+	for _, b := range bins {
+		stamp := stampOf(b.Path)
+		if p, ok := h.procs[b.Name]; ok && p.bin.Path == b.Path && p.stamp == stamp {
+			p.mu.Lock()
+			p.bin, p.disabled, p.crashes = b, nil, nil
+			p.mu.Unlock()
+			procs[b.Name] = p
+			continue
+		}
+		procs[b.Name] = &proc{h: h, bin: b, stamp: stamp}
+	}
+	for name, p := range h.procs {
+		if procs[name] != p {
+			gone = append(gone, p)
+		}
+	}
+	h.procs = procs
+	h.mu.Unlock()
+	for _, p := range gone {
+		p.stop()
+	}
+
+	infos := make([]Info, len(bins))
+	var wg sync.WaitGroup
+	for i, b := range bins {
+		p := procs[b.Name]
+		wg.Go(func() { infos[i] = p.info(ctx, lock) })
+	}
+	wg.Wait()
+	for _, in := range infos {
+		if in.err != nil {
+			problems = append(problems, in.err)
+		}
+	}
+	return infos, problems
+}
+
+// info describes p, starting it when its description is not known yet.
+func (p *proc) info(ctx context.Context, lock *Lock) Info {
+	in := Info{Binary: p.bin, Status: StatusUnlocked}
+	if lock != nil {
+		sum, err := Checksum(p.bin.Path)
+		if err != nil {
+			in.err = fmt.Errorf("plugin %s: %w", p.bin.Name, err)
+			in.Error = in.err.Error()
+			return in
+		}
+		in.SHA256 = sum
+		e, ok := lock.Plugins[p.bin.Name]
+		in.Locked = e.SHA256
+		switch {
+		case !ok:
+			in.Status = StatusUnlisted
+		case e.SHA256 != sum:
+			in.Status = StatusMismatch
+		default:
+			in.Status = StatusLocked
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.get()
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-time.After(p.h.cfg.StartTimeout + time.Second):
+		err = fmt.Errorf("%w: plugin %s did not start in %s", ErrStart, p.bin.Name, p.h.cfg.StartTimeout)
+	}
+	if err != nil {
+		in.err, in.Error = err, err.Error()
+		return in
+	}
+	p.mu.Lock()
+	d := p.desc
+	p.mu.Unlock()
+	in.Version = d.GetVersion()
+	for _, t := range d.GetTypes() {
+		in.Types = append(in.Types, t.GetName())
+	}
+	for _, t := range d.GetTools() {
+		in.Tools = append(in.Tools, t.GetName())
+	}
+	return in
+}
+
+// typeOf is the registry's form of a type the plugin offers.
+func (p *proc) typeOf(t *pluginv1.Type) agenttypes.Type {
+	b := t.GetBudget()
+	typ := agenttypes.Type{
+		Name: t.GetName(), Description: t.GetDescription(), Prompt: t.GetPrompt(), Tools: t.GetTools(), Model: t.GetModel(),
+		Budget: agenttypes.Budget{
+			MaxTokens: int(b.GetMaxTokens()), MaxTime: time.Duration(b.GetMaxTimeMs()) * time.Millisecond,
+			MaxToolCalls: int(b.GetMaxToolCalls()), MaxTurns: int(b.GetMaxTurns()), MaxCostUSD: b.GetMaxCostUsd(),
+		},
+		NeedsLanguageModel: t.GetNeedsLanguageModel(), Examples: t.GetExamples(),
+		Source: "plugin:" + p.bin.Name,
+	}
+	if len(t.GetOutputJsonSchema()) > 0 {
+		typ.Output = agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(t.GetOutputJsonSchema())}
+	}
+	if t.GetHasLoop() {
+		typ.Loop = &pluginLoop{p: p, typ: t.GetName()}
+	}
+	return typ
+}
+
+func specOf(s *pluginv1.ToolSpec) agenttypes.ToolSpec {
+	return agenttypes.ToolSpec{Name: s.GetName(), Description: s.GetDescription(), Parameters: json.RawMessage(s.GetParameters()), ReadOnly: s.GetReadOnly()}
+}

@@ -1,0 +1,174 @@
+package plugins_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/troupe-dev/troupe/plugins"
+)
+
+// testPlugin is the test plugin's binary, built once for the package.
+var testPlugin string
+
+func TestMain(m *testing.M) {
+	if os.Getenv(hostHelperEnv) != "" {
+		hostHelper()
+		return
+	}
+	dir, err := os.MkdirTemp("", "troupe-plugins-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testPlugin = filepath.Join(dir, plugins.Prefix+"test")
+	out, err := exec.Command("go", "build", "-o", testPlugin, "./internal/testplugin").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the test plugin: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// pluginDir returns a directory holding a copy (or a link) of the test
+// plugin as troupe-plugin-NAME.
+func pluginDir(t testing.TB, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(testPlugin, filepath.Join(dir, plugins.Prefix+name)))
+	return dir
+}
+
+// copyPlugin copies the test plugin into dir as troupe-plugin-NAME.
+func copyPlugin(t testing.TB, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(testPlugin)
+	require.NoError(t, err)
+	path := filepath.Join(dir, plugins.Prefix+name)
+	require.NoError(t, os.WriteFile(path, data, 0o755))
+	return path
+}
+
+// logBuffer collects the host's logs.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// newHost returns a host over dir, closed when the test ends, and its
+// log.
+func newHost(t testing.TB, cfg plugins.Config, dirs ...string) (*plugins.Host, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	for _, d := range dirs {
+		cfg.Dirs = append(cfg.Dirs, plugins.Dir{Layer: plugins.LayerPath, Path: d})
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	h := plugins.New(cfg)
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	return h, logs
+}
+
+// alive reports whether pid is a process that has not exited (a zombie
+// has exited).
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	// pid (comm) STATE ...
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// waitGone waits up to d for pid to exit.
+func waitGone(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !alive(pid) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return !alive(pid)
+}
+
+// running lists the processes whose binary is path.
+func running(path string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err == nil && exe == path && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitFile waits up to d for path to exist.
+func waitFile(t testing.TB, path string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s did not appear in %s", path, d)
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

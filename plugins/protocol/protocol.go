@@ -1,0 +1,120 @@
+// Package protocol is the one place the troupe host and its plugins agree
+// on: the go-plugin handshake, the plugin set for each protocol version,
+// the message size limits, and the conversions between the sdk's plain
+// types and the wire's. The host (package plugins) and the plugin side
+// (package sdk/serve) both import it; it imports nothing of the host.
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	"github.com/troupe-dev/troupe/sdk"
+)
+
+// Version is the protocol version this build speaks.
+const Version = sdk.ProtocolVersion
+
+// PluginName is the name of the one plugin in the plugin set.
+const PluginName = "troupe"
+
+// Handshake is the go-plugin handshake. The magic cookie tells a plugin
+// binary that troupe started it; it is not a secret.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  Version,
+	MagicCookieKey:   "TROUPE_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "b5a1d4c2-troupe-plugin-protocol",
+}
+
+// Environment the host sets for a plugin.
+const (
+	// EnvHostPID is the host's process ID; the plugin exits when its
+	// parent is no longer that process.
+	EnvHostPID = "TROUPE_PLUGIN_HOST_PID"
+	// EnvCancelGrace is how long a call may run on after it was cancelled
+	// before the plugin gives up on it and exits, as a Go duration.
+	EnvCancelGrace = "TROUPE_PLUGIN_CANCEL_GRACE"
+)
+
+// MaxMessageSize bounds every gRPC message either side reads.
+const MaxMessageSize = 8 << 20
+
+// windowSize is the HTTP/2 flow-control window of both sides. A fixed
+// window turns off gRPC's bandwidth probing, whose pings cost a local
+// connection more than they gain.
+const windowSize = 4 << 20
+
+// ServerOptions are the gRPC server options of both sides.
+func ServerOptions(opts []grpc.ServerOption) []grpc.ServerOption {
+	return append(opts, grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize),
+		grpc.InitialWindowSize(windowSize), grpc.InitialConnWindowSize(windowSize))
+}
+
+// DialOptions are the gRPC dial options of both sides.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize), grpc.MaxCallSendMsgSize(MaxMessageSize)),
+		grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize),
+	}
+}
+
+// Conn is the host's side of a started plugin: its Plugin client and the
+// broker through which the host serves Host to the plugin's loops.
+type Conn struct {
+	Plugin pluginv1.PluginClient
+	Broker *plugin.GRPCBroker
+}
+
+// Plugin is the go-plugin plugin of the protocol. A plugin process sets
+// Serve; the host leaves it nil and gets a *Conn from Dispense.
+type Plugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	// Serve returns the Plugin service, given the broker to reach the
+	// host's Host service through.
+	Serve func(broker *plugin.GRPCBroker) pluginv1.PluginServer
+}
+
+var _ plugin.GRPCPlugin = (*Plugin)(nil)
+
+// GRPCServer registers the Plugin service.
+func (p *Plugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.Serve == nil {
+		return errors.New("troupe plugin: no server")
+	}
+	pluginv1.RegisterPluginServer(s, p.Serve(broker))
+	return nil
+}
+
+// GRPCClient returns a *Conn.
+func (p *Plugin) GRPCClient(_ context.Context, broker *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &Conn{Plugin: pluginv1.NewPluginClient(c), Broker: broker}, nil
+}
+
+// PluginSets are the plugin sets by protocol version, for go-plugin's
+// VersionedPlugins on both sides.
+func PluginSets(p *Plugin) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{Version: {PluginName: p}}
+}
+
+// Check reports what a Describe answer gets wrong: a protocol version
+// other than want, or more than the limits allow.
+func Check(d *pluginv1.DescribeResponse, want int) error {
+	if int(d.GetProtocolVersion()) != want {
+		return fmt.Errorf("plugin speaks protocol version %d, troupe speaks %d; rebuild the plugin against this troupe's sdk", d.GetProtocolVersion(), want)
+	}
+	if len(d.GetTypes()) > MaxTypes || len(d.GetTools()) > MaxTools {
+		return fmt.Errorf("plugin offers %d types and %d tools; at most %d and %d are read", len(d.GetTypes()), len(d.GetTools()), MaxTypes, MaxTools)
+	}
+	return nil
+}
+
+// Limits of a description.
+const (
+	MaxTypes = 256
+	MaxTools = 256
+)
