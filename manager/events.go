@@ -21,6 +21,8 @@ const (
 	EventToolCall   EventKind = "tool_call"
 	EventToolResult EventKind = "tool_result"
 	EventNote       EventKind = "note"
+	// EventProgress is what a type's own loop says it is doing (Text).
+	EventProgress EventKind = "progress"
 	// EventBudgetExceeded says a final answer took the run past its token
 	// budget; the answer is kept and the run completes.
 	EventBudgetExceeded EventKind = "budget_exceeded"

@@ -427,9 +427,15 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 			return false
 		}
 	}
+	// A tool whose script crashed or whose plugin process died ends the
+	// run: the model cannot work around the tool's host going away.
 	for _, i := range run {
-		if errors.Is(results[i].err, agenttypes.ErrScript) {
-			l.fail(ReasonScript, fmt.Errorf("script tool %s: %w", results[i].name, results[i].err))
+		switch err := results[i].err; {
+		case errors.Is(err, agenttypes.ErrScript):
+			l.fail(ReasonScript, fmt.Errorf("script tool %s: %w", results[i].name, err))
+			return false
+		case errors.Is(err, agenttypes.ErrPluginExited):
+			l.fail(ReasonPluginExited, fmt.Errorf("tool %s: %w", results[i].name, err))
 			return false
 		}
 	}

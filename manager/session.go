@@ -241,6 +241,16 @@ func (s *session) Tools() []agenttypes.ToolSpec {
 
 func (s *session) Note(text string) { s.l.a.addNote(text) }
 
+// Progress reports what a loop is doing, as an EventProgress: shown to the
+// user and kept in the transcript. Plugins' loops reach it through their
+// Session's Event.
+func (s *session) Progress(text string) {
+	if len(text) > maxToolText {
+		text = text[:maxToolText]
+	}
+	s.l.a.emit(&Event{Kind: EventProgress, Text: text})
+}
+
 func (s *session) Tree() agenttypes.Tree { return agentTree{s.l.a} }
 
 // toLLM turns a Loop's messages into the model's.

@@ -180,3 +180,31 @@ func TestAPluginKilledMidRunFailsOnlyItsAgents(t *testing.T) {
 	assert.NotEqual(t, pid, h.PID("test"))
 	assert.False(t, slices.Contains(running(testPlugin), pid))
 }
+
+// A plugin tool called from the manager's own loop: its process dying
+// ends the agent with plugin_exited, since the model cannot work around
+// the tool's host going away.
+func TestAPluginToolKilledMidCallEndsItsAgent(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "called")
+	model := scripted.New(
+		scripted.Step{Text: "calling the plugin", Calls: []scripted.Call{{Name: "block", Args: `{"marker":"` + marker + `"}`}}},
+		scripted.Step{Text: "never reached"},
+	)
+	caller := agenttypes.Type{Name: "caller", Description: "calls a plugin tool", Tools: []string{"block", "echo"}}
+	mgr := withManager(t, h, model, caller)
+	pid := h.PID("test")
+	ctx := ctxTimeout(t, 20*time.Second)
+	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "caller", Task: "call it", Dir: dir})
+	require.NoError(t, err)
+	waitFile(t, marker, 10*time.Second)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	res, err := a.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, manager.Failed, res.State)
+	assert.Equal(t, manager.ReasonPluginExited, res.Reason)
+	require.ErrorIs(t, res.Err, manager.ErrPluginExited)
+	assert.Equal(t, "calling the plugin", res.Output, "the partial output is kept")
+	assert.Len(t, model.Requests(), 1, "the model is not asked to work around a dead plugin")
+}
