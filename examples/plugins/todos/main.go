@@ -1,5 +1,3 @@
-//go:build sdkserve
-
 // Command troupe-plugin-todos is a troupe plugin: the todos tool, which
 // lists the TODO, FIXME, HACK and XXX comments of a repository, and the
 // todo-triage agent type, whose own loop ranks them with the host's model.
