@@ -16,7 +16,8 @@ import (
 // must contain one of a few literals (found with regexp/syntax), those are
 // searched for first with memchr-speed byte scans, and the regexp runs only
 // on the lines that contain one. When the pattern is nothing but those
-// literals the regexp does not run at all.
+// literals the regexp does not run at all. A pattern without such literals
+// gets a run of byte classes to search for instead (see classRun).
 type matcher struct {
 	re *regexp.Regexp // (?m) so ^ and $ work per line over a whole buffer
 	// lits is the prefilter: every match contains one of them. nil when

@@ -302,3 +302,21 @@ func TestBadPattern(t *testing.T) {
 	_, err = syntax.Parse("a{1001}", syntax.Perl)
 	require.Error(t, err)
 }
+
+// FuzzScanMatchesNaive checks scan, whichever prefilter the pattern gets,
+// against matching each line alone.
+func FuzzScanMatchesNaive(f *testing.F) {
+	f.Add(`[A-Z][a-z]+[0-9]{4}\b`, false, "Reader2024 x\nfoo1234bar\n")
+	f.Add(`[a-z]\s[0-9]{2}`, false, "a\n12\nb 34\r\n")
+	f.Add(`[0-9]{3}|[A-F]{3}`, true, "1A2\nabc\n\xff123")
+	f.Add(`TODO|FIXME`, true, "todo\nFixMe\n")
+	f.Fuzz(func(t *testing.T, pattern string, ignoreCase bool, text string) {
+		if _, err := regexp.Compile("(?m)" + pattern); err != nil {
+			return
+		}
+		if _, err := syntax.Parse(pattern, syntax.Perl); err != nil {
+			return // "(?m)" + pattern can parse where pattern alone does not
+		}
+		assert.Equal(t, naive(t, pattern, ignoreCase, text), scanAll(t, pattern, ignoreCase, text))
+	})
+}
