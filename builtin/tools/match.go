@@ -16,7 +16,8 @@ import (
 // must contain one of a few literals (found with regexp/syntax), those are
 // searched for first with memchr-speed byte scans, and the regexp runs only
 // on the lines that contain one. When the pattern is nothing but those
-// literals the regexp does not run at all.
+// literals the regexp does not run at all. A pattern without such literals
+// gets a run of byte classes to search for instead (see classRun).
 type matcher struct {
 	re *regexp.Regexp // (?m) so ^ and $ work per line over a whole buffer
 	// lits is the prefilter: every match contains one of them. nil when
@@ -28,6 +29,9 @@ type matcher struct {
 	// include the non-ASCII K (Kelvin sign) and ſ (long s). The ASCII
 	// prefilter would miss those, so files that contain them skip it.
 	foldSpecial bool
+	// run is the prefilter for patterns without literals (see classRun),
+	// nil when there is none either.
+	run *classRun
 }
 
 // maxLits bounds the prefilter's alternatives: each costs a scan.
@@ -52,18 +56,27 @@ func newMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 	if err != nil {
 		return m, nil // cannot happen: regexp.Compile parsed it
 	}
-	set := extract(tree.Simplify())
+	tree = tree.Simplify()
+	if !m.useLiterals(extract(tree)) {
+		*m = matcher{re: re, run: newClassRun(tree)}
+	}
+	return m, nil
+}
+
+// useLiterals sets up the literal prefilter from set, or reports that it
+// cannot serve.
+func (m *matcher) useLiterals(set *litSet) bool {
 	if set == nil || len(set.lits) == 0 || len(set.lits) > maxLits {
-		return m, nil
+		return false
 	}
 	m.exact = set.exact
 	for _, l := range set.lits {
 		if l.s == "" {
-			return &matcher{re: re}, nil // matches everywhere: no use
+			return false // matches everywhere: no use
 		}
 		if strings.ContainsRune(l.s, utf8.RuneError) {
 			// regexp reads invalid UTF-8 as U+FFFD; bytes would not.
-			return &matcher{re: re}, nil
+			return false
 		}
 		if strings.Contains(l.s, "\n") {
 			m.exact = false // never matches within a line; let the regexp say so
@@ -73,7 +86,7 @@ func newMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 		}
 		m.lits = append(m.lits, newLiteral(l.s, l.fold))
 	}
-	return m, nil
+	return true
 }
 
 // scanState is per-goroutine scratch for scan, reused across files.
@@ -96,6 +109,9 @@ func (m *matcher) scan(buf []byte, st *scanState, emit func(n int, line []byte) 
 		useLits = false
 	}
 	if !useLits {
+		if m.run != nil {
+			return m.scanRun(buf, st, emit)
+		}
 		return m.scanRegexp(buf, st, emit)
 	}
 	st.next = st.next[:0]
@@ -132,6 +148,32 @@ func (m *matcher) scan(buf []byte, st *scanState, emit func(n int, line []byte) 
 		ls, le := lineAt(buf, pos, c)
 		line := buf[ls:le]
 		if m.exact || m.re.Match(line) {
+			lineNo += bytes.Count(buf[counted:ls], newline)
+			counted = ls
+			if !emit(lineNo, trimCR(line)) {
+				return true
+			}
+		}
+		pos = le + 1
+	}
+	return true
+}
+
+// scanRun is scan with a class run as the prefilter.
+func (m *matcher) scanRun(buf []byte, st *scanState, emit func(n int, line []byte) bool) bool {
+	lineNo, counted := 1, 0
+	for pos, iter := 0, 0; pos < len(buf); iter++ {
+		if iter&1023 == 1023 && st.stop != nil && st.stop() {
+			return false
+		}
+		c := m.run.index(buf, pos)
+		if c < 0 {
+			break
+		}
+		// The run holds no newline, so its line is the match's.
+		ls, le := lineAt(buf, pos, c)
+		line := buf[ls:le]
+		if m.run.exact || m.re.Match(line) {
 			lineNo += bytes.Count(buf[counted:ls], newline)
 			counted = ls
 			if !emit(lineNo, trimCR(line)) {
