@@ -8,7 +8,7 @@ FUZZTIME ?= 60s
 # run with no fuzzing done.
 FUZZMINIMIZETIME ?= 10s
 # package:target pairs; go test -fuzz takes one target in one package a run.
-FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinition
+FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinition ./builtin/tools:FuzzScanMatchesNaive
 
 .PHONY: build test lint bench fuzz run-example clean proto
 
