@@ -245,7 +245,10 @@ func (r *resolver) available(d *definition) []string {
 
 // compileScripts checks and compiles d's scripts into t.Hooks, reporting
 // their problems at their place in the definition or script file. A type
-// without scripts of its own keeps the hooks of the type it extends.
+// that extends another keeps the parent's hooks (Prompt, Result,
+// BeforeTool) unless it has a script: or script_file: of its own, and the
+// parent's script tools unless it has script_tools of its own; each of
+// the two is inherited on its own.
 func (r *resolver) compileScripts(d *definition, t *Type) {
 	if d.hooks == nil && len(d.scriptTools) == 0 {
 		return
@@ -272,6 +275,27 @@ func (r *resolver) compileScripts(d *definition, t *Type) {
 	r.diags = append(r.diags, diags...)
 	if diags.HasErrors() || hooks == nil {
 		return
+	}
+	if parent := t.Hooks; parent != nil {
+		if d.hooks == nil {
+			hooks.Prompt, hooks.Result, hooks.BeforeTool = parent.Prompt, parent.Result, parent.BeforeTool
+			if t.Scripts != nil {
+				scripts.Hooks = t.Scripts.Hooks
+			}
+		}
+		if len(d.scriptTools) == 0 {
+			hooks.Tools = slices.Clone(parent.Tools)
+			if t.Scripts != nil {
+				scripts.Tools = t.Scripts.Tools
+			}
+		} else {
+			// The parent's script tools are gone with them.
+			t.Tools = slices.DeleteFunc(t.Tools, func(name string) bool {
+				_, had := parent.Tool(name)
+				_, has := hooks.Tool(name)
+				return had && !has
+			})
+		}
 	}
 	t.Scripts = scripts
 	t.Hooks = hooks

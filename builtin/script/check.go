@@ -58,6 +58,11 @@ var shapes = map[string][]string{
 // checked is what the static check learned of a script.
 type checked struct {
 	has map[string]int // hook name → its line
+	// blocks is set when the script has a channel type, a channel
+	// operation or a select: a call of it may wait forever where stopping
+	// the interpreter does not reach (yaegi stops running code, not a
+	// goroutine parked in a channel operation).
+	blocks bool
 }
 
 // check parses a script and checks what can be checked without running
@@ -107,6 +112,7 @@ func check(src string, kind Kind) (checked, []srcError) {
 		}
 	}
 	errs = append(errs, unsupported(fset, f)...)
+	c.blocks = mayBlock(f)
 
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
@@ -241,4 +247,22 @@ func unsupported(fset *token.FileSet, f *ast.File) []srcError {
 		return true
 	})
 	return errs
+}
+
+// mayBlock reports whether f could park a goroutine in a channel
+// operation. Without a channel type a script has no channel to wait on:
+// nothing it may import or call hands one out (time.After and its kind
+// are denied), so select is the only other way to wait.
+func mayBlock(f *ast.File) bool {
+	found := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.ChanType, *ast.SelectStmt, *ast.SendStmt:
+			found = true
+		case *ast.UnaryExpr:
+			found = found || n.Op == token.ARROW
+		}
+		return !found
+	})
+	return found
 }

@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
-	"testing/fstest"
 
 	"github.com/traefik/yaegi/interp"
 
@@ -77,17 +77,37 @@ type instance struct {
 	i     *interp.Interpreter
 	state *callState
 	fns   map[string]reflect.Value
-	// release lets stop.Wait return once a stop is done.
+	// release lets the stopper's import fail once a stop is done.
 	release chan struct{}
 	stopped bool
+	// blocks is the static check's: the program may wait in a channel
+	// operation, which a stop does not end.
+	blocks bool
+	// watch bounds a call made on the caller's goroutine.
+	watch watch
 }
 
-// stopper lets the host stop an interpreter's running code: evaluating
-// stop.Wait() under a context that is already cancelled makes yaegi stop
-// every frame of the interpreter, and Wait blocks until the stop is done,
-// so the stop never races the evaluation. Scripts cannot import it: the
-// static check refuses every import outside Allowed.
+// stopperPath lets the host stop an interpreter's running code:
+// evaluating an import of it under a context that is already cancelled
+// makes yaegi stop every frame of the interpreter. The import blocks in
+// the interpreter's file system (stopFS) until the stop is done and then
+// fails, so the evaluation never gets as far as running anything that
+// could race the code being stopped. Scripts cannot import it: the static
+// check refuses every import outside Allowed.
 const stopperPath = "troupe.internal/stop"
+
+// stopFS is an interpreter's source file system: empty, but for the
+// stopper's path, whose lookups wait for release.
+type stopFS struct {
+	release chan struct{}
+}
+
+func (s stopFS) Open(name string) (fs.File, error) {
+	if strings.Contains(name, stopperPath) {
+		<-s.release
+	}
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}
 
 var wantTypes = map[string]reflect.Type{
 	"Prompt":     reflect.TypeFor[func(Task) (string, error)](),
@@ -107,9 +127,10 @@ func compile(ctx context.Context, p *Program) (inst *instance, err error) {
 		return nil, &CompileError{Problems: problems}
 	}
 	st := &callState{}
+	release := make(chan struct{})
 	i := interp.New(interp.Options{
 		GoPath:               "/nonexistent-troupe-script-gopath",
-		SourcecodeFilesystem: fstest.MapFS{},
+		SourcecodeFilesystem: stopFS{release},
 		Stdin:                strings.NewReader(""),
 		Stdout:               io.Discard,
 		Stderr:               io.Discard,
@@ -122,19 +143,12 @@ func compile(ctx context.Context, p *Program) (inst *instance, err error) {
 	if err := i.Use(interp.Exports{HostPackage + "/" + HostPackage: hostAPI(st)}); err != nil {
 		return nil, err
 	}
-	release := make(chan struct{})
-	if err := i.Use(interp.Exports{stopperPath + "/stop": {"Wait": reflect.ValueOf(func() { <-release })}}); err != nil {
-		return nil, err
-	}
-	inst = &instance{prog: p, i: i, state: st, fns: map[string]reflect.Value{}, release: release}
+	inst = &instance{prog: p, i: i, state: st, fns: map[string]reflect.Value{}, release: release, blocks: c.blocks}
 	defer func() {
 		if r := recover(); r != nil {
 			err = &CompileError{Problems: []srcError{{1, 1, interpreterPanic(r)}}}
 		}
 	}()
-	if _, err := i.Eval(`import stop "` + stopperPath + `"`); err != nil {
-		return nil, err
-	}
 	if err := evalCtx(ctx, inst, p.Source); err != nil {
 		return nil, compileError(err)
 	}
@@ -218,7 +232,7 @@ func (inst *instance) stop() {
 	inst.stopped = true
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _ = inst.i.EvalWithContext(ctx, "stop.Wait()")
+	_, _ = inst.i.EvalWithContext(ctx, `import _ "`+stopperPath+`"`)
 	close(inst.release)
 }
 

@@ -3,6 +3,7 @@ package script
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,15 +108,39 @@ func benchHooks(b *testing.B, inProcess bool) (*agenttypes.Hooks, func()) {
 	return hooks, func() { h.Close() }
 }
 
+// latencies keeps the duration of each call of a benchmark and reports
+// their median and 99th percentile, which say more than the mean when a
+// few calls wait on the scheduler or a collection.
+type latencies []time.Duration
+
+func (l *latencies) time(f func()) {
+	start := time.Now()
+	f()
+	*l = append(*l, time.Since(start))
+}
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds()), "p99-ns")
+}
+
 func benchmarkHook(b *testing.B, inProcess bool) {
 	hooks, done := benchHooks(b, inProcess)
 	defer done()
 	ctx := context.Background()
+	var lat latencies
 	for b.Loop() {
-		if _, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "abc"}); err != nil {
-			b.Fatal(err)
-		}
+		lat.time(func() {
+			if _, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "abc"}); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
+	lat.report(b)
 }
 
 func benchmarkTool(b *testing.B, inProcess bool) {
@@ -123,11 +148,15 @@ func benchmarkTool(b *testing.B, inProcess bool) {
 	defer done()
 	ctx := context.Background()
 	args := json.RawMessage(`{"s":"hi"}`)
+	var lat latencies
 	for b.Loop() {
-		if _, err := hooks.Tools[0].Call(ctx, args); err != nil {
-			b.Fatal(err)
-		}
+		lat.time(func() {
+			if _, err := hooks.Tools[0].Call(ctx, args); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
+	lat.report(b)
 }
 
 func BenchmarkHookInProcess(b *testing.B)    { benchmarkHook(b, true) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/troupe-dev/troupe/agenttypes"
@@ -32,9 +33,15 @@ var errCallTimeout = errors.New("script call timeout")
 // stoppedError says why a call's context ended, for a script that was
 // stopped.
 func stoppedError(ctx context.Context, fn string, limit time.Duration) error {
-	cause := context.Cause(ctx)
+	return stopReason(errors.Is(context.Cause(ctx), errCallTimeout), ctx, fn, limit)
+}
+
+// stopReason says why a call was stopped: by the per-call limit, or by
+// its context, which a deadline (the agent's time budget) or a
+// cancellation ended.
+func stopReason(timedOut bool, ctx context.Context, fn string, limit time.Duration) error {
 	switch {
-	case errors.Is(cause, errCallTimeout):
+	case timedOut:
 		return fmt.Errorf("%w: %s ran past the per-call limit of %s (an endless loop?) and was stopped", agenttypes.ErrScript, fn, limit)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("%w: %s ran past the agent's time budget and was stopped", agenttypes.ErrScript, fn)
@@ -105,18 +112,110 @@ func (r *InProcess) get(ctx context.Context, p *Program) (*instance, error) {
 		return inst, nil
 	}
 	r.mu.Unlock()
+	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout(), errCallTimeout)
+	defer cancel()
 	return compile(ctx, p)
 }
 
 // Call runs one function in an interpreter of its own; a call that runs
-// past its context is stopped and its interpreter dropped.
+// past its context or the per-call limit is stopped and its interpreter
+// dropped.
+//
+// The call runs on the caller's goroutine, with a timer and the
+// context's AfterFunc armed to stop the interpreter: no goroutine or
+// channel per call. A program that may wait in a channel operation,
+// which a stop does not end, runs on a goroutine of its own instead, so
+// that the caller can leave it behind.
 func (r *InProcess) Call(ctx context.Context, p *Program, c *Call) (Reply, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout(), errCallTimeout)
-	defer cancel()
+	if ctx.Err() != nil {
+		return Reply{}, stopReason(false, ctx, c.Fn, r.timeout())
+	}
 	inst, err := r.get(ctx, p)
 	if err != nil {
 		return Reply{}, fmt.Errorf("%w: %w", agenttypes.ErrScript, err)
 	}
+	if inst.blocks {
+		return r.callAside(ctx, inst, c)
+	}
+	return r.callHere(ctx, inst, c)
+}
+
+// The states of a watch.
+const (
+	watchIdle int32 = iota
+	watchRunning
+	watchStopping // a timer or the context stops the interpreter
+)
+
+// watch stops an instance's interpreter when a call made on the caller's
+// goroutine runs past its limit or its context. Whichever of the call's
+// end and a stop moves the state off watchRunning first decides how the
+// call ends.
+type watch struct {
+	state    atomic.Int32
+	timedOut atomic.Bool   // the per-call limit stopped it, not the context
+	halted   chan struct{} // closed once the stop is done
+	timer    *time.Timer   // reused from call to call
+	onCancel func()
+}
+
+// halt stops inst for a call that is still running; it is a timer's or a
+// context's AfterFunc, on a goroutine of its own.
+func (inst *instance) halt(timedOut bool) {
+	w := &inst.watch
+	if !w.state.CompareAndSwap(watchRunning, watchStopping) {
+		return
+	}
+	w.timedOut.Store(timedOut)
+	inst.stop()
+	close(w.halted)
+}
+
+func (r *InProcess) callHere(ctx context.Context, inst *instance, c *Call) (Reply, error) {
+	w := &inst.watch
+	if w.timer == nil {
+		w.halted = make(chan struct{})
+		w.onCancel = func() { inst.halt(false) }
+		w.state.Store(watchRunning)
+		w.timer = time.AfterFunc(r.timeout(), func() { inst.halt(true) })
+	} else {
+		w.state.Store(watchRunning)
+		w.timer.Reset(r.timeout())
+	}
+	var stopCtx func() bool
+	if ctx.Done() != nil {
+		stopCtx = context.AfterFunc(ctx, w.onCancel)
+	}
+	rep, err := inst.call(c)
+	if w.state.CompareAndSwap(watchRunning, watchIdle) {
+		// A timer or AfterFunc that fired anyway may be on its way to
+		// halt: the instance is not used again, so it cannot stop a
+		// later call.
+		clean := w.timer.Stop()
+		if stopCtx != nil && !stopCtx() {
+			clean = false
+		}
+		if err == nil && clean {
+			r.put(inst)
+		} else {
+			inst.state.close()
+		}
+		return rep, err
+	}
+	<-w.halted
+	if stopCtx != nil {
+		stopCtx()
+	}
+	w.timer.Stop()
+	inst.state.close()
+	return Reply{}, stopReason(w.timedOut.Load(), ctx, c.Fn, r.timeout())
+}
+
+// callAside runs a call on a goroutine of its own and leaves it behind
+// when it does not end after its interpreter is stopped.
+func (r *InProcess) callAside(ctx context.Context, inst *instance, c *Call) (Reply, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout(), errCallTimeout)
+	defer cancel()
 	type result struct {
 		r   Reply
 		err error
@@ -134,7 +233,7 @@ func (r *InProcess) Call(ctx context.Context, p *Program, c *Call) (Reply, error
 		return res.r, res.err
 	case <-ctx.Done():
 		inst.stop()
-		// A script blocked in a channel operation may not notice the
+		// A script parked in a channel operation does not notice the
 		// stop; it is left behind rather than waited on forever.
 		select {
 		case <-done:
