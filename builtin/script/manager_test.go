@@ -32,7 +32,14 @@ var hostileHooks = []struct{ name, body, want string }{
 
 func hostileDefinition(name, body string) string {
 	src := "package hooks\n\nimport \"troupe\"\n\nfunc recurse(n int) string { return recurse(n+1) + \"x\" }\n\nfunc Prompt(task troupe.Task) (string, error) {\n" + body + "\n}\n"
-	return "name: hostile-" + name + "\ndescription: A hostile script.\nneeds_language_model: true\ntools: [read]\nbudget: {max_time: 1s}\nscript: |\n" + indentBlock(src) + "\n"
+	// Only the endless loop needs a short time budget to be stopped by;
+	// the others get time enough, on a loaded machine, to meet their own
+	// limit first (a 64 MiB stack takes a while to fill under -race).
+	budget := "8s"
+	if name == "loop" {
+		budget = "1s"
+	}
+	return "name: hostile-" + name + "\ndescription: A hostile script.\nneeds_language_model: true\ntools: [read]\nbudget: {max_time: " + budget + "}\nscript: |\n" + indentBlock(src) + "\n"
 }
 
 func indentBlock(s string) string {
@@ -92,7 +99,7 @@ func requireVerdictRuns(t *testing.T, mgr *manager.Manager, dir string) {
 // script_error and a message saying what happened, this process carries
 // on, and an agent of a good scripted type then completes.
 func TestHostileScriptsFailTheirAgentThroughTheManager(t *testing.T) {
-	h := script.New(script.Options{CallTimeout: 5 * time.Second})
+	h := script.New(script.Options{CallTimeout: 12 * time.Second})
 	defer h.Close()
 	defs := map[string]string{}
 	for _, c := range hostileHooks {
@@ -115,7 +122,7 @@ func TestHostileScriptsFailTheirAgentThroughTheManager(t *testing.T) {
 			assert.Contains(t, res.Error, c.want)
 			assert.NotContains(t, res.Error+res.Output, "root:x:0", "nothing of /etc/passwd reaches the result")
 			assert.Len(t, model.Requests(), before, "the model was never called")
-			assert.Less(t, time.Since(start), 10*time.Second, "the agent ends within its budget, not the test's")
+			assert.Less(t, time.Since(start), 15*time.Second, "the agent ends within its budget, not the test's")
 
 			requireVerdictRuns(t, mgr, dir)
 		})

@@ -128,7 +128,13 @@ var hostile = []struct{ name, body, want string }{
 
 func hostileDef(name, body string) string {
 	src := "package hooks\n\nimport \"troupe\"\n\nfunc recurse(n int) string { return recurse(n+1) + \"x\" }\n\nfunc Prompt(task troupe.Task) (string, error) {\n" + body + "\n}\n"
-	return "name: hostile-" + name + "\ndescription: A hostile script.\nneeds_language_model: true\ntools: [read]\nbudget: {max_time: 3s}\nscript: |\n" + indent(src) + "\n"
+	// Only the endless loop is meant to meet the time budget; the others
+	// get time enough on a loaded machine to meet their own limit first.
+	budget := "10s"
+	if name == "loop" {
+		budget = "3s"
+	}
+	return "name: hostile-" + name + "\ndescription: A hostile script.\nneeds_language_model: true\ntools: [read]\nbudget: {max_time: " + budget + "}\nscript: |\n" + indent(src) + "\n"
 }
 
 func indent(s string) string {
