@@ -32,7 +32,7 @@ var hostileHooks = []struct{ name, body, want string }{
 
 func hostileDefinition(name, body string) string {
 	src := "package hooks\n\nimport \"troupe\"\n\nfunc recurse(n int) string { return recurse(n+1) + \"x\" }\n\nfunc Prompt(task troupe.Task) (string, error) {\n" + body + "\n}\n"
-	return "name: hostile-" + name + "\ndescription: A hostile script.\nneeds_language_model: true\ntools: [read]\nbudget: {max_time: 1s}\nscript: |\n" + indentBlock(src) + "\n"
+	return "name: hostile-" + name + "\ndescription: A hostile script.\nneeds_language_model: true\ntools: [read]\nbudget: {max_time: 3s}\nscript: |\n" + indentBlock(src) + "\n"
 }
 
 func indentBlock(s string) string {
