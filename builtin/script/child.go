@@ -30,8 +30,9 @@ const DefaultMemoryLimit = 512 << 20
 type ChildOptions struct {
 	// Command returns the command that starts a script host. Nil
 	// re-executes the running program, whose main must call ServeIfChild
-	// first. The environment is replaced by ChildEnv alone, so a script
-	// host inherits no keys or tokens.
+	// first. The environment is replaced by ChildEnv and the plugin
+	// handshake's variables alone, so a script host inherits no keys or
+	// tokens.
 	Command func() (*exec.Cmd, error)
 	// MemoryLimit caps a script host's heap; 0 means DefaultMemoryLimit.
 	MemoryLimit int64
