@@ -1,8 +1,8 @@
 package script
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/troupe-dev/troupe/agenttypes"
+	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	"github.com/troupe-dev/troupe/plugins/protocol"
 )
 
 // DefaultMemoryLimit is the memory a script host process may use.
@@ -23,8 +30,9 @@ const DefaultMemoryLimit = 512 << 20
 type ChildOptions struct {
 	// Command returns the command that starts a script host. Nil
 	// re-executes the running program, whose main must call ServeIfChild
-	// first. The environment is replaced by ChildEnv alone, so a script
-	// host inherits no keys or tokens.
+	// first. The environment is replaced by ChildEnv and the plugin
+	// handshake's variables alone, so a script host inherits no keys or
+	// tokens.
 	Command func() (*exec.Cmd, error)
 	// MemoryLimit caps a script host's heap; 0 means DefaultMemoryLimit.
 	MemoryLimit int64
@@ -73,13 +81,21 @@ var ErrClosed = errors.New("script runner closed")
 
 type proc struct {
 	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
+	client *plugin.Client
+	conn   pluginv1.PluginClient
 	stderr *tail
 	loaded map[string]bool
-	dead   chan struct{} // closed once the process is reaped
-	err    error         // cmd.Wait's, once dead is closed
-	killed bool          // by the runner, for a timeout
+	dead   chan struct{} // closed once go-plugin has seen the process exit
+	status string        // how it exited, once dead is closed
+	once   sync.Once
+}
+
+// exited records how pr's process ended.
+func (pr *proc) exited(status string) {
+	pr.once.Do(func() {
+		pr.status = status
+		close(pr.dead)
+	})
 }
 
 // Load compiles p in a script host, so that its errors are found now.
@@ -108,7 +124,7 @@ func (r *ChildRunner) do(ctx context.Context, p *Program, c *Call) (Reply, error
 	}
 	fn := c.fnName()
 	if !pr.loaded[p.ID] {
-		resp, err := r.roundtrip(ctx, pr, &request{Op: "load", Prog: p}, "loading the script")
+		resp, err := r.roundtrip(ctx, pr, toolLoad, &request{Prog: p}, "loading the script")
 		if err != nil {
 			return Reply{}, err
 		}
@@ -126,7 +142,7 @@ func (r *ChildRunner) do(ctx context.Context, p *Program, c *Call) (Reply, error
 		r.put(pr)
 		return Reply{}, nil
 	}
-	resp, err := r.roundtrip(ctx, pr, &request{Op: "call", Prog: &Program{ID: p.ID, Kind: p.Kind}, Call: c}, fn)
+	resp, err := r.roundtrip(ctx, pr, toolCall, &request{Prog: &Program{ID: p.ID, Kind: p.Kind}, Call: c}, fn)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -137,38 +153,51 @@ func (r *ChildRunner) do(ctx context.Context, p *Program, c *Call) (Reply, error
 	return resp.Reply, nil
 }
 
-// roundtrip sends one request and waits for its response, the process's
-// end or ctx's. A process that does not answer in time is killed.
-func (r *ChildRunner) roundtrip(ctx context.Context, pr *proc, req *request, fn string) (response, error) {
-	type result struct {
-		resp response
-		err  error
+// roundtrip makes one call of the script host's tool and waits for its
+// answer, the process's end or ctx's. A process that does not answer in
+// time is killed.
+func (r *ChildRunner) roundtrip(ctx context.Context, pr *proc, tool string, req *request, fn string) (response, error) {
+	args, err := json.Marshal(req)
+	if err != nil {
+		r.put(pr)
+		return response{}, fmt.Errorf("%w: %s: %v", agenttypes.ErrScript, fn, err)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		var res result
-		if res.err = writeFrame(pr.in, req); res.err == nil {
-			res.err = readFrame(pr.out, &res.resp)
+	res, err := pr.conn.CallTool(ctx, &pluginv1.CallToolRequest{Name: tool, Args: args, DeadlineUnixMs: protocol.Deadline(ctx)})
+	var resp response
+	if err == nil {
+		if e := res.GetError(); e != nil {
+			err = protocol.ErrorFromWire(e)
+		} else {
+			err = json.Unmarshal([]byte(res.GetText()), &resp)
 		}
-		ch <- res
-	}()
-	select {
-	case res := <-ch:
-		if res.err == nil {
-			return res.resp, nil
+		if err == nil {
+			return resp, nil
 		}
-		r.kill(pr)
-		<-pr.dead
-		r.forget(pr)
-		return response{}, fmt.Errorf("%w: %s", agenttypes.ErrScript, pr.death(fn, r.opts.MemoryLimit))
-	case <-ctx.Done():
-		pr.killed = true
-		r.kill(pr)
-		<-ch
-		<-pr.dead
-		r.forget(pr)
+		// The script host does not speak the protocol it should: it is
+		// not used again.
+		r.end(pr)
+		return response{}, fmt.Errorf("%w: %s: the script host answered badly: %v", agenttypes.ErrScript, fn, err)
+	}
+	if status.Code(err) == codes.DeadlineExceeded {
+		// The script host's side may see the deadline, which is ctx's,
+		// a moment before this one does.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	if ctx.Err() != nil {
+		r.end(pr)
 		return response{}, stoppedError(ctx, fn, r.opts.Timeout)
 	}
+	// The transport failed: the process died, or is about to. Its exit
+	// status and standard error say why.
+	select {
+	case <-pr.dead:
+	case <-time.After(2 * time.Second):
+	}
+	r.end(pr)
+	return response{}, fmt.Errorf("%w: %s", agenttypes.ErrScript, pr.death(fn, r.opts.MemoryLimit))
 }
 
 // death says why a process ended, from its exit status and the last lines
@@ -180,7 +209,7 @@ func (pr *proc) death(fn string, mem int64) string {
 		if strings.HasPrefix(l, fatalPrefix) {
 			return fn + ": " + strings.TrimPrefix(l, fatalPrefix) + "; the script host was stopped"
 		}
-		if last == "" && strings.TrimSpace(l) != "" {
+		if last == "" && strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "{") {
 			last = strings.TrimSpace(l)
 		}
 	}
@@ -190,9 +219,9 @@ func (pr *proc) death(fn string, mem int64) string {
 	case strings.Contains(text, "out of memory") || strings.Contains(text, "cannot allocate memory"):
 		return fmt.Sprintf("%s: the script ran out of memory (the limit is %d MiB); the script host was stopped", fn, mem>>20)
 	}
-	status := "it exited"
-	if pr.err != nil {
-		status = pr.err.Error()
+	status := pr.status
+	if status == "" {
+		status = "it exited"
 	}
 	if last != "" {
 		return fmt.Sprintf("%s: the script host ended (%s): %s", fn, status, last)
@@ -226,8 +255,7 @@ func (r *ChildRunner) get() (*proc, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		r.kill(pr)
-		<-pr.dead
+		pr.stop()
 		return nil, ErrClosed
 	}
 	r.all[pr] = true
@@ -238,8 +266,7 @@ func (r *ChildRunner) put(pr *proc) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		r.kill(pr)
-		<-pr.dead
+		pr.stop()
 		return
 	}
 	r.idle = append(r.idle, pr)
@@ -251,8 +278,12 @@ func (r *ChildRunner) retire(pr *proc, retire bool) {
 		r.put(pr)
 		return
 	}
-	r.kill(pr)
-	<-pr.dead
+	r.end(pr)
+}
+
+// end kills pr at once and forgets it.
+func (r *ChildRunner) end(pr *proc) {
+	pr.kill()
 	r.forget(pr)
 }
 
@@ -278,38 +309,91 @@ func (r *ChildRunner) start() (*proc, error) {
 		cmd = exec.Command(exe)
 	}
 	// No traceback: a fatal error's first lines say what happened, and
-	// they are what the host reads.
-	cmd.Env = []string{ChildEnv + "=" + strconv.FormatInt(r.opts.MemoryLimit, 10), "GOTRACEBACK=none"}
+	// they are what the host reads. go-plugin adds its handshake's
+	// variables and, with SkipHostEnv, nothing of this process's.
+	cmd.Env = []string{
+		ChildEnv + "=" + strconv.FormatInt(r.opts.MemoryLimit, 10), "GOTRACEBACK=none",
+		protocol.EnvHostPID + "=" + strconv.Itoa(os.Getpid()),
+	}
 	cmd.Dir = os.TempDir()
 	cmd.SysProcAttr = procAttr()
 	pr := &proc{cmd: cmd, stderr: &tail{max: 4 << 10}, loaded: map[string]bool{}, dead: make(chan struct{})}
-	cmd.Stderr = pr.stderr
-	in, err := cmd.StdinPipe()
+	pr.client = plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  protocol.Handshake,
+		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{}),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		StartTimeout:     startTimeout,
+		Logger:           &exitLogger{Logger: hclog.NewNullLogger(), exited: pr.exited},
+		// The script host's standard error is kept for the message of
+		// its death, not logged: it is the script's, not the operator's.
+		Stderr:          pr.stderr,
+		SyncStdout:      io.Discard,
+		SyncStderr:      io.Discard,
+		GRPCDialOptions: protocol.DialOptions(),
+	})
+	rpc, err := pr.client.Client()
 	if err != nil {
+		pr.stop()
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
+	raw, err := rpc.Dispense(protocol.PluginName)
 	if err != nil {
+		pr.stop()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	pr.in, pr.out = in, bufio.NewReaderSize(out, 64<<10)
-	go func() {
-		pr.err = cmd.Wait()
-		close(pr.dead)
-	}()
+	pr.conn = raw.(*protocol.Conn).Plugin
 	return pr, nil
 }
 
-func (r *ChildRunner) kill(pr *proc) {
+// startTimeout bounds a script host's start and handshake.
+const startTimeout = 10 * time.Second
+
+// kill ends pr's process at once, and waits until go-plugin is done with
+// it.
+func (pr *proc) kill() {
 	if pr.cmd.Process != nil {
 		_ = pr.cmd.Process.Kill()
 	}
+	pr.stop()
 }
 
-// Close kills every script host process and waits for them.
+// stop asks pr's process to exit, kills it when it does not, and waits
+// until go-plugin is done with it.
+func (pr *proc) stop() {
+	pr.client.Kill()
+	// go-plugin has seen the process exit, or never started it.
+	pr.exited("not started")
+}
+
+// exitLogger is go-plugin's logger of a script host: it logs nothing, and
+// tells exited how the process ended.
+type exitLogger struct {
+	hclog.Logger
+	exited func(status string)
+}
+
+func (l *exitLogger) Info(msg string, args ...any) {
+	if msg == "plugin process exited" {
+		l.exited("exit status 0")
+	}
+}
+
+func (l *exitLogger) Error(msg string, args ...any) {
+	if msg != "plugin process exited" {
+		return
+	}
+	status := "it exited"
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "error" {
+			status = fmt.Sprint(args[i+1])
+		}
+	}
+	l.exited(status)
+}
+
+// Close stops every script host process and waits for them.
 func (r *ChildRunner) Close() error {
 	r.mu.Lock()
 	r.closed = true
@@ -319,15 +403,11 @@ func (r *ChildRunner) Close() error {
 	}
 	r.all, r.idle = map[*proc]bool{}, nil
 	r.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, pr := range all {
-		_ = pr.in.Close() // a script host ends at the end of its input
-		select {
-		case <-pr.dead:
-		case <-time.After(time.Second):
-			r.kill(pr)
-			<-pr.dead
-		}
+		wg.Go(pr.stop)
 	}
+	wg.Wait()
 	return nil
 }
 

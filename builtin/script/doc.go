@@ -6,7 +6,8 @@
 // script once when its definition loads, and binds the hooks (Prompt,
 // Result, BeforeTool) and script tools into agenttypes.Hooks, which the
 // manager calls. Scripts run in script host processes (the program
-// re-executed; its main calls ServeIfChild first) held to a memory limit,
+// re-executed; its main calls ServeIfChild first), builtin plugins that
+// speak the plugin protocol (see wire.go), held to a memory limit,
 // a stack limit, a goroutine limit and a per-call time limit, so a hostile
 // script fails its own agent with agenttypes.ErrScript and nothing else.
 // Options.InProcess lets an operator run trusted types' scripts in the

@@ -1,17 +1,23 @@
 package script
 
 import (
-	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/troupe-dev/troupe/sdk"
+	"github.com/troupe-dev/troupe/sdk/serve"
 )
 
 // ChildEnv is set in the environment of a script host process; its value
@@ -24,11 +30,16 @@ const (
 	maxGoroutines = 1000
 )
 
-// ServeIfChild serves scripts on standard input and output and exits,
-// when the process was started as a script host (ChildEnv is set), and
-// returns at once otherwise. A program that runs scripts out of process
-// calls it first thing in main (and a test binary in TestMain), since the
-// default script host is the program itself, re-executed.
+// stderr is the script host's standard error as it started: go-plugin
+// redirects os.Stderr once it serves, and the host reads a fatal line
+// from the original.
+var stderr = os.Stderr
+
+// ServeIfChild serves scripts over the plugin protocol and exits, when
+// the process was started as a script host (ChildEnv is set), and returns
+// at once otherwise. A program that runs scripts out of process calls it
+// first thing in main (and a test binary in TestMain), since the default
+// script host is the program itself, re-executed.
 func ServeIfChild() {
 	v, ok := os.LookupEnv(ChildEnv)
 	if !ok {
@@ -38,44 +49,54 @@ func ServeIfChild() {
 	if err != nil || mem <= 0 {
 		mem = DefaultMemoryLimit
 	}
-	os.Exit(serve(os.Stdin, os.Stdout, mem))
-}
-
-// serve is the script host's loop. It returns the exit status.
-func serve(in io.Reader, out io.Writer, mem int64) int {
 	setLimits(mem)
 	debug.SetMaxStack(maxStack)
 	debug.SetMemoryLimit(mem / 2)
 	go watchdog(mem)
+	s := &server{mem: mem, progs: map[string]*instance{}}
+	serve.Serve(sdk.Plugin{Name: pluginName, Tools: []sdk.Tool{
+		&sdk.ToolFunc{ToolSpec: sdk.ToolSpec{Name: toolLoad, Description: "Compiles a script."}, Func: s.tool},
+		&sdk.ToolFunc{ToolSpec: sdk.ToolSpec{Name: toolCall, Description: "Calls a function of a compiled script."}, Func: s.tool},
+	}})
+	os.Exit(0)
+}
 
-	r := bufio.NewReaderSize(in, 64<<10)
-	w := bufio.NewWriterSize(out, 64<<10)
-	progs := map[string]*instance{}
-	base := runtime.NumGoroutine()
-	for {
-		var req request
-		if err := readFrame(r, &req); err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0
-			}
-			fmt.Fprintf(os.Stderr, "script host: bad request: %v\n", err)
-			return 2
-		}
-		resp := handle(progs, &req)
-		if used := heapBytes(); used > mem {
-			resp.Fail = fmt.Sprintf("the script used more than %d MiB of memory (the limit); the script host was stopped", mem>>20)
-			resp.Retire = true
-		} else if n := settle(base); n > 0 {
-			resp.Fail = fmt.Sprintf("the script left %d goroutines running after %s returned; a script must not leave goroutines behind", n, req.Call.fnName())
-			resp.Retire = true
-		}
-		if err := writeFrame(w, resp); err != nil || w.Flush() != nil {
-			return 2
-		}
-		if resp.Retire {
-			return 0
-		}
+// server is the script host's side: the programs it compiled.
+type server struct {
+	mem int64
+
+	mu    sync.Mutex // one call at a time
+	progs map[string]*instance
+}
+
+// tool serves both tools: a request with a Call is a call, one without
+// is a load.
+func (s *server) tool(_ context.Context, req sdk.CallRequest) (*sdk.CallResponse, error) {
+	var r request
+	if err := json.Unmarshal(req.Args, &r); err != nil {
+		return nil, sdk.Errorf(sdk.CodeInvalidArgument, "bad request: %v", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := s.handle(&r)
+	data, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.CallResponse{Text: string(data)}, nil
+}
+
+func (s *server) handle(req *request) (resp response) {
+	base := runtime.NumGoroutine()
+	resp = handle(s.progs, req)
+	if used := heapBytes(); used > s.mem {
+		resp.Fail = fmt.Sprintf("the script used more than %d MiB of memory (the limit); the script host was stopped", s.mem>>20)
+		resp.Retire = true
+	} else if n := settle(base); n > 0 {
+		resp.Fail = fmt.Sprintf("the script left %d goroutines running after %s returned; a script must not leave goroutines behind", n, req.Call.fnName())
+		resp.Retire = true
+	}
+	return resp
 }
 
 func (c *Call) fnName() string {
@@ -85,55 +106,78 @@ func (c *Call) fnName() string {
 	return c.Fn
 }
 
+// scriptLabel marks the goroutines a script runs on, and those it starts,
+// which inherit it.
+var scriptLabel = pprof.Labels("troupe", "script")
+
 func handle(progs map[string]*instance, req *request) (resp response) {
 	if req.Prog == nil {
 		resp.Fail = "request without a program"
 		return resp
 	}
-	switch req.Op {
-	case "load":
-		if _, ok := progs[req.Prog.ID]; ok {
-			return resp
-		}
-		inst, err := compile(context.Background(), req.Prog)
-		if err != nil {
-			var ce *CompileError
-			if errors.As(err, &ce) {
-				resp.Compile = ce.Problems
-			} else {
-				resp.Fail = err.Error()
+	pprof.Do(context.Background(), scriptLabel, func(context.Context) {
+		if req.Call == nil {
+			if _, ok := progs[req.Prog.ID]; ok {
+				return
 			}
-			return resp
+			inst, err := compile(context.Background(), req.Prog)
+			if err != nil {
+				var ce *CompileError
+				if errors.As(err, &ce) {
+					resp.Compile = ce.Problems
+				} else {
+					resp.Fail = err.Error()
+				}
+				return
+			}
+			progs[req.Prog.ID] = inst
+			return
 		}
-		progs[req.Prog.ID] = inst
-	case "call":
 		inst, ok := progs[req.Prog.ID]
-		if !ok || req.Call == nil {
+		if !ok {
 			resp.Fail = "call of a program that was not loaded"
-			return resp
+			return
 		}
 		rep, err := inst.call(req.Call)
 		resp.Reply = rep
 		if err != nil {
 			resp.Fail = err.Error()
 		}
-	default:
-		resp.Fail = "unknown request " + strconv.Quote(req.Op)
-	}
+	})
 	return resp
 }
 
 // settle waits a moment for goroutines a call started to end, and returns
-// how many are still running beyond base.
+// how many are still running. The process's goroutines beyond base are
+// only counted as the script's when they carry its label: the plugin
+// protocol's own come and go.
 func settle(base int) int {
 	for range 5 {
-		n := runtime.NumGoroutine() - base
-		if n <= 0 {
+		if runtime.NumGoroutine() <= base || labelled() == 0 {
 			return 0
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return max(runtime.NumGoroutine()-base, 0)
+	return labelled()
+}
+
+// labelled counts the goroutines that carry scriptLabel.
+func labelled() int {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+		return 0
+	}
+	n, count := 0, 0
+	for line := range strings.Lines(buf.String()) {
+		if c, _, ok := strings.Cut(line, " @ "); ok {
+			count, _ = strconv.Atoi(c)
+			continue
+		}
+		if strings.HasPrefix(line, "# labels: ") && strings.Contains(line, `"troupe":"script"`) {
+			n += count
+		}
+	}
+	return n
 }
 
 // heapBytes is the memory the heap's objects and the goroutines' stacks
@@ -169,6 +213,6 @@ func watchdog(mem int64) {
 const fatalPrefix = "script host: "
 
 func fatal(msg string) {
-	fmt.Fprintln(os.Stderr, fatalPrefix+msg)
+	fmt.Fprintln(stderr, fatalPrefix+msg)
 	os.Exit(3)
 }

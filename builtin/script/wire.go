@@ -1,21 +1,31 @@
 package script
 
-import (
-	"encoding/binary"
-	"encoding/json"
-	"fmt"
-	"io"
+// The script host is a builtin plugin: the troupe binary, re-executed,
+// serves the plugin protocol (go-plugin over gRPC, the same handshake,
+// plugin set and Plugin service as a third-party plugin) with two tools
+// of reserved names. A script call is a tool call: its arguments are a
+// request as JSON, and its text is a response as JSON.
+//
+// The Plugin service already has the shape a script call needs (JSON in,
+// text out, a deadline, an in-band error), so the protocol is unchanged
+// and its version stays where it is; a Script service of its own would
+// add a second service for every plugin to carry and nothing a script
+// needs. The host API stays whole in the child: ReadFile and ListFiles
+// read under the agent's root there, and Note and Log travel back with
+// the reply, so no call goes back to the host during a script's run.
+//
+// The host sends one call at a time to each script host process.
+
+// Names of the script host's tools.
+const (
+	toolLoad = "troupe.script.load"
+	toolCall = "troupe.script.call"
 )
 
-// The script host speaks length-prefixed JSON over its standard input and
-// output: a 4-byte big-endian length, then that many bytes of JSON. The
-// host sends a request and waits for its response; one call at a time.
-
-// maxFrame caps one message either way.
-const maxFrame = 16 << 20
+// pluginName is the name the script host gives itself.
+const pluginName = "troupe-script-host"
 
 type request struct {
-	Op   string   `json:"op"` // "load" or "call"
 	Prog *Program `json:"prog"`
 	Call *Call    `json:"call,omitempty"`
 }
@@ -28,35 +38,4 @@ type response struct {
 	// Retire asks the host to stop this process: the script left
 	// goroutines running, or grew it past its limits.
 	Retire bool `json:"retire,omitempty"`
-}
-
-func writeFrame(w io.Writer, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if len(data) > maxFrame {
-		return fmt.Errorf("message of %d bytes is over the limit of %d", len(data), maxFrame)
-	}
-	buf := make([]byte, 4+len(data))
-	binary.BigEndian.PutUint32(buf, uint32(len(data)))
-	copy(buf[4:], data)
-	_, err = w.Write(buf)
-	return err
-}
-
-func readFrame(r io.Reader, v any) error {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxFrame {
-		return fmt.Errorf("message of %d bytes is over the limit of %d", n, maxFrame)
-	}
-	data := make([]byte, n)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return err
-	}
-	return json.Unmarshal(data, v)
 }

@@ -1,0 +1,103 @@
+package script
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/plugins/protocol"
+)
+
+// pids are the script host processes r runs.
+func pids(r *ChildRunner) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int
+	for pr := range r.all {
+		out = append(out, pr.cmd.Process.Pid)
+	}
+	return out
+}
+
+// The script host is started as a plugin (go-plugin's handshake is in its
+// environment) and inherits nothing else of this process's environment.
+func TestScriptHostIsAPluginWithoutTheHostsEnvironment(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	t.Setenv("TROUPE_TEST_API_KEY", "sk-secret")
+	r := NewChildRunner(ChildOptions{})
+	defer r.Close()
+	require.NoError(t, r.Load(context.Background(), newProgram(KindHooks, goodHooks)))
+	ps := pids(r)
+	require.Len(t, ps, 1)
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(ps[0]) + "/environ")
+	require.NoError(t, err)
+	assert.NotContains(t, string(env), "sk-secret")
+	assert.NotContains(t, string(env), "PATH=")
+	assert.Contains(t, string(env), protocol.Handshake.MagicCookieKey+"="+protocol.Handshake.MagicCookieValue)
+	assert.Contains(t, string(env), ChildEnv+"=")
+}
+
+const leakHooks = `package hooks
+
+import "troupe"
+
+func Prompt(task troupe.Task) (string, error) {
+	if task.Prompt == "leak" {
+		go func() { select {} }()
+	}
+	return "fine: " + task.Prompt, nil
+}
+`
+
+// Good calls keep their process however many goroutines the plugin
+// protocol runs beside them; a call that leaves one goroutine behind
+// fails, and its process is replaced.
+func TestOnlyAScriptsGoroutinesRetireItsProcess(t *testing.T) {
+	h := New(Options{CallTimeout: 5 * time.Second})
+	defer h.Close()
+	hooks := compileHooks(t, h, leakHooks)
+	ctx := agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: t.TempDir(), Note: func(string) {}})
+	r := h.child.(*ChildRunner)
+	var first []int
+	for i := range 50 {
+		out, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: strconv.Itoa(i)})
+		require.NoError(t, err)
+		require.Equal(t, "fine: "+strconv.Itoa(i), out)
+		if i == 0 {
+			first = pids(r)
+		}
+	}
+	assert.Equal(t, first, pids(r), "one process served every call")
+
+	_, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "leak"})
+	require.ErrorIs(t, err, agenttypes.ErrScript)
+	assert.Contains(t, err.Error(), "left 1 goroutines running after Prompt returned")
+	assert.Empty(t, pids(r), "the process was retired")
+	out, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "after"})
+	require.NoError(t, err)
+	assert.Equal(t, "fine: after", out)
+}
+
+// A script host that dies of a fatal error of the runtime, which it
+// writes on its standard error, fails the call with that error, as a
+// script error and not as a plugin's exit.
+func TestAScriptHostsDeathIsAScriptError(t *testing.T) {
+	h := New(Options{CallTimeout: 5 * time.Second})
+	defer h.Close()
+	hooks := compileHooks(t, h, badHooks)
+	ctx := agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: t.TempDir(), Note: func(string) {}})
+	_, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "recurse"})
+	require.ErrorIs(t, err, agenttypes.ErrScript)
+	assert.NotErrorIs(t, err, agenttypes.ErrPluginExited)
+	assert.True(t, strings.Contains(err.Error(), "overflowed its stack"), err.Error())
+}
