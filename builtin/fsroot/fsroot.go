@@ -268,7 +268,7 @@ func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
 		return nil, d.top.wrap(d.path, err)
 	}
 	defer f.Close()
-	ents, err := f.ReadDir(-1)
+	ents, err := readDirTyped(f, d.root)
 	return ents, d.top.wrap(d.path, err)
 }
 
