@@ -6,11 +6,19 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// lineFinding is a Finding without its span and symbol.
+type lineFinding struct {
+	Path      string
+	Line      int
+	Snippet   string
+	Relevance float64
+}
+
 func TestParseFindings(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want []Finding
+		want []lineFinding
 	}{
 		{
 			name: "offline model format",
@@ -18,7 +26,7 @@ func TestParseFindings(t *testing.T) {
 				"1. `manager/spawn.go:11` — `func (m *Manager) Spawn() {` (relevance 1.00)\n" +
 				"2. `docs/spawning.md:3` — `` Call `Spawn` to start `` (relevance 0.34)\n" +
 				"3. `README.md:1` (relevance 0.10)\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"manager/spawn.go", 11, "func (m *Manager) Spawn() {", 1},
 				{"docs/spawning.md", 3, "Call `Spawn` to start", 0.34},
 				{"README.md", 1, "", 0.10},
@@ -31,7 +39,7 @@ func TestParseFindings(t *testing.T) {
 				"2. **cmd/troupe/run.go:88**: calls `Spawn` for `troupe run`\n" +
 				"3. manager/manager.go:15 - SpawnAll loops over tasks\n" +
 				"4. manager/spawn_test.go:5\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"manager/spawn.go", 42, "creates the agent and queues it.", 1},
 				{"cmd/troupe/run.go", 88, "calls `Spawn` for `troupe run`", 0.75},
 				{"manager/manager.go", 15, "SpawnAll loops over tasks", 0.5},
@@ -44,7 +52,7 @@ func TestParseFindings(t *testing.T) {
 				"- `manager/loop.go:80-95` — the turn loop\n" +
 				"- ./agenttypes/budget.go:12:5: parseBudget (score: 0.4)\n" +
 				"- https://github.com/o/r/blob/main/x.go#L3 is upstream\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"manager/loop.go", 55, "the budget check", 0.9},
 				{"manager/loop.go", 80, "the turn loop", 0.67},
 				{"agenttypes/budget.go", 12, "parseBudget", 0.4},
@@ -56,7 +64,7 @@ func TestParseFindings(t *testing.T) {
 				"| file | what |\n|---|---|\n| `manager/config.go:27` | RetrievalOnly interface |\n\n" +
 				"```go\n// see main.go:3\nfunc main() {}\n```\n" +
 				"Also `Makefile:12`, but not Step:1, 10:30 or localhost:8080.\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"manager/loop.go", 86, "The token check happens in the loop", 1},
 				{"manager/config.go", 27, "RetrievalOnly interface", 0.67},
 				{"Makefile", 12, "but not Step:1, 10:30 or localhost:8080.", 0.33},
@@ -65,7 +73,7 @@ func TestParseFindings(t *testing.T) {
 		{
 			name: "several references on one line share its text",
 			in:   "- `a/x.go:10`, `a/x.go:20` — both retry\n- `a/x.go:10` again\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"a/x.go", 10, "both retry", 1},
 				{"a/x.go", 20, "both retry", 0.5},
 			},
@@ -78,7 +86,11 @@ func TestParseFindings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, ParseFindings(tt.in))
+			var got []lineFinding
+			for _, f := range ParseFindings(tt.in) {
+				got = append(got, lineFinding{f.Path, f.Line, f.Snippet, f.Relevance})
+			}
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }
