@@ -239,7 +239,7 @@ func looksLikePath(p string, backticked bool) bool {
 
 // symbolRe finds the symbol the offline model writes after a reference:
 // " in `func (c *Client) Kill()`", then a dash or the end.
-var symbolRe = regexp.MustCompile("^\\s+in\\s+(`+)\\s?(.+?)\\s?(`+)(?:\\s+—\\s+|\\s*$|\\s+\\()")
+var symbolRe = regexp.MustCompile("^[`*_]*\\s+in\\s+(`+)\\s?(.+?)\\s?(`+)(?:\\s+—\\s+|\\s*$|\\s+\\()")
 
 // cutSymbol takes " in `symbol`" from the start of the text after a
 // reference, and returns the symbol and the rest.

@@ -1,0 +1,289 @@
+package offline
+
+import "strings"
+
+// vocabulary maps the words people use in questions to the words code
+// uses for the same thing. Keys and values are plain lower-case words;
+// both sides are stemmed with codeStem when used. An entry is only a hint
+// for the search: a word always also stands for itself.
+var vocabulary = parseVocabulary(`
+abort: cancel stop kill
+add: append insert put register
+allowed: permit allow valid
+annotation: tag attribute decorator
+angle: html escape
+ampersand: html escape
+app: server main
+archive: archive hide
+arguments: args argv params
+attach: comment doc
+authenticate: auth token verify login
+authentication: auth token verify
+authorization: auth bearer token
+authorize: auth
+backend: target upstream director
+backoff: retry delay
+big: size max limit
+block: wait
+boot: start init
+bracket: index generic
+brackets: html escape
+broadcast: publish emit notify
+bytes: byte data
+cache: cache memo
+cancel: cancel context done
+cancelled: cancel context done
+capitalisation: canonical
+capitalization: canonical
+capture: output buffer
+carry: advance sync
+change: update modify
+characters: rune char
+check: check valid verify
+checked: check valid verify
+child: child process
+cleaned: remove rotate prune delete
+clean: remove rotate prune delete
+client: client
+close: close shutdown
+command: cmd exec
+compare: compare equal
+compressed: gzip compress deflate
+config: config settings options
+configuration: config settings options
+connection: conn
+connections: conn
+constant: constant compare_digest
+copies: backup
+count: count len
+crash: panic recover
+crashes: panic recover
+create: new make create init
+credentials: auth password token
+cut: truncate limit timeout
+database: db store sqlite
+debug: dump
+debugging: dump
+decide: decide check
+decoded: decode parse read unmarshal
+decoding: decode parse unmarshal
+delay: delay backoff sleep
+delete: delete remove prune
+deleted: delete remove prune
+deleting: delete remove
+disk: file fs
+document: valid
+duplicate: dedup
+duplicates: dedup
+encoded: encode marshal
+end: close shutdown finish
+environment: env environ
+error: err error
+errors: err error
+escape: escape quote
+escapes: escape unquote
+event: event emit
+exit: exit wait status
+expire: expire timeout deadline
+export: export write
+fail: fail error
+failed: fail error retry
+file: file
+filename: slug path name
+finish: finish done wait close
+first: first
+forward: proxy serve
+full: full
+generic: type param
+glob: glob pattern
+graceful: shutdown
+growing: backoff
+guess: detect sniff determine
+handler: handler handle
+hash: hash sum digest checksum
+header: header
+helper: func
+hidden: archive hide
+hide: archive hide
+highlight: highlight excerpt
+html: html escape
+idle: idle
+ignore: ignore skip
+incoming: request serve
+indentation: indent
+iterate: range loop
+json: json
+keep: keep alive
+key: key
+kill: kill signal terminate cancel
+killed: kill signal cancel
+launch: start serve run
+launches: start serve run
+limit: limit max
+list: list
+listen: listen serve
+load: load parse read
+loaded: load parse read
+location: path
+log: log transcript
+logs: log transcript
+lookup: lookup find
+loop: loop for serve
+member: field
+method: method
+mime: content type sniff
+mistake: error
+normalised: canonical
+normalized: canonical
+normalise: canonical
+normalize: canonical
+old: old prune rotate
+oldest: old prune rotate
+open: dial connect open
+out: out
+parse: parse
+password: password auth
+path: path
+pick: find match select
+pipe: pipe
+port: port listen
+pretty: indent
+print: print dump write format
+printed: print dump indent
+process: process cmd
+program: executable binary cmd
+prompt: prompt input
+proxy: proxy
+raw: dump raw
+read: read parse
+reading: read
+register: register add
+registered: register add
+remarks: comment doc
+remove: remove delete dedup
+removed: remove delete dedup prune
+removing: remove delete
+repeated: dedup duplicate
+reject: disallow refuse
+reply: response
+request: request req
+requests: request req
+response: response resp
+restart: restart
+result: result
+retry: retry
+reused: reuse idle pool
+router: mux route
+runs: run
+safe: escape
+save: save store write add insert
+saved: save store write add insert
+schema: migrate create table
+searching: search lookup find
+send: send write
+sent: write send
+session: session
+set: set
+setup: init migrate
+shorten: truncate cut
+size: size len max
+skip: skip ignore omit
+slow: timeout
+sort: sort
+sorted: sort
+split: split parse cut
+standard: canonical
+start: start serve
+started: start serve
+status: status code
+stop: stop shutdown close cancel
+stops: stop shutdown close
+storage: store db
+store: store save write
+struct: struct
+stored: store save
+surface: expose
+tagged: tag
+taking: accept
+template: template
+terminated: kill cancel signal
+test: test
+text: text string
+throttle: rate limit
+throttled: rate limit limiter
+timeout: timeout deadline
+token: token
+tokens: token usage
+too: max limit
+true: truth true
+truthiness: truth true
+turned: convert
+type: type kind
+types: type kind
+unzip: gzip decompress
+unzipped: gzip decompress
+upload: multipart form file
+uploaded: multipart form file
+url: url path
+user: user
+username: user basic auth
+valid: valid check
+validated: validate valid check
+value: value
+wait: wait
+web: html http
+well: valid
+whether: check
+word: word
+words: word token
+write: write
+`)
+
+// parseVocabulary reads "word: code words" lines.
+func parseVocabulary(text string) map[string][]string {
+	v := make(map[string][]string)
+	for _, line := range strings.Split(text, "\n") {
+		k, vals, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		k = strings.TrimSpace(k)
+		for _, w := range strings.Fields(vals) {
+			if w != k {
+				v[k] = append(v[k], w)
+			}
+		}
+	}
+	return v
+}
+
+// codeStem reduces a lower-case word to a stem for matching the words of
+// code against the words of a question: "retries", "retried", "retrying"
+// and "retry" all give "retri"; "parse", "parsed" and "parser" give "pars".
+func codeStem(w string) string {
+	if len(w) <= 3 {
+		return w
+	}
+	switch {
+	case strings.HasSuffix(w, "ies") || strings.HasSuffix(w, "ied"):
+		w = w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"),
+		strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "zes"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		w = w[:len(w)-1]
+	}
+	switch {
+	case len(w) > 5 && strings.HasSuffix(w, "ing"):
+		w = w[:len(w)-3]
+	case len(w) > 4 && (strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "er")):
+		w = w[:len(w)-2]
+	}
+	switch {
+	case len(w) > 3 && strings.HasSuffix(w, "e"):
+		w = w[:len(w)-1]
+	case len(w) > 3 && strings.HasSuffix(w, "y"):
+		w = w[:len(w)-1] + "i"
+	}
+	return w
+}
