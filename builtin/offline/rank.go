@@ -30,6 +30,7 @@ const (
 	anchorReadBefore = 60  // lines read above a line that is in no known definition
 	maxAttach        = 150 // a line belongs to the definition at most this far above it
 	maxFindingsFile  = 2   // findings from one file
+	maxForms         = 4   // substrings grepped for one concept
 )
 
 // qword is one concept of the question.
@@ -117,8 +118,15 @@ func (w qword) grepForms() []string {
 			out = append(out, regexp.QuoteMeta(s))
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	seen := make(map[string]bool)
+	uniq := out[:0]
+	for _, f := range out {
+		if !seen[f] && len(uniq) < maxForms {
+			seen[f] = true
+			uniq = append(uniq, f)
+		}
+	}
+	return uniq
 }
 
 func (w qword) alternation() string {
@@ -132,29 +140,34 @@ func (w qword) alternation() string {
 const defKeywords = `(?:(?:export|default|pub(?:\(\w+\))?|public|private|protected|static|async|abstract|final|override|inline|extern|unsafe)\s+)*` +
 	`(?:func|def|class|fn|function|type|interface|struct|enum|trait|impl|module|const|let|var|val)\b`
 
-// defGrepPattern finds definition lines that name w.
+// defGrepPattern finds definition lines that name w: after a keyword,
+// or as the first word of a line followed by "(" and no ";" (C functions,
+// shell functions, methods of JS/TS/Java classes). Two branches, each
+// with at most maxForms literals, so that the grep tool's literal
+// prefilter (at most 8) applies and the regular expression runs only on
+// the lines that hold one.
 func defGrepPattern(w qword) string {
 	a := w.alternation()
 	return `(?i)^\s*` + defKeywords + `.*` + a +
-		`|^[A-Za-z_][\w \t\*]*\b\w*` + a + `\w*\s*\([^;]*$` +
-		`|^\s*\w*` + a + `\w*\s*\(\)\s*\{` +
-		`|^\s+(?:(?:public|private|protected|static|async|get|set|override)\s+)*\w*` + a + `\w*\s*(?:<[^>]*>)?\([^;]*\)[^;]*\{\s*$`
+		`|^(?:[A-Za-z_][\w \t\*]*?\b|\s+(?:(?:public|private|protected|static|async|override)\s+)*)\w*` + a + `\w*\s*(?:<[^>]*>)?\([^;]*$`
 }
 
-// pairGrepPattern finds lines where two of the concepts meet.
+// pairGrepPattern finds lines where the concepts occur twice: the first
+// form of each, then vocabulary forms, at most 8 literals in all.
 func pairGrepPattern(q []qword) string {
-	var alts []string
-	for i := range q {
-		for j := range q {
-			if i != j {
-				alts = append(alts, q[i].alternation()+".*"+q[j].alternation())
+	var forms []string
+	for pass := 0; pass < maxForms && len(forms) < 8; pass++ {
+		for _, w := range q {
+			if f := w.grepForms(); pass < len(f) && len(forms) < 8 && !slices.Contains(forms, f[pass]) {
+				forms = append(forms, f[pass])
 			}
 		}
 	}
-	if len(alts) == 0 {
+	if len(forms) < 2 {
 		return ""
 	}
-	return "(?i)" + strings.Join(alts, "|")
+	a := "(?:" + strings.Join(forms, "|") + ")"
+	return "(?i)" + a + ".*" + a
 }
 
 // lineWords are the stems of the identifier parts of a line, and the line
