@@ -286,6 +286,20 @@ type ranker struct {
 	// askTests and the like say the question asks for what is otherwise
 	// ranked lower.
 	askTests, askDocs, askExamples bool
+	words                          map[string]lineWords // wordsOf, by line
+}
+
+// wordsOf is wordsOf, remembered: the same lines are scored many times.
+func (r *ranker) wordsOf(text string) lineWords {
+	if lw, ok := r.words[text]; ok {
+		return lw
+	}
+	lw := wordsOf(text)
+	if r.words == nil {
+		r.words = make(map[string]lineWords)
+	}
+	r.words[text] = lw
+	return lw
 }
 
 func newRanker(task string, terms []term) *ranker {
@@ -395,12 +409,18 @@ func (r *ranker) scoreCand(c *cand) float64 {
 	s, h = r.fieldScore(wordsOf(strings.Join(c.doc, " ")), 1.5, 1)
 	total += s
 	mark(h)
-	var body strings.Builder
+	body := lineWords{stems: make(map[string]int)}
+	var lower strings.Builder
 	for _, b := range c.body {
-		body.WriteString(b.text)
-		body.WriteByte('\n')
+		lw := r.wordsOf(b.text)
+		for st, n := range lw.stems {
+			body.stems[st] += n
+		}
+		lower.WriteString(lw.lower)
+		lower.WriteByte('\n')
 	}
-	s, h = r.fieldScore(wordsOf(body.String()), 1, 1.2)
+	body.lower = lower.String()
+	s, h = r.fieldScore(body, 1, 1.2)
 	total += 0.8 * s
 	mark(h)
 	s, h = r.fieldScore(wordsOf(strings.NewReplacer("/", " ", ".", " ", "_", " ", "-", " ").Replace(c.path)), 0.8, 0.5)
@@ -418,7 +438,33 @@ func (r *ranker) scoreCand(c *cand) float64 {
 	if c.name == "" {
 		total *= 0.5
 	}
-	return total * r.pathMult(c.path)
+	return total * r.pathMult(c.path) * r.kindMult(c)
+}
+
+// kindMult prefers functions, whose bodies do the work, over types, and
+// types over variables and constants, unless the question names the
+// definition.
+func (r *ranker) kindMult(c *cand) float64 {
+	ln := strings.ToLower(c.name)
+	for _, w := range r.q {
+		if w.exact != "" && ln == strings.ReplaceAll(w.exact, "_", "") {
+			return 1
+		}
+	}
+	sig := c.signature
+	for _, mod := range []string{"export ", "default ", "pub ", "public ", "private ", "protected ", "static ", "abstract ", "final "} {
+		sig = strings.TrimPrefix(sig, mod)
+	}
+	switch {
+	case arrowRe.MatchString(c.signature):
+		return 1
+	case strings.HasPrefix(sig, "var "), strings.HasPrefix(sig, "const "), strings.HasPrefix(sig, "let "), strings.HasPrefix(sig, "val "):
+		return 0.6
+	case strings.HasPrefix(sig, "type "), strings.HasPrefix(sig, "class "), strings.HasPrefix(sig, "struct "),
+		strings.HasPrefix(sig, "interface "), strings.HasPrefix(sig, "enum "), strings.HasPrefix(sig, "trait "):
+		return 0.8
+	}
+	return 1
 }
 
 // candidates builds the definitions from grep hits: each definition line
@@ -439,7 +485,7 @@ func (r *ranker) candidates(grep []hit) []*cand {
 	var lines []lineWords
 	for _, hs := range byFile {
 		for _, h := range hs {
-			lines = append(lines, wordsOf(h.text))
+			lines = append(lines, r.wordsOf(h.text))
 		}
 	}
 	r.computeIDF(lines)
@@ -605,7 +651,7 @@ func (r *ranker) bestBodyLine(c *cand) string {
 		if first == "" {
 			first = t
 		}
-		s, _ := r.fieldScore(wordsOf(h.text), 1, 0.5)
+		s, _ := r.fieldScore(r.wordsOf(h.text), 1, 0.5)
 		if s > bestScore {
 			best, bestScore = t, s
 		}
@@ -699,18 +745,42 @@ func goSpanEnd(lines map[int]string, start, last int) int {
 func indentSpanEnd(lines map[int]string, start, last int) int {
 	indent := func(s string) int { return len(s) - len(strings.TrimLeft(s, " \t")) }
 	base := indent(lines[start])
-	end := start
+	end, depth := start, parenDepth(lines[start])
 	for l := start + 1; l <= last; l++ {
 		t := lines[l]
 		if strings.TrimSpace(t) == "" {
 			continue
 		}
-		if indent(t) <= base && !strings.HasPrefix(strings.TrimSpace(t), ")") {
+		if depth <= 0 && indent(t) <= base {
 			break
 		}
+		depth += parenDepth(t)
 		end = l
 	}
 	return end
+}
+
+// parenDepth is how many more brackets a line opens than it closes,
+// outside strings and comments.
+func parenDepth(line string) int {
+	d, inStr := 0, rune(0)
+	for _, ch := range line {
+		switch {
+		case inStr != 0:
+			if ch == inStr {
+				inStr = 0
+			}
+		case ch == '"' || ch == '\'':
+			inStr = ch
+		case ch == '#':
+			return d
+		case ch == '(' || ch == '[' || ch == '{':
+			d++
+		case ch == ')' || ch == ']' || ch == '}':
+			d--
+		}
+	}
+	return d
 }
 
 func braceSpanEnd(lines map[int]string, start, last int) int {
@@ -767,8 +837,8 @@ func (r *ranker) findings(cs []*cand) []scored {
 		} else {
 			best := c.body[0]
 			for _, h := range c.body {
-				if s, _ := r.fieldScore(wordsOf(h.text), 1, 0.5); s > 0 {
-					if b, _ := r.fieldScore(wordsOf(best.text), 1, 0.5); s > b {
+				if s, _ := r.fieldScore(r.wordsOf(h.text), 1, 0.5); s > 0 {
+					if b, _ := r.fieldScore(r.wordsOf(best.text), 1, 0.5); s > b {
 						best = h
 					}
 				}
