@@ -31,6 +31,7 @@ const (
 	maxAttach        = 150 // a line belongs to the definition at most this far above it
 	maxFindingsFile  = 2   // findings from one file
 	maxForms         = 4   // substrings grepped for one concept
+	avgBodyLines     = 25  // a body's usual length, for BM25's length normalisation
 )
 
 // qword is one concept of the question.
@@ -82,7 +83,7 @@ func buildQuery(task string, terms []term) []qword {
 			parts := splitIdent(part)
 			for _, p := range parts {
 				lw := strings.ToLower(p)
-				if utf8.RuneCountInString(lw) < minTermLen || stopWords[lw] || !hasLetter(lw) {
+				if utf8.RuneCountInString(lw) < minTermLen || stopWords[lw] || queryFiller[lw] || !hasLetter(lw) {
 					continue
 				}
 				s := codeStem(lw)
@@ -102,6 +103,9 @@ func buildQuery(task string, terms []term) []qword {
 	}
 	return q
 }
+
+// queryFiller are words of questions that say nothing about code.
+var queryFiller = toSet("one ones someone something able allowed happens decided counts")
 
 // grepForms are the substrings a grep for w looks for: stems lose a final
 // "i" that stands for "y", so that "retri" finds retry and retries.
@@ -420,7 +424,9 @@ func (r *ranker) scoreCand(c *cand) float64 {
 		lower.WriteByte('\n')
 	}
 	body.lower = lower.String()
-	s, h = r.fieldScore(body, 1, 1.2)
+	// BM25's length normalisation: a long body holds more words by
+	// chance.
+	s, h = r.fieldScore(body, 1, 1.2*(0.5+0.5*float64(len(c.body))/avgBodyLines))
 	total += 0.8 * s
 	mark(h)
 	s, h = r.fieldScore(wordsOf(strings.NewReplacer("/", " ", ".", " ", "_", " ", "-", " ").Replace(c.path)), 0.8, 0.5)
