@@ -181,11 +181,21 @@ type lineWords struct {
 	stems map[string]int // stem → occurrences
 }
 
-var wordRe = regexp.MustCompile(`[\p{L}\p{N}_]+`)
+var (
+	wordRe   = regexp.MustCompile(`[\p{L}\p{N}_]+`)
+	stringRe = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
+)
 
 func wordsOf(text string) lineWords {
 	lw := lineWords{lower: strings.ToLower(text), stems: make(map[string]int)}
-	for _, tok := range wordRe.FindAllString(text, -1) {
+	// Words inside string literals are prose, often the question's own
+	// (an example, a message); they count only through exact matches.
+	// (Python docstrings stay: they are doc.)
+	prose := text
+	if !strings.Contains(text, `"""`) {
+		prose = stringRe.ReplaceAllString(text, `""`)
+	}
+	for _, tok := range wordRe.FindAllString(prose, -1) {
 		for _, p := range splitIdent(tok) {
 			p = strings.ToLower(strings.TrimFunc(p, unicode.IsDigit))
 			if len(p) >= 2 {

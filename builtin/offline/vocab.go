@@ -8,6 +8,44 @@ import "strings"
 // for the search: a word always also stands for itself.
 var vocabulary = parseVocabulary(`
 abort: cancel stop kill
+enforce: check limit exceed
+enforced: check limit exceed
+spawn: start new
+spawned: start new
+subagent: child agent
+subagents: child agent
+children: child
+transcript: transcript log
+lifecycle: state transition
+budgets: budget
+money: cost
+price: cost
+spend: cost usage
+spent: cost usage
+used: usage
+message: msg
+messages: msg
+queue: queue pending
+queued: queue pending
+concurrency: limit slot
+parallel: concurrent group
+crashed: exit panic
+died: exit
+verify: check valid
+checksum: sha256 hash sum
+dependency: import
+imports: import
+build: build compile
+compile: build
+run: run exec
+execute: exec run
+executed: exec run
+shell: sh exec
+argument: arg
+option: opt flag
+options: opt flag
+flags: flag
+variable: var
 add: append insert put register
 allowed: permit allow valid
 annotation: tag attribute decorator
@@ -44,7 +82,6 @@ checked: check valid verify
 child: child process
 cleaned: remove rotate prune delete
 clean: remove rotate prune delete
-client: client
 close: close shutdown
 command: cmd exec
 compare: compare equal
@@ -88,12 +125,9 @@ expire: expire timeout deadline
 export: export write
 fail: fail error
 failed: fail error retry
-file: file
 filename: slug path name
 finish: finish done wait close
-first: first
 forward: proxy serve
-full: full
 generic: type param
 glob: glob pattern
 graceful: shutdown
@@ -101,26 +135,21 @@ growing: backoff
 guess: detect sniff determine
 handler: handler handle
 hash: hash sum digest checksum
-header: header
 helper: func
 hidden: archive hide
 hide: archive hide
 highlight: highlight excerpt
 html: html escape
-idle: idle
 ignore: ignore skip
 incoming: request serve
 indentation: indent
 iterate: range loop
-json: json
 keep: keep alive
-key: key
 kill: kill signal terminate cancel
 killed: kill signal cancel
 launch: start serve run
 launches: start serve run
 limit: limit max
-list: list
 listen: listen serve
 load: load parse read
 loaded: load parse read
@@ -130,7 +159,6 @@ logs: log transcript
 lookup: lookup find
 loop: loop for serve
 member: field
-method: method
 mime: content type sniff
 mistake: error
 normalised: canonical
@@ -140,12 +168,8 @@ normalize: canonical
 old: old prune rotate
 oldest: old prune rotate
 open: dial connect open
-out: out
-parse: parse
 password: password auth
-path: path
 pick: find match select
-pipe: pipe
 port: port listen
 pretty: indent
 print: print dump write format
@@ -153,7 +177,6 @@ printed: print dump indent
 process: process cmd
 program: executable binary cmd
 prompt: prompt input
-proxy: proxy
 raw: dump raw
 read: read parse
 reading: read
@@ -169,9 +192,6 @@ reply: response
 request: request req
 requests: request req
 response: response resp
-restart: restart
-result: result
-retry: retry
 reused: reuse idle pool
 router: mux route
 runs: run
@@ -182,14 +202,11 @@ schema: migrate create table
 searching: search lookup find
 send: send write
 sent: write send
-session: session
-set: set
 setup: init migrate
 shorten: truncate cut
 size: size len max
 skip: skip ignore omit
 slow: timeout
-sort: sort
 sorted: sort
 split: split parse cut
 standard: canonical
@@ -200,19 +217,15 @@ stop: stop shutdown close cancel
 stops: stop shutdown close
 storage: store db
 store: store save write
-struct: struct
 stored: store save
 surface: expose
 tagged: tag
 taking: accept
-template: template
 terminated: kill cancel signal
-test: test
 text: text string
 throttle: rate limit
 throttled: rate limit limiter
 timeout: timeout deadline
-token: token
 tokens: token usage
 too: max limit
 true: truth true
@@ -225,18 +238,13 @@ unzipped: gzip decompress
 upload: multipart form file
 uploaded: multipart form file
 url: url path
-user: user
 username: user basic auth
 valid: valid check
 validated: validate valid check
-value: value
-wait: wait
 web: html http
 well: valid
 whether: check
-word: word
 words: word token
-write: write
 `)
 
 // parseVocabulary reads "word: code words" lines.
