@@ -638,8 +638,14 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 			c.end = spanEnd(c.path, lines, c.line)
 			c.doc = docAbove(lines, c.line)
 			c.body = c.body[:0]
+			var data map[int]bool
+			if path.Ext(c.path) == ".go" {
+				data = goStringLines(lines, c.line, c.end)
+			}
 			for l := c.line + 1; l <= c.end; l++ {
-				c.body = append(c.body, hit{path: c.path, line: l, text: lines[l]})
+				if !data[l] {
+					c.body = append(c.body, hit{path: c.path, line: l, text: lines[l]})
+				}
 			}
 		}
 		out = append(out, c)
@@ -753,6 +759,36 @@ func goSpanEnd(lines map[int]string, start, last int) int {
 		case token.SEMICOLON:
 			if depth == 0 && !opened {
 				return start + file.Line(pos) - 1 // type T int, a one-line definition
+			}
+		}
+	}
+}
+
+// goStringLines are the lines from start to end that lie inside a string
+// literal of several lines: data (a table, a template), not code.
+func goStringLines(lines map[int]string, start, end int) map[int]bool {
+	var src strings.Builder
+	for l := start; l <= end; l++ {
+		src.WriteString(lines[l])
+		src.WriteByte('\n')
+	}
+	fset := token.NewFileSet()
+	file := fset.AddFile("", -1, src.Len())
+	var sc scanner.Scanner
+	sc.Init(file, []byte(src.String()), nil, 0)
+	var data map[int]bool
+	for {
+		pos, tok, lit := sc.Scan()
+		if tok == token.EOF {
+			return data
+		}
+		if tok == token.STRING && strings.Contains(lit, "\n") {
+			first := file.Line(pos)
+			for k := first + 1; k <= first+strings.Count(lit, "\n"); k++ {
+				if data == nil {
+					data = make(map[int]bool)
+				}
+				data[start+k-1] = true
 			}
 		}
 	}
