@@ -670,8 +670,8 @@ func (r *ranker) bestBodyLine(c *cand) string {
 		if t == "" || commentRe.MatchString(h.text) || t == "}" || t == "{" || t == ")" {
 			continue
 		}
-		if first == "" {
-			first = t
+		if first == "" && len(t) >= 12 {
+			first = t // a statement, not "switch {"
 		}
 		s, _ := r.fieldScore(r.wordsOf(h.text), 1, 0.5)
 		if s > bestScore {
@@ -688,6 +688,9 @@ func (r *ranker) bestBodyLine(c *cand) string {
 func signature(text string) string {
 	s := strings.TrimSpace(text)
 	s = strings.TrimSpace(strings.TrimSuffix(s, "{"))
+	if i := strings.Index(s, " { "); i > 0 && strings.HasSuffix(s, "}") && !strings.Contains(s[:i], "=") {
+		s = s[:i] // a one-line function: its signature only
+	}
 	if strings.HasPrefix(s, "def ") || strings.HasPrefix(s, "class ") || strings.HasPrefix(s, "async def ") {
 		s = strings.TrimSuffix(s, ":")
 	}

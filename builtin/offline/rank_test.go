@@ -23,6 +23,7 @@ func TestCodeStem(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "status", codeStem("status"))
+	assert.Equal(t, "exceed", codeStem("exceeds"), "not exce")
 	assert.NotEqual(t, codeStem("read"), codeStem("ready"))
 }
 

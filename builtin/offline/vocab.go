@@ -8,8 +8,8 @@ import "strings"
 // for the search: a word always also stands for itself.
 var vocabulary = parseVocabulary(`
 abort: cancel stop kill
-enforce: check limit exceed
-enforced: check limit exceed
+enforce: exceed limit
+enforced: exceed limit
 spawn: start new
 spawned: start new
 subagent: child agent
@@ -284,7 +284,7 @@ func codeStem(w string) string {
 	switch {
 	case len(w) > 5 && strings.HasSuffix(w, "ing"):
 		w = w[:len(w)-3]
-	case len(w) > 4 && (strings.HasSuffix(w, "ed") || strings.HasSuffix(w, "er")):
+	case len(w) > 4 && (strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed") || strings.HasSuffix(w, "er")):
 		w = w[:len(w)-2]
 	}
 	switch {
