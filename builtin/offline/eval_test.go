@@ -277,7 +277,7 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 				}
 				got = append(got, fmt.Sprintf("%s:%d-%d %s", f.Path, f.Line, f.EndLine, f.Symbol))
 			}
-			logf("miss %s (top1 %v, top5 lines %v) %q\n\tgot %s\n\twant %s:%d", q.ID, res.top1File, res.top5Lines,
+			logf("miss %s (top1 %v, top5 file %v, top5 lines %v) %q\n\tgot %s\n\twant %s:%d", q.ID, res.top1File, res.top5File, res.top5Lines,
 				q.Question, strings.Join(got, "\n\t    "), q.Accept[0].Path, q.Accept[0].Start)
 		}
 	}

@@ -337,6 +337,9 @@ func searchTurn(r *ranker, terms []term, glob bool, maxTokens int) (string, []ll
 	if len(q) > 1 {
 		calls = append(calls, toolCall(id(), toolGrep, grepArgs{pairGrepPattern(q[:min(len(q), 4)]), false, pairGrepResults}))
 	}
+	if p := commentGrepPattern(q); p != "" {
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{p, false, commentGrepResults}))
+	}
 	for _, t := range grepTerms(terms)[:min(len(terms), 2)] {
 		calls = append(calls, toolCall(id(), toolGrep, grepArgs{regexp.QuoteMeta(t), true, grepMaxResults}))
 	}

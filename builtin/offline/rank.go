@@ -22,16 +22,17 @@ import (
 // signature, doc comment, body, path).
 
 const (
-	maxQueryWords    = 6   // concepts searched with a definitions grep
-	defGrepResults   = 150 // max_results of a definitions grep
-	pairGrepResults  = 300 // max_results of the grep for two concepts on a line
-	candReadBefore   = 12  // lines read above a definition (its doc comment)
-	candReadLimit    = 90  // lines read per definition
-	anchorReadBefore = 60  // lines read above a line that is in no known definition
-	maxAttach        = 150 // a line belongs to the definition at most this far above it
-	maxFindingsFile  = 2   // findings from one file
-	maxForms         = 4   // substrings grepped for one concept
-	avgBodyLines     = 25  // a body's usual length, for BM25's length normalisation
+	maxQueryWords      = 6   // concepts searched with a definitions grep
+	defGrepResults     = 150 // max_results of a definitions grep
+	pairGrepResults    = 300 // max_results of the grep for two concepts on a line
+	commentGrepResults = 200 // max_results of the grep for comments that name a concept
+	candReadBefore     = 12  // lines read above a definition (its doc comment)
+	candReadLimit      = 90  // lines read per definition
+	anchorReadBefore   = 60  // lines read above a line that is in no known definition
+	maxAttach          = 150 // a line belongs to the definition at most this far above it
+	maxFindingsFile    = 2   // findings from one file
+	maxForms           = 4   // substrings grepped for one concept
+	avgBodyLines       = 25  // a body's usual length, for BM25's length normalisation
 )
 
 // qword is one concept of the question.
@@ -174,6 +175,23 @@ func pairGrepPattern(q []qword) string {
 	return "(?i)" + a + ".*" + a
 }
 
+// commentGrepPattern finds comment lines that name a concept: doc
+// comments say in words what an identifier does.
+func commentGrepPattern(q []qword) string {
+	var forms []string
+	for pass := 0; pass < maxForms && len(forms) < 8; pass++ {
+		for _, w := range q {
+			if f := w.grepForms(); pass < len(f) && len(forms) < 8 && !slices.Contains(forms, f[pass]) {
+				forms = append(forms, f[pass])
+			}
+		}
+	}
+	if len(forms) == 0 {
+		return ""
+	}
+	return `(?i)^\s*(?://|#|\*|/\*|""")\s?\w.*(?:` + strings.Join(forms, "|") + ")"
+}
+
 // lineWords are the stems of the identifier parts of a line, and the line
 // in lower case.
 type lineWords struct {
@@ -289,6 +307,7 @@ type cand struct {
 	doc       []string
 	body      []hit // lines inside, from grep or read
 	read      bool
+	comment   bool    // an anchor on a comment: the definition is below it
 	pre       float64 // score before reading
 	score     float64
 }
@@ -528,11 +547,21 @@ func (r *ranker) candidates(grep []hit) []*cand {
 				}
 			}
 			i, _ := slices.BinarySearchFunc(defs, h.line, func(c *cand, l int) int { return c.line - l })
+			if commentRe.MatchString(h.text) && (i == 0 || h.line-defs[i-1].line > 3) {
+				// Most likely the doc comment of a definition below that
+				// does not name the concept: resolved when read.
+				if n := len(anchors); n > 0 && anchors[n-1].comment && h.line-anchors[n-1].body[len(anchors[n-1].body)-1].line <= 2 {
+					anchors[n-1].body = append(anchors[n-1].body, h)
+					continue
+				}
+				anchors = append(anchors, &cand{path: p, line: h.line, end: h.line, body: []hit{h}, comment: true})
+				continue
+			}
 			if i > 0 && h.line-defs[i-1].line <= maxAttach {
 				defs[i-1].body = append(defs[i-1].body, h)
 				continue
 			}
-			if n := len(anchors); n > 0 && h.line-anchors[n-1].line <= 40 {
+			if n := len(anchors); n > 0 && !anchors[n-1].comment && h.line-anchors[n-1].line <= 40 {
 				anchors[n-1].body = append(anchors[n-1].body, h)
 				continue
 			}
@@ -575,7 +604,10 @@ func readPlan(cs []*cand) []readReq {
 			break
 		}
 		before, limit := candReadBefore, candReadLimit
-		if c.name == "" {
+		switch {
+		case c.comment:
+			before, limit = 2, candReadLimit
+		case c.name == "":
 			before, limit = anchorReadBefore, anchorReadBefore+30
 		}
 		req := readReq{path: c.path, offset: max(1, c.line-before), limit: limit}
@@ -613,6 +645,18 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 		if _, ok := lines[c.line]; !ok {
 			out = append(out, c)
 			continue
+		}
+		if c.comment {
+			// The definition below the comment block, if any.
+			for l := c.line; l <= c.line+30; l++ {
+				text, ok := lines[l]
+				if !ok || !commentRe.MatchString(text) {
+					if name := defNameOf(c.path, text); ok && name != "" {
+						c.name, c.line, c.signature = name, l, signature(text)
+					}
+					break
+				}
+			}
 		}
 		if c.name == "" {
 			// Find the definition the line is in.
