@@ -148,6 +148,7 @@ func TestEvalSet(t *testing.T) {
 type evalResult struct {
 	top1File, top5File, top5Lines bool
 	took                          time.Duration
+	tokens                        int // input and output, over all turns
 	findings                      []Finding
 }
 
@@ -170,14 +171,16 @@ func runEval(ctx context.Context, q evalQuestion, root string) (evalResult, erro
 	}
 	m := New()
 	start := time.Now()
+	tokens := 0
 	for turn := 0; turn < 8; turn++ {
 		resp, err := m.GenerateContent(ctx, msgs, llms.WithTools(offered))
 		if err != nil {
 			return evalResult{}, err
 		}
 		c := resp.Choices[0]
+		tokens += c.GenerationInfo["TotalTokens"].(int)
 		if len(c.ToolCalls) == 0 {
-			res := evalResult{took: time.Since(start), findings: ParseFindings(c.Content)}
+			res := evalResult{took: time.Since(start), tokens: tokens, findings: ParseFindings(c.Content)}
 			res.score(q)
 			return res, nil
 		}
@@ -235,11 +238,12 @@ type evalFigures struct {
 	n                             int
 	top1File, top5File, top5Lines float64 // percentages
 	median, slowest               time.Duration
+	medianTokens, maxTokens       int
 }
 
 func (f evalFigures) String() string {
-	return fmt.Sprintf("%d questions: top-1 file %.0f %%, top-5 file %.0f %%, top-5 lines %.0f %%, median %v, slowest %v",
-		f.n, f.top1File, f.top5File, f.top5Lines, f.median.Round(100*time.Microsecond), f.slowest.Round(time.Millisecond))
+	return fmt.Sprintf("%d questions: top-1 file %.0f %%, top-5 file %.0f %%, top-5 lines %.0f %%, median %v, slowest %v, tokens median %d, most %d",
+		f.n, f.top1File, f.top5File, f.top5Lines, f.median.Round(100*time.Microsecond), f.slowest.Round(time.Millisecond), f.medianTokens, f.maxTokens)
 }
 
 // evaluate runs the questions whose repository is on this machine; logf,
@@ -248,6 +252,7 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 	t.Helper()
 	var fig evalFigures
 	var times []time.Duration
+	var tokens []int
 	var t1, t5, l5 int
 	for _, q := range qs {
 		root := evalRoot(q.Repo)
@@ -260,6 +265,7 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 		}
 		fig.n++
 		times = append(times, res.took)
+		tokens = append(tokens, res.tokens)
 		if res.top1File {
 			t1++
 		}
@@ -286,6 +292,8 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 	}
 	slices.Sort(times)
 	fig.median, fig.slowest = times[len(times)/2], times[len(times)-1]
+	slices.Sort(tokens)
+	fig.medianTokens, fig.maxTokens = tokens[len(tokens)/2], tokens[len(tokens)-1]
 	pct := func(k int) float64 { return 100 * float64(k) / float64(fig.n) }
 	fig.top1File, fig.top5File, fig.top5Lines = pct(t1), pct(t5), pct(l5)
 	return fig
@@ -310,4 +318,5 @@ func BenchmarkOfflineEval(b *testing.B) {
 	b.ReportMetric(fig.top5File, "top5-file-%")
 	b.ReportMetric(fig.top5Lines, "top5-lines-%")
 	b.ReportMetric(float64(fig.median.Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(fig.medianTokens), "median-tokens")
 }
