@@ -208,7 +208,11 @@ func (m merged) render(n int) string {
 		}
 		shown := s.findings[:min(len(s.findings), n)]
 		for k, f := range shown {
-			fmt.Fprintf(&b, "%d. %s", k+1, codeSpan(refText(f.Path, f.Line)))
+			fmt.Fprintf(&b, "%d. %s", k+1, codeSpan(spanText(f.Path, f.Line, f.EndLine)))
+			if f.Symbol != "" {
+				b.WriteString(" in ")
+				b.WriteString(codeSpan(snippetOf(f.Symbol)))
+			}
 			if f.Snippet != "" {
 				b.WriteString(" — ")
 				b.WriteString(codeSpan(snippetOf(f.Snippet)))

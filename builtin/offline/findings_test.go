@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // lineFinding is a Finding without its span and symbol.
@@ -99,4 +100,19 @@ func TestCodeSpanRoundTrip(t *testing.T) {
 	for _, s := range []string{"plain", "a `b` c", "`start", "end`", "``double``", "x := `raw`"} {
 		assert.Equal(t, s, unwrap(codeSpan(s)), s)
 	}
+}
+
+func TestParseFindingsSpanAndSymbol(t *testing.T) {
+	md := "1. `server.go:3150-3186` in `func (srv *Server) Shutdown(ctx context.Context) error` — `srv.inShutdown.Store(true)` (relevance 1.00)\n" +
+		"2. `\"a:b.go\":3-9` in ``func x() `y` `` (relevance 0.50)\n" +
+		"3. `c.go:7` — `in the loop` (relevance 0.40)\n" +
+		"4. See `d.go:2-1` in the loop.\n"
+	got := ParseFindings(md)
+	require.Len(t, got, 4)
+	assert.Equal(t, Finding{Path: "server.go", Line: 3150, EndLine: 3186, Symbol: "func (srv *Server) Shutdown(ctx context.Context) error",
+		Snippet: "srv.inShutdown.Store(true)", Relevance: 1}, got[0])
+	assert.Equal(t, Finding{Path: "a:b.go", Line: 3, EndLine: 9, Symbol: "func x() `y`", Relevance: 0.5}, got[1])
+	assert.Equal(t, Finding{Path: "c.go", Line: 7, EndLine: 7, Snippet: "in the loop", Relevance: 0.4}, got[2])
+	assert.Equal(t, 2, got[3].EndLine, "an end before the start is no span")
+	assert.Empty(t, got[3].Symbol, "prose is no symbol")
 }
