@@ -395,6 +395,14 @@ func (r *ranker) pathMult(p string) float64 {
 	if !r.askExamples && (strings.Contains(lp, "/example") || strings.HasPrefix(base, "example")) {
 		mult *= 0.6
 	}
+	// Another platform's variant comes after the Unix one or the
+	// portable one.
+	for _, osName := range []string{"_windows", "_plan9", "_wasm", "_js", "_wasip1", "_darwin", "_ios", "_android", "_solaris", "_aix", "_openbsd", "_netbsd", "_freebsd", "_dragonfly", "_illumos", "_zos"} {
+		if strings.HasSuffix(stem, osName) || strings.Contains(stem, osName+"_") {
+			mult *= 0.7
+			break
+		}
+	}
 	if strings.HasSuffix(base, ".pb.go") || strings.HasSuffix(stem, "_bundle") || strings.HasSuffix(stem, "_gen") ||
 		strings.HasSuffix(stem, "_generated") || strings.HasPrefix(base, "zz_generated") || strings.HasPrefix(base, "z") && strings.HasSuffix(base, ".go") && strings.Contains(base, "tables") {
 		mult *= 0.5
@@ -429,6 +437,18 @@ func (r *ranker) scoreCand(c *cand) float64 {
 	s, h := r.fieldScore(name, 3, 0.5)
 	total += s
 	mark(h)
+	// A name made of several of the concepts says most: count the parts
+	// of the name that are concepts.
+	inName := 0
+	for _, part := range splitIdent(c.name) {
+		pw := r.wordsOf(part)
+		if slices.ContainsFunc(r.q, func(w qword) bool { return w.exact == "" && pw.count(w) > 0 }) {
+			inName++
+		}
+	}
+	if inName >= 2 {
+		total += s * 0.5 * float64(inName-1)
+	}
 	if c.name != "" {
 		for i, w := range r.q {
 			if w.exact != "" && strings.ToLower(c.name) == strings.ReplaceAll(w.exact, "_", "") {
