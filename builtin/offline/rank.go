@@ -381,7 +381,7 @@ func (r *ranker) pathMult(p string) float64 {
 	if !r.askTests && (strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") ||
 		strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") || strings.HasSuffix(stem, "_test") ||
 		strings.Contains(lp, "/test/") || strings.Contains(lp, "/tests/") || strings.Contains(lp, "/__tests__/")) {
-		mult *= 0.35
+		mult *= 0.25
 	}
 	if !r.askDocs {
 		switch path.Ext(base) {
