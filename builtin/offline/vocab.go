@@ -49,8 +49,6 @@ variable: var
 add: append insert put register
 allowed: permit allow valid
 annotation: tag attribute decorator
-angle: html escape
-ampersand: html escape
 app: server main
 archive: archive hide
 arguments: args argv params
@@ -64,8 +62,6 @@ backoff: retry delay
 big: size max limit
 block: wait
 boot: start init
-bracket: index generic
-brackets: html escape
 broadcast: publish emit notify
 bytes: byte data
 cache: cache memo
@@ -74,7 +70,6 @@ cancelled: cancel context done
 capitalisation: canonical
 capitalization: canonical
 capture: output buffer
-carry: advance sync
 change: update modify
 characters: rune char
 check: check valid verify
@@ -91,7 +86,6 @@ configuration: config settings options
 connection: conn
 connections: conn
 constant: constant compare_digest
-copies: backup
 count: count len
 crash: panic recover
 crashes: panic recover
@@ -131,7 +125,6 @@ forward: proxy serve
 generic: type param
 glob: glob pattern
 graceful: shutdown
-growing: backoff
 guess: detect sniff determine
 handler: handler handle
 hash: hash sum digest checksum
@@ -160,7 +153,6 @@ lookup: lookup find
 loop: loop for serve
 member: field
 mime: content type sniff
-mistake: error
 normalised: canonical
 normalized: canonical
 normalise: canonical
@@ -182,7 +174,6 @@ read: read parse
 reading: read
 register: register add
 registered: register add
-remarks: comment doc
 remove: remove delete dedup
 removed: remove delete dedup prune
 removing: remove delete
@@ -218,9 +209,7 @@ stops: stop shutdown close
 storage: store db
 store: store save write
 stored: store save
-surface: expose
 tagged: tag
-taking: accept
 terminated: kill cancel signal
 text: text string
 throttle: rate limit
@@ -229,7 +218,6 @@ timeout: timeout deadline
 tokens: token usage
 too: max limit
 true: truth true
-truthiness: truth true
 turned: convert
 type: type kind
 types: type kind
@@ -245,6 +233,84 @@ web: html http
 well: valid
 whether: check
 words: word token
+allocate: alloc new make
+append: add push
+begin: start init
+callback: hook handler fn
+collect: gather
+combine: merge join
+compress: gzip deflate zip
+concatenate: join concat
+connect: dial
+convert: parse format encode
+copy: clone dup
+decrypt: cipher open
+destroy: close free release
+disconnect: close
+discover: find scan
+download: fetch get
+empty: zero nil
+encrypt: cipher seal
+entry: item
+erase: delete clear
+exists: stat
+expand: grow
+fetch: get load
+filter: match select
+flush: sync write
+format: fmt print
+free: release close
+generate: gen make new
+grow: expand resize
+identifier: id name
+increase: grow inc
+initialize: init setup
+insert: add put
+invoke: call
+join: concat merge
+length: len size
+lock: mutex mu
+merge: combine join
+modify: update set
+notify: emit signal publish
+order: sort
+overflow: max limit
+pause: sleep wait
+persist: save store write
+position: pos offset
+quote: escape
+random: rand
+receive: recv read
+refresh: reload update
+release: free close unlock
+rename: move
+replace: swap sub
+reset: clear zero
+resize: grow
+resolve: lookup
+restore: load
+reverse: flip
+schedule: timer cron
+shrink: trim
+shutdown: close stop
+signal: notify
+sleep: wait delay
+stream: reader writer
+subscribe: listen watch
+swap: replace
+synchronize: sync lock
+terminate: kill stop exit
+timestamp: time
+toggle: flip
+trim: strip
+unique: dedup
+unlock: release
+update: set modify
+uppercase: upper
+lowercase: lower
+validate: check verify
+watch: observe subscribe
+wrap: wrapper
 `)
 
 // parseVocabulary reads "word: code words" lines.
