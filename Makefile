@@ -30,7 +30,7 @@ bench:
 # top-1 file, top-5 file, top-5 lines and the median time a question.
 # EVAL_VERBOSE=1 lists each miss.
 eval:
-	TROUPE_EVAL_VERBOSE=$(EVAL_VERBOSE) $(GO) test -run '^$$' -bench '^BenchmarkOfflineEval$$' -benchtime 1x ./builtin/offline
+	TROUPE_EVAL_VERBOSE=$(EVAL_VERBOSE) $(GO) test -run '^$$' -bench '^BenchmarkOfflineEval(HeldOut)?$$' -benchtime 1x ./builtin/offline
 
 # Runs each fuzz target for FUZZTIME, one after the other. A run that ends
 # with "context deadline exceeded" and writes no failing input is Go's own

@@ -26,6 +26,10 @@ import (
 // See testdata/eval/README.md.
 const evalFile = "../../testdata/eval/offline.jsonl"
 
+// heldOutFile holds questions written after the model was tuned, over
+// packages the tuning never looked at; they are only measured.
+const heldOutFile = "../../testdata/eval/heldout.jsonl"
+
 type evalQuestion struct {
 	ID       string `json:"id"`
 	Repo     string `json:"repo"`  // "go:<dir under GOROOT/src>", "troupe" or a path from the module root
@@ -39,7 +43,9 @@ type evalQuestion struct {
 	} `json:"accept"`
 }
 
-func loadEval(t testing.TB) []evalQuestion {
+func loadEval(t testing.TB) []evalQuestion { return loadQuestions(t, evalFile) }
+
+func loadQuestions(t testing.TB, evalFile string) []evalQuestion {
 	t.Helper()
 	f, err := os.Open(evalFile)
 	if err != nil {
@@ -89,20 +95,41 @@ func evalRoot(repo string) string {
 // every acceptable range inside its file, starting at the line it names.
 func TestEvalSet(t *testing.T) {
 	qs := loadEval(t)
+	checkQuestions(t, append(slices.Clone(qs), loadQuestions(t, heldOutFile)...))
 	if len(qs) < 60 {
 		t.Errorf("%d questions, want at least 60", len(qs))
 	}
-	ids := make(map[string]bool)
 	own, nonGo := 0, 0
+	for _, q := range qs {
+		if q.Words == "own" {
+			own++
+		}
+		for _, a := range q.Accept {
+			if !strings.HasSuffix(a.Path, ".go") {
+				nonGo++
+			}
+		}
+	}
+	if 2*own < len(qs) {
+		t.Errorf("%d of %d questions use words other than the code's, want at least half", own, len(qs))
+	}
+	if nonGo == 0 {
+		t.Error("no question is answered by a file that is not Go")
+	}
+}
+
+// checkQuestions checks each question: a unique id, words, and every
+// acceptable range inside its file, starting at the line it names.
+func checkQuestions(t *testing.T, qs []evalQuestion) {
+	t.Helper()
+	ids := make(map[string]bool)
 	for _, q := range qs {
 		if ids[q.ID] {
 			t.Errorf("%s: duplicate id", q.ID)
 		}
 		ids[q.ID] = true
 		switch q.Words {
-		case "own":
-			own++
-		case "code":
+		case "own", "code":
 		default:
 			t.Errorf("%s: words is %q, want code or own", q.ID, q.Words)
 		}
@@ -118,9 +145,6 @@ func TestEvalSet(t *testing.T) {
 			continue
 		}
 		for _, a := range q.Accept {
-			if !strings.HasSuffix(a.Path, ".go") {
-				nonGo++
-			}
 			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(a.Path)))
 			if err != nil {
 				t.Errorf("%s: %v", q.ID, err)
@@ -135,12 +159,6 @@ func TestEvalSet(t *testing.T) {
 				t.Errorf("%s: %s:%d is %q, want it to hold %q", q.ID, a.Path, a.Start, lines[a.Start-1], a.Def)
 			}
 		}
-	}
-	if 2*own < len(qs) {
-		t.Errorf("%d of %d questions use words other than the code's, want at least half", own, len(qs))
-	}
-	if nonGo == 0 {
-		t.Error("no question is answered by a file that is not Go")
 	}
 }
 
@@ -319,4 +337,23 @@ func BenchmarkOfflineEval(b *testing.B) {
 	b.ReportMetric(fig.top5Lines, "top5-lines-%")
 	b.ReportMetric(float64(fig.median.Microseconds())/1000, "median-ms")
 	b.ReportMetric(float64(fig.medianTokens), "median-tokens")
+}
+
+// BenchmarkOfflineEvalHeldOut scores the held-out questions.
+func BenchmarkOfflineEvalHeldOut(b *testing.B) {
+	qs := loadQuestions(b, heldOutFile)
+	var logf func(string, ...any)
+	if os.Getenv("TROUPE_EVAL_VERBOSE") != "" {
+		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	var fig evalFigures
+	for b.Loop() {
+		fig = evaluate(context.Background(), b, qs, logf)
+		logf = nil
+	}
+	fmt.Fprintln(os.Stderr, "held out:", fig)
+	b.ReportMetric(fig.top1File, "top1-file-%")
+	b.ReportMetric(fig.top5File, "top5-file-%")
+	b.ReportMetric(fig.top5Lines, "top5-lines-%")
+	b.ReportMetric(float64(fig.median.Microseconds())/1000, "median-ms")
 }
