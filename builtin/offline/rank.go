@@ -307,8 +307,7 @@ type cand struct {
 	doc       []string
 	body      []hit // lines inside, from grep or read
 	read      bool
-	comment   bool    // an anchor on a comment: the definition is below it
-	pre       float64 // score before reading
+	comment   bool // an anchor on a comment: the definition is below it
 	score     float64
 }
 
@@ -530,7 +529,7 @@ func (r *ranker) candidates(grep []hit) []*cand {
 	byFile := make(map[string][]hit)
 	seen := make(map[string]bool)
 	for _, h := range grep {
-		key := h.path + "\x00" + itoaFast(h.line)
+		key := h.path + "\x00" + strconv.Itoa(h.line)
 		if seen[key] {
 			continue
 		}
@@ -591,8 +590,7 @@ func (r *ranker) candidates(grep []hit) []*cand {
 		out = append(out, anchors...)
 	}
 	for _, c := range out {
-		c.pre = r.scoreCand(c)
-		c.score = c.pre
+		c.score = r.scoreCand(c)
 	}
 	sortCands(out)
 	return out
@@ -691,7 +689,7 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 				}
 			}
 		}
-		key := c.path + "\x00" + itoaFast(c.line)
+		key := c.path + "\x00" + strconv.Itoa(c.line)
 		if prev := seen[key]; prev != nil {
 			prev.body = append(prev.body, c.body...)
 			continue
@@ -930,8 +928,6 @@ func braceSpanEnd(lines map[int]string, start, last int) int {
 	}
 	return last
 }
-
-func itoaFast(n int) string { return strconv.Itoa(n) }
 
 // findings turns ranked candidates into findings: at most
 // maxFindingsFile a file and maxFindings in all, relevance in [0, 1].
