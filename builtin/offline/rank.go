@@ -2,6 +2,9 @@ package offline
 
 import (
 	"cmp"
+	"go/ast"
+	"go/parser"
+	"go/printer"
 	"go/scanner"
 	"go/token"
 	"math"
@@ -703,6 +706,9 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 			var data map[int]bool
 			if path.Ext(c.path) == ".go" {
 				data = goStringLines(lines, c.line, c.end)
+				if sig := goSignature(lines, c.line, c.end); sig != "" {
+					c.signature = sig
+				}
 			}
 			for l := c.line + 1; l <= c.end; l++ {
 				if !data[l] {
@@ -827,6 +833,36 @@ func goSpanEnd(lines map[int]string, start, last int) int {
 			}
 		}
 	}
+}
+
+// goSignature parses a Go function with go/parser and prints its
+// signature on one line, however many lines it spans in the source; ""
+// when the lines are no complete function.
+func goSignature(lines map[int]string, start, end int) string {
+	if !strings.HasPrefix(lines[start], "func") {
+		return ""
+	}
+	var src strings.Builder
+	src.WriteString("package p\n")
+	for l := start; l <= end; l++ {
+		src.WriteString(lines[l])
+		src.WriteByte('\n')
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src.String(), parser.SkipObjectResolution)
+	if err != nil || len(f.Decls) != 1 {
+		return ""
+	}
+	fd, ok := f.Decls[0].(*ast.FuncDecl)
+	if !ok {
+		return ""
+	}
+	fd.Body = nil
+	var b strings.Builder
+	if err := printer.Fprint(&b, fset, fd); err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
 }
 
 // goStringLines are the lines from start to end that lie inside a string

@@ -111,3 +111,15 @@ func TestEvalNotes(t *testing.T) {
 	assert.GreaterOrEqual(t, fig.top5Lines, 80.0)
 	assert.GreaterOrEqual(t, fig.top1File, 60.0)
 }
+
+func TestGoSignature(t *testing.T) {
+	lines := map[int]string{
+		10: "func (t *Transport) dialConn(ctx context.Context,",
+		11: "\tcm connectMethod) (pconn *persistConn, err error) {",
+		12: "\treturn nil, nil",
+		13: "}",
+	}
+	assert.Equal(t, "func (t *Transport) dialConn(ctx context.Context, cm connectMethod) (pconn *persistConn, err error)",
+		goSignature(lines, 10, 13))
+	assert.Empty(t, goSignature(lines, 10, 12), "not a whole function")
+}
