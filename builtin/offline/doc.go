@@ -44,7 +44,9 @@
 // budgets and progress apply to all it does: it builds no index of the
 // whole tree. Each question costs one turn of greps (a dozen calls at
 // most, each bounded by max_results), one turn of at most six reads of
-// ninety lines, and the answer.
+// ninety lines, and the answer. When the tokens left (WithMaxTokens, as
+// the manager passes them) cannot pay for the full search, it asks for
+// fewer lines, searches three concepts and reads four definitions.
 //
 // When the tools offered include delegate and the task explicitly asks
 // several things — the items of a bulleted or numbered list, or several
@@ -52,7 +54,8 @@
 //
 //  1. Its first turn is one delegate call with an explore task per
 //     question (at most 8; the label is made of the question's words, the
-//     prompt is the question), concurrency 2, mode parallel, return json.
+//     prompt is the question, max_tokens its share of the tokens left
+//     after what merging takes), concurrency 2, mode parallel, return json.
 //  2. Given the delegate tool's result, it answers with a first line
 //     saying that the split into subtasks was mechanical, one per listed
 //     question, and that it is not a language model, then one section per

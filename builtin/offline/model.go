@@ -116,7 +116,11 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		}
 		// Definitions first: the findings are their spans.
 		if cands := r.candidates(ev.grep); len(cands) > 0 {
-			if plan := readPlan(cands); !conv.read && offered[toolRead] && len(plan) > 0 {
+			n := maxReadFiles
+			if searchScale(opts.MaxTokens) < 1 {
+				n = leanReads // a tight budget, as a child's share
+			}
+			if plan := readPlan(cands, n); !conv.read && offered[toolRead] && len(plan) > 0 {
 				content, calls = readTurn(plan, opts.MaxTokens)
 				break
 			}
@@ -290,7 +294,7 @@ func (c *conversation) evidence(ctx context.Context, sc scorer, r *ranker) (evid
 	if len(orphans) == 0 {
 		return ev, nil
 	}
-	plan := readPlan(r.candidates(ev.grep))
+	plan := readPlan(r.candidates(ev.grep), maxReadFiles)
 	if len(plan) == 0 {
 		files, err := sc.rankFiles(ctx, evidence{grep: ev.grep, glob: ev.glob})
 		if err != nil {
@@ -331,19 +335,56 @@ func searchTurn(r *ranker, terms []term, glob bool, maxTokens int) (string, []ll
 		MaxResults int    `json:"max_results"`
 	}
 	q := r.searchQuery()
+	scale := searchScale(maxTokens)
+	terms2 := 2
+	if scale < 1 {
+		// A tight budget, as a child's share of its parent's: fewer
+		// calls too, as tool calls are shared the same way.
+		q, terms2 = q[:min(len(q), leanConcepts)], 1
+	}
+	results := func(n int) int { return max(minGrepResults, int(float64(n)*scale)) }
 	for _, w := range q {
-		calls = append(calls, toolCall(id(), toolGrep, grepArgs{defGrepPattern(w), false, defGrepResults}))
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{defGrepPattern(w), false, results(defGrepResults)}))
 	}
 	if len(q) > 1 {
-		calls = append(calls, toolCall(id(), toolGrep, grepArgs{pairGrepPattern(q[:min(len(q), 4)]), false, pairGrepResults}))
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{pairGrepPattern(q[:min(len(q), 4)]), false, results(pairGrepResults)}))
 	}
 	if p := commentGrepPattern(q); p != "" {
-		calls = append(calls, toolCall(id(), toolGrep, grepArgs{p, false, commentGrepResults}))
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{p, false, results(commentGrepResults)}))
 	}
-	for _, t := range grepTerms(terms)[:min(len(terms), 2)] {
-		calls = append(calls, toolCall(id(), toolGrep, grepArgs{regexp.QuoteMeta(t), true, grepMaxResults}))
+	for _, t := range grepTerms(terms)[:min(len(terms), terms2)] {
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{regexp.QuoteMeta(t), true, results(grepMaxResults)}))
 	}
-	return fitCalls("Searching for "+codeList(r.searched())+".", calls, maxTokens)
+	var names []string
+	for _, w := range q {
+		names = append(names, w.text)
+	}
+	if len(names) == 0 {
+		names = grepTerms(terms)
+	}
+	return fitCalls("Searching for "+codeList(names)+".", calls, maxTokens)
+}
+
+// Token costs of a search, for fitting it to a budget: a grep line comes
+// back as some 30 tokens, read in the two turns after the search; the
+// reads and the answer take about 8000 more.
+const (
+	tokensPerGrepLine = 60
+	tokensAfterGreps  = 8000
+	minGrepResults    = 20
+	leanConcepts      = 3 // concepts searched on a tight budget
+	leanReads         = 4 // reads on a tight budget
+	fullSearchLines   = 6*defGrepResults + pairGrepResults + commentGrepResults + 2*grepMaxResults
+)
+
+// searchScale is the share of the full search's grep results that fits
+// in maxTokens (the tokens left; 0 for no limit): 1 with room to spare.
+func searchScale(maxTokens int) float64 {
+	if maxTokens <= 0 {
+		return 1
+	}
+	lines := float64(maxTokens-tokensAfterGreps) / tokensPerGrepLine
+	return max(0, min(1, lines/fullSearchLines))
 }
 
 // searched are the concepts searched, for the answer.

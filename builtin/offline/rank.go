@@ -618,10 +618,11 @@ type readReq struct {
 	offset, limit int
 }
 
-func readPlan(cs []*cand) []readReq {
+// At most n reads; the plan for fewer is a prefix of the plan for more.
+func readPlan(cs []*cand, n int) []readReq {
 	var out []readReq
 	for _, c := range cs {
-		if len(out) == maxReadFiles || c.score <= 0 {
+		if len(out) == n || c.score <= 0 {
 			break
 		}
 		before, limit := candReadBefore, candReadLimit
