@@ -10,7 +10,7 @@ FUZZMINIMIZETIME ?= 10s
 # package:target pairs; go test -fuzz takes one target in one package a run.
 FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinition ./builtin/tools:FuzzScanMatchesNaive
 
-.PHONY: build test lint bench fuzz run-example clean proto
+.PHONY: build test lint bench eval fuzz run-example clean proto
 
 build:
 	$(GO) build -o bin/troupe ./cmd/troupe
@@ -25,6 +25,12 @@ lint:
 # Benchmarks print their figures as tables; see README.md for the last run.
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem $(PKGS)
+
+# Scores the offline retrieval model on testdata/eval/offline.jsonl:
+# top-1 file, top-5 file, top-5 lines and the median time a question.
+# EVAL_VERBOSE=1 lists each miss.
+eval:
+	TROUPE_EVAL_VERBOSE=$(EVAL_VERBOSE) $(GO) test -run '^$$' -bench '^BenchmarkOfflineEval(HeldOut)?$$' -benchtime 1x ./builtin/offline
 
 # Runs each fuzz target for FUZZTIME, one after the other. A run that ends
 # with "context deadline exceeded" and writes no failing input is Go's own

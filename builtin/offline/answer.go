@@ -56,13 +56,18 @@ func (a answer) render(n int, note bool) string {
 		return b.String()
 	}
 	for i, f := range a.findings[:n] {
-		fmt.Fprintf(&b, "%d. %s", i+1, codeSpan(refText(f.Path, f.Line)))
+		fmt.Fprintf(&b, "%d. %s", i+1, codeSpan(spanText(f.Path, f.Line, f.EndLine)))
+		if f.Symbol != "" {
+			b.WriteString(" in ")
+			b.WriteString(codeSpan(f.Symbol))
+		}
 		if f.Snippet != "" {
 			b.WriteString(" — ")
 			b.WriteString(codeSpan(f.Snippet))
 		}
 		fmt.Fprintf(&b, " (relevance %.2f)\n", f.Relevance)
 	}
+	writeByFile(&b, a.findings[:n])
 	if omitted := len(a.findings) - n; omitted > 0 && note {
 		fmt.Fprintf(&b, "\n_%d more %s omitted to fit the token limit._\n", omitted, plural(omitted, "finding", "findings"))
 	}
@@ -97,6 +102,47 @@ func refText(path string, line int) string {
 		return plain
 	}
 	return fmt.Sprintf("%s:%d", strconv.Quote(path), line)
+}
+
+// spanText is refText for a span: path:line-end when it is more than
+// one line.
+func spanText(path string, line, end int) string {
+	ref := refText(path, line)
+	if end > line {
+		ref += "-" + strconv.Itoa(end)
+	}
+	return ref
+}
+
+// writeByFile lists the findings' files, each with its symbols, in the
+// order of their best finding, when some file has more than one finding.
+func writeByFile(b *strings.Builder, findings []scored) {
+	var files []string
+	syms := make(map[string][]string)
+	for _, f := range findings {
+		if _, ok := syms[f.Path]; !ok {
+			files = append(files, f.Path)
+		}
+		name := f.Symbol
+		if name == "" {
+			name = "line " + strconv.Itoa(f.Line)
+		}
+		syms[f.Path] = append(syms[f.Path], name)
+	}
+	if len(files) == len(findings) {
+		return
+	}
+	b.WriteString("\n### By file\n\n")
+	for _, p := range files {
+		name := codeSpan(p)
+		if len(lineRefs(name)) > 0 || strings.ContainsAny(p, "\n`") {
+			name = codeSpan(strconv.Quote(p) + " ")
+			if len(lineRefs(name)) > 0 {
+				continue
+			}
+		}
+		b.WriteString("- " + name + ": " + codeList(syms[p]) + "\n")
+	}
 }
 
 // codeSpan writes s as a Markdown code span whose fence is longer than

@@ -33,9 +33,27 @@ type delegateArgs struct {
 }
 
 type delegateTask struct {
-	Label  string `json:"label"`
-	Type   string `json:"type"`
-	Prompt string `json:"prompt"`
+	Label     string `json:"label"`
+	Type      string `json:"type"`
+	Prompt    string `json:"prompt"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+}
+
+// Tokens the parent keeps for reading its children's results and
+// answering: a base and a share per child.
+const (
+	mergeReserveBase     = 4000
+	mergeReservePerChild = 2000
+)
+
+// childTokens shares the tokens left (maxTokens, 0 for no limit) among n
+// children, after what the parent needs to merge their results; 0 when
+// there is no limit to share.
+func childTokens(maxTokens, n int) int {
+	if maxTokens <= 0 || n == 0 {
+		return 0
+	}
+	return max(1, (maxTokens-mergeReserveBase-n*mergeReservePerChild)/n)
 }
 
 // delegateTurn asks for one explore child per question, at most
@@ -43,8 +61,11 @@ type delegateTask struct {
 func delegateTurn(qs []string, maxTokens int) (string, []llms.ToolCall) {
 	qs = qs[:min(len(qs), maxQuestions)]
 	args := delegateArgs{Concurrency: delegateConcurrency, Mode: "parallel", Return: "json"}
+	// Each child gets its share of the tokens left, so that together they
+	// stay within the parent's budget; a child searches within its own.
+	share := childTokens(maxTokens, len(qs))
 	for i, label := range labels(qs) {
-		args.Tasks = append(args.Tasks, delegateTask{Label: label, Type: "explore", Prompt: qs[i]})
+		args.Tasks = append(args.Tasks, delegateTask{Label: label, Type: "explore", Prompt: qs[i], MaxTokens: share})
 	}
 	content := fmt.Sprintf("The task lists %d questions; handing each to an explore agent.", len(qs))
 	return fitCalls(content, []llms.ToolCall{toolCall(delegateCallID, toolDelegate, args)}, maxTokens)
@@ -208,7 +229,11 @@ func (m merged) render(n int) string {
 		}
 		shown := s.findings[:min(len(s.findings), n)]
 		for k, f := range shown {
-			fmt.Fprintf(&b, "%d. %s", k+1, codeSpan(refText(f.Path, f.Line)))
+			fmt.Fprintf(&b, "%d. %s", k+1, codeSpan(spanText(f.Path, f.Line, f.EndLine)))
+			if f.Symbol != "" {
+				b.WriteString(" in ")
+				b.WriteString(codeSpan(snippetOf(f.Symbol)))
+			}
 			if f.Snippet != "" {
 				b.WriteString(" — ")
 				b.WriteString(codeSpan(snippetOf(f.Snippet)))

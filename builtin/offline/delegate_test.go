@@ -379,3 +379,48 @@ func TestRefusedDelegationFallsBackToSearchingTheWholeTask(t *testing.T) {
 	assert.NotContains(t, toolNames(second.ToolCalls), toolDelegate, "and does not ask again")
 	assert.Contains(t, toolNames(second.ToolCalls), toolGrep)
 }
+
+// TestDelegateTurnSharesTheTokensLeft gives each child its share of the
+// tokens left after what merging their results takes, so that together
+// they stay within the parent's budget.
+func TestDelegateTurnSharesTheTokensLeft(t *testing.T) {
+	qs := []string{"where is a?", "where is b?", "where is c?"}
+	_, calls := delegateTurn(qs, 100_000)
+	require.Len(t, calls, 1)
+	args := decodeDelegate(t, calls[0])
+	require.Len(t, args.Tasks, 3)
+	total := 0
+	for _, task := range args.Tasks {
+		assert.Positive(t, task.MaxTokens)
+		total += task.MaxTokens
+	}
+	assert.LessOrEqual(t, total, 100_000-mergeReserveBase)
+
+	_, calls = delegateTurn(qs, 0)
+	assert.NotContains(t, calls[0].FunctionCall.Arguments, "max_tokens", "no limit, no share")
+}
+
+// TestSearchFitsATightBudget: with few tokens left the search asks for
+// fewer lines and makes fewer calls.
+func TestSearchFitsATightBudget(t *testing.T) {
+	task := "where does the server stop accepting connections and wait for open ones?"
+	r := newRanker(task, extractTerms(task))
+	results := func(calls []llms.ToolCall) int {
+		n := 0
+		for _, c := range calls {
+			var a struct {
+				MaxResults int `json:"max_results"`
+			}
+			if c.FunctionCall.Name == toolGrep {
+				require.NoError(t, json.Unmarshal([]byte(c.FunctionCall.Arguments), &a))
+				n += a.MaxResults
+			}
+		}
+		return n
+	}
+	_, full := searchTurn(r, extractTerms(task), true, 0)
+	_, tight := searchTurn(r, extractTerms(task), true, 30_000)
+	assert.Less(t, len(tight), len(full))
+	assert.LessOrEqual(t, results(tight)*tokensPerGrepLine, 30_000-tokensAfterGreps+len(tight)*minGrepResults*tokensPerGrepLine)
+	assert.Less(t, results(tight), results(full)/3)
+}

@@ -7,16 +7,46 @@
 //
 //  1. From the task (the last human message) it extracts search terms —
 //     identifiers, their camelCase and snake_case parts, quoted strings and
-//     the remaining words minus stop words — and calls glob on file names
-//     containing the top terms and grep once for each of them.
-//  2. It scores every matching line (distinct terms, definitions such as
-//     "func X" or "type X", file names, a small penalty for tests, vendored
-//     code and docs) and calls read around the best line of the top files.
-//  3. It answers with ranked findings as Markdown: a first line saying that
-//     this is the offline retrieval model and how to configure a real one,
-//     then "## Findings" with one numbered item per `path:line`. A path
-//     that would not read back as itself (it holds ':', a newline, a
-//     space, bytes that are not UTF-8, ...) is Go-quoted: `"a:b.go":3`.
+//     the remaining words minus stop words — and concepts: each word with
+//     its stem (codeStem: "retries", "retried" and "retry" meet) and the
+//     words code uses for it, from a small curated vocabulary ("guess" →
+//     detect, sniff; "unzipped" → gzip). It calls glob on file names
+//     containing the top terms, grep per concept for the definition lines
+//     that name it (Go, Python, JS/TS, Java, Rust and C keywords, C and
+//     shell functions, class methods), grep for the lines where two
+//     concepts meet, and grep for the top terms as written. Each grep is
+//     shaped so that the grep tool's literal prefilter applies.
+//  2. Every grep line becomes a candidate definition, or joins the
+//     definition above it (its body) or below it (its doc comment); a line
+//     in no known definition is an anchor. Candidates are scored with a
+//     BM25-like sum over fields — name, signature, doc comment, body,
+//     path — weighted by how rare each concept is among the lines found;
+//     functions rank over types over variables, and tests, docs, examples,
+//     vendored and generated files lower unless the task asks for them.
+//     It calls read on the best candidates, from a few lines above each
+//     definition (its doc comment), or above an anchor to find the
+//     definition it is in.
+//  3. From the numbered lines read it takes each definition's span (Go by
+//     go/scanner tokens, Python by indentation and brackets, the rest by
+//     braces), its signature (Go's parsed with go/parser and printed on
+//     one line), doc comment and body, scores again, and answers with ranked
+//     findings as Markdown: a first line saying that this is the offline
+//     retrieval model and how to configure a real one, then "## Findings"
+//     with one numbered item per definition — `path:line-end`, " in " its
+//     signature as symbol, the body line that does the most of what was
+//     asked as snippet, and a relevance — then "### By file" listing each
+//     file with its symbols when a file has several. A path that would
+//     not read back as itself (it holds ':', a newline, a space, bytes
+//     that are not UTF-8, ...) is Go-quoted: `"a:b.go":3`. When no
+//     definition matches, the findings are the best matching lines.
+//
+// The model reads the repository only through those tool calls, so that
+// budgets and progress apply to all it does: it builds no index of the
+// whole tree. Each question costs one turn of greps (a dozen calls at
+// most, each bounded by max_results), one turn of at most six reads of
+// ninety lines, and the answer. When the tokens left (WithMaxTokens, as
+// the manager passes them) cannot pay for the full search, it asks for
+// fewer lines, searches three concepts and reads four definitions.
 //
 // When the tools offered include delegate and the task explicitly asks
 // several things — the items of a bulleted or numbered list, or several
@@ -24,7 +54,8 @@
 //
 //  1. Its first turn is one delegate call with an explore task per
 //     question (at most 8; the label is made of the question's words, the
-//     prompt is the question), concurrency 2, mode parallel, return json.
+//     prompt is the question, max_tokens its share of the tokens left
+//     after what merging takes), concurrency 2, mode parallel, return json.
 //  2. Given the delegate tool's result, it answers with a first line
 //     saying that the split into subtasks was mechanical, one per listed
 //     question, and that it is not a language model, then one section per
@@ -47,6 +78,8 @@
 // names a file that exists.
 //
 // ParseFindings turns an answer — the offline model's or a real model's —
-// into a list of Finding values for structured output. A Finding's JSON
+// into a list of Finding values for structured output: path, line,
+// end_line (from path:line-end), symbol (from " in `symbol`" after the
+// reference), snippet and relevance. A Finding's JSON
 // carries a path that is not UTF-8 exactly in "path_bytes" (see Finding).
 package offline

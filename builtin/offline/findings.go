@@ -20,8 +20,14 @@ import (
 // bytes in base64, for opening the file. path_bytes is present only then,
 // and decoding a Finding prefers it.
 type Finding struct {
-	Path      string  `json:"path"`
-	Line      int     `json:"line"`
+	Path string `json:"path"`
+	// Line is the first line of the finding; EndLine its last (Line when
+	// the finding is one line).
+	Line    int `json:"line"`
+	EndLine int `json:"end_line"`
+	// Symbol is the definition the finding is, as its source writes it
+	// ("func (c *Client) Kill()"), or "" for a finding outside one.
+	Symbol    string  `json:"symbol"`
 	Snippet   string  `json:"snippet"`
 	Relevance float64 `json:"relevance"`
 }
@@ -31,13 +37,15 @@ type findingJSON struct {
 	Path      string  `json:"path"`
 	PathBytes []byte  `json:"path_bytes,omitempty"`
 	Line      int     `json:"line"`
+	EndLine   int     `json:"end_line"`
+	Symbol    string  `json:"symbol"`
 	Snippet   string  `json:"snippet"`
 	Relevance float64 `json:"relevance"`
 }
 
 // MarshalJSON adds path_bytes when Path is not valid UTF-8.
 func (f Finding) MarshalJSON() ([]byte, error) {
-	j := findingJSON{Path: f.Path, Line: f.Line, Snippet: f.Snippet, Relevance: f.Relevance}
+	j := findingJSON{Path: f.Path, Line: f.Line, EndLine: max(f.EndLine, f.Line), Symbol: f.Symbol, Snippet: f.Snippet, Relevance: f.Relevance}
 	if !utf8.ValidString(f.Path) {
 		j.Path = strings.ToValidUTF8(f.Path, "\uFFFD")
 		j.PathBytes = []byte(f.Path)
@@ -51,7 +59,7 @@ func (f *Finding) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*f = Finding{Path: j.Path, Line: j.Line, Snippet: j.Snippet, Relevance: j.Relevance}
+	*f = Finding{Path: j.Path, Line: j.Line, EndLine: max(j.EndLine, j.Line), Symbol: j.Symbol, Snippet: j.Snippet, Relevance: j.Relevance}
 	if j.PathBytes != nil {
 		f.Path = string(j.PathBytes)
 	}
@@ -61,9 +69,9 @@ func (f *Finding) UnmarshalJSON(data []byte) error {
 var (
 	// refRe finds `path:line` (also path:line:col, path:line-end and
 	// path#Lline) references.
-	refRe = regexp.MustCompile(`([\p{L}\p{N}_.\-+@~/\\]*[\p{L}\p{N}_])(?::(\d+)(?:[:\-–]\d+)?|#L(\d+)(?:-L?\d+)?)`)
-	// quotedRefRe finds "path":line with a Go-quoted path.
-	quotedRefRe = regexp.MustCompile(`("(?:[^"\\]|\\.)*"):(\d+)`)
+	refRe = regexp.MustCompile(`([\p{L}\p{N}_.\-+@~/\\]*[\p{L}\p{N}_])(?::(\d+)(?:[\-–](\d+)|:\d+)?|#L(\d+)(?:-L?(\d+))?)`)
+	// quotedRefRe finds "path":line and "path":line-end with a Go-quoted path.
+	quotedRefRe = regexp.MustCompile(`("(?:[^"\\]|\\.)*"):(\d+)(?:-(\d+))?`)
 	// relevanceRe finds "(relevance 0.87)", "(score: 0.5)", "(relevance 87%)".
 	relevanceRe = regexp.MustCompile(`(?i)\(\s*(?:relevance|score|confidence)\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(%)?\s*\)`)
 	listMarkRe  = regexp.MustCompile(`^\s*(?:>\s*)*(?:[-*+•]|\d+[.)])\s+`)
@@ -102,12 +110,15 @@ func ParseFindings(markdown string) []Finding {
 		segs := make([]string, len(refs))
 		rels := make([]float64, len(refs))
 		hasRel := make([]bool, len(refs))
+		syms := make([]string, len(refs))
 		for i, r := range refs {
 			end := len(line)
 			if i+1 < len(refs) {
 				end = refs[i+1].start
 			}
-			segs[i], rels[i], hasRel[i] = cleanSegment(line[r.end:end])
+			var seg string
+			syms[i], seg = cutSymbol(line[r.end:end])
+			segs[i], rels[i], hasRel[i] = cleanSegment(seg)
 		}
 		// A reference followed only by punctuation ("`a.go:1`, `a.go:2` — x")
 		// shares the line's last text; a line whose text comes first
@@ -129,7 +140,11 @@ func ParseFindings(markdown string) []Finding {
 			if !has {
 				rel, has = fallbackRel, fallbackHas
 			}
-			out = append(out, Finding{Path: r.path, Line: r.line, Snippet: snip, Relevance: rel})
+			sym := ""
+			if i < len(syms) {
+				sym = syms[i]
+			}
+			out = append(out, Finding{Path: r.path, Line: r.line, EndLine: r.last, Symbol: sym, Snippet: snip, Relevance: rel})
 			explicit = append(explicit, has)
 		}
 	}
@@ -145,7 +160,21 @@ func ParseFindings(markdown string) []Finding {
 type ref struct {
 	path       string
 	line       int
+	last       int // the range's last line: line unless path:line-last
 	start, end int
+}
+
+// rangeEnd reads the end of a line range from line[i:j], or gives first
+// when there is none or it is before first.
+func rangeEnd(line string, i, j, first int) int {
+	if i < 0 {
+		return first
+	}
+	n, err := strconv.Atoi(line[i:j])
+	if err != nil || n < first {
+		return first
+	}
+	return n
 }
 
 // lineRefs finds the path:line references of one line: Go-quoted paths
@@ -160,7 +189,7 @@ func lineRefs(line string) []ref {
 			!looksLikePath(p, strings.HasSuffix(line[:m[0]], "`")) {
 			continue // also "key":1 in JSON-like prose
 		}
-		refs = append(refs, ref{path: p, line: n, start: m[0], end: m[1]})
+		refs = append(refs, ref{path: p, line: n, last: rangeEnd(line, m[6], m[7], n), start: m[0], end: m[1]})
 	}
 	quoted := len(refs)
 	for _, m := range refRe.FindAllStringSubmatchIndex(line, -1) {
@@ -168,11 +197,11 @@ func lineRefs(line string) []ref {
 			continue // inside a quoted reference
 		}
 		p := line[m[2]:m[3]]
-		num := ""
+		num, endAt := "", 6
 		if m[4] >= 0 {
 			num = line[m[4]:m[5]]
 		} else {
-			num = line[m[6]:m[7]]
+			num, endAt = line[m[8]:m[9]], 10
 		}
 		n, err := strconv.Atoi(num)
 		if err != nil || n < 1 {
@@ -187,7 +216,7 @@ func lineRefs(line string) []ref {
 		if !looksLikePath(p, strings.HasSuffix(line[:m[2]], "`")) {
 			continue
 		}
-		refs = append(refs, ref{path: p, line: n, start: m[0], end: m[1]})
+		refs = append(refs, ref{path: p, line: n, last: rangeEnd(line, m[endAt], m[endAt+1], n), start: m[0], end: m[1]})
 	}
 	slices.SortFunc(refs, func(a, b ref) int { return a.start - b.start })
 	return refs
@@ -206,6 +235,21 @@ func looksLikePath(p string, backticked bool) bool {
 		return true
 	}
 	return backticked
+}
+
+// symbolRe finds the symbol the offline model writes after a reference:
+// " in `func (c *Client) Kill()`", then a dash or the end.
+var symbolRe = regexp.MustCompile("^[`*_]*\\s+in\\s+(`+)\\s?(.+?)\\s?(`+)(?:\\s+—\\s+|\\s*$|\\s+\\()")
+
+// cutSymbol takes " in `symbol`" from the start of the text after a
+// reference, and returns the symbol and the rest.
+func cutSymbol(seg string) (string, string) {
+	m := symbolRe.FindStringSubmatchIndex(seg)
+	if m == nil || seg[m[2]:m[3]] != seg[m[6]:m[7]] {
+		return "", seg
+	}
+	rest := seg[m[7]:]
+	return seg[m[4]:m[5]], rest
 }
 
 // cleanSegment turns the text after a reference into a snippet and a

@@ -4,13 +4,22 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+// lineFinding is a Finding without its span and symbol.
+type lineFinding struct {
+	Path      string
+	Line      int
+	Snippet   string
+	Relevance float64
+}
 
 func TestParseFindings(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want []Finding
+		want []lineFinding
 	}{
 		{
 			name: "offline model format",
@@ -18,7 +27,7 @@ func TestParseFindings(t *testing.T) {
 				"1. `manager/spawn.go:11` — `func (m *Manager) Spawn() {` (relevance 1.00)\n" +
 				"2. `docs/spawning.md:3` — `` Call `Spawn` to start `` (relevance 0.34)\n" +
 				"3. `README.md:1` (relevance 0.10)\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"manager/spawn.go", 11, "func (m *Manager) Spawn() {", 1},
 				{"docs/spawning.md", 3, "Call `Spawn` to start", 0.34},
 				{"README.md", 1, "", 0.10},
@@ -31,7 +40,7 @@ func TestParseFindings(t *testing.T) {
 				"2. **cmd/troupe/run.go:88**: calls `Spawn` for `troupe run`\n" +
 				"3. manager/manager.go:15 - SpawnAll loops over tasks\n" +
 				"4. manager/spawn_test.go:5\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"manager/spawn.go", 42, "creates the agent and queues it.", 1},
 				{"cmd/troupe/run.go", 88, "calls `Spawn` for `troupe run`", 0.75},
 				{"manager/manager.go", 15, "SpawnAll loops over tasks", 0.5},
@@ -44,7 +53,7 @@ func TestParseFindings(t *testing.T) {
 				"- `manager/loop.go:80-95` — the turn loop\n" +
 				"- ./agenttypes/budget.go:12:5: parseBudget (score: 0.4)\n" +
 				"- https://github.com/o/r/blob/main/x.go#L3 is upstream\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"manager/loop.go", 55, "the budget check", 0.9},
 				{"manager/loop.go", 80, "the turn loop", 0.67},
 				{"agenttypes/budget.go", 12, "parseBudget", 0.4},
@@ -56,7 +65,7 @@ func TestParseFindings(t *testing.T) {
 				"| file | what |\n|---|---|\n| `manager/config.go:27` | RetrievalOnly interface |\n\n" +
 				"```go\n// see main.go:3\nfunc main() {}\n```\n" +
 				"Also `Makefile:12`, but not Step:1, 10:30 or localhost:8080.\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"manager/loop.go", 86, "The token check happens in the loop", 1},
 				{"manager/config.go", 27, "RetrievalOnly interface", 0.67},
 				{"Makefile", 12, "but not Step:1, 10:30 or localhost:8080.", 0.33},
@@ -65,7 +74,7 @@ func TestParseFindings(t *testing.T) {
 		{
 			name: "several references on one line share its text",
 			in:   "- `a/x.go:10`, `a/x.go:20` — both retry\n- `a/x.go:10` again\n",
-			want: []Finding{
+			want: []lineFinding{
 				{"a/x.go", 10, "both retry", 1},
 				{"a/x.go", 20, "both retry", 0.5},
 			},
@@ -78,7 +87,11 @@ func TestParseFindings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, ParseFindings(tt.in))
+			var got []lineFinding
+			for _, f := range ParseFindings(tt.in) {
+				got = append(got, lineFinding{f.Path, f.Line, f.Snippet, f.Relevance})
+			}
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }
@@ -87,4 +100,19 @@ func TestCodeSpanRoundTrip(t *testing.T) {
 	for _, s := range []string{"plain", "a `b` c", "`start", "end`", "``double``", "x := `raw`"} {
 		assert.Equal(t, s, unwrap(codeSpan(s)), s)
 	}
+}
+
+func TestParseFindingsSpanAndSymbol(t *testing.T) {
+	md := "1. `server.go:3150-3186` in `func (srv *Server) Shutdown(ctx context.Context) error` — `srv.inShutdown.Store(true)` (relevance 1.00)\n" +
+		"2. `\"a:b.go\":3-9` in ``func x() `y` `` (relevance 0.50)\n" +
+		"3. `c.go:7` — `in the loop` (relevance 0.40)\n" +
+		"4. See `d.go:2-1` in the loop.\n"
+	got := ParseFindings(md)
+	require.Len(t, got, 4)
+	assert.Equal(t, Finding{Path: "server.go", Line: 3150, EndLine: 3186, Symbol: "func (srv *Server) Shutdown(ctx context.Context) error",
+		Snippet: "srv.inShutdown.Store(true)", Relevance: 1}, got[0])
+	assert.Equal(t, Finding{Path: "a:b.go", Line: 3, EndLine: 9, Symbol: "func x() `y`", Relevance: 0.5}, got[1])
+	assert.Equal(t, Finding{Path: "c.go", Line: 7, EndLine: 7, Snippet: "in the loop", Relevance: 0.4}, got[2])
+	assert.Equal(t, 2, got[3].EndLine, "an end before the start is no span")
+	assert.Empty(t, got[3].Symbol, "prose is no symbol")
 }

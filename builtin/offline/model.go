@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,19 +103,39 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		if !offered[toolGrep] {
 			return nil, ErrGrepNotOffered
 		}
-		content, calls = searchTurn(terms, offered[toolGlob], opts.MaxTokens)
+		content, calls = searchTurn(newRanker(conv.task, terms), terms, offered[toolGlob], opts.MaxTokens)
 	default:
 		sc := scorer{terms: terms}
-		ev, err := conv.evidence(ctx, sc)
+		r := newRanker(conv.task, terms)
+		ev, err := conv.evidence(ctx, sc, r)
 		if err != nil {
 			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Definitions first: the findings are their spans.
+		if cands := r.candidates(ev.grep); len(cands) > 0 {
+			n := maxReadFiles
+			if searchScale(opts.MaxTokens) < 1 {
+				n = leanReads // a tight budget, as a child's share
+			}
+			if plan := readPlan(cands, n); !conv.read && offered[toolRead] && len(plan) > 0 {
+				content, calls = readTurn(plan, opts.MaxTokens)
+				break
+			}
+			a := answer{searched: r.searched(), findings: r.findings(r.resolve(cands, ev.reads)), refused: refused}
+			if len(a.findings) > 0 {
+				content, _ = a.fit(opts.MaxTokens)
+				break
+			}
 		}
 		files, err := sc.rankFiles(ctx, ev)
 		if err != nil {
 			return nil, err
 		}
 		if !conv.read && offered[toolRead] && len(files) > 0 {
-			content, calls = readTurn(files, opts.MaxTokens)
+			content, calls = readTurn(filePlan(files), opts.MaxTokens)
 			break
 		}
 		a := answer{searched: grepTerms(terms), findings: sc.findings(files, ev.reads), refused: refused}
@@ -248,7 +269,7 @@ var readCallIDRe = regexp.MustCompile(`^call_2_(\d+)$`)
 // evidence collects the tool output. A read response whose call is not in
 // the messages is matched to the read plan by its ID; the plan is
 // recomputed from the search results, which gives the same files.
-func (c *conversation) evidence(ctx context.Context, sc scorer) (evidence, error) {
+func (c *conversation) evidence(ctx context.Context, sc scorer, r *ranker) (evidence, error) {
 	ev := evidence{reads: make(map[string][]hit)}
 	var orphans []llms.ToolCallResponse
 	for _, r := range c.responses {
@@ -273,26 +294,32 @@ func (c *conversation) evidence(ctx context.Context, sc scorer) (evidence, error
 	if len(orphans) == 0 {
 		return ev, nil
 	}
-	files, err := sc.rankFiles(ctx, evidence{grep: ev.grep, glob: ev.glob})
-	if err != nil {
-		return ev, err
+	plan := readPlan(r.candidates(ev.grep), maxReadFiles)
+	if len(plan) == 0 {
+		files, err := sc.rankFiles(ctx, evidence{grep: ev.grep, glob: ev.glob})
+		if err != nil {
+			return ev, err
+		}
+		plan = filePlan(files)
 	}
-	for _, r := range orphans {
-		m := readCallIDRe.FindStringSubmatch(r.ToolCallID)
+	for _, resp := range orphans {
+		m := readCallIDRe.FindStringSubmatch(resp.ToolCallID)
 		if m == nil {
 			continue
 		}
 		i, _ := strconv.Atoi(m[1])
-		if i < len(files) && i < maxReadFiles {
-			p := files[i].path
-			ev.reads[p] = append(ev.reads[p], parseRead(p, r.Content)...)
+		if i < len(plan) {
+			p := plan[i].path
+			ev.reads[p] = append(ev.reads[p], parseRead(p, resp.Content)...)
 		}
 	}
 	return ev, nil
 }
 
-// searchTurn asks for a glob on file names and a grep per top term.
-func searchTurn(terms []term, glob bool, maxTokens int) (string, []llms.ToolCall) {
+// searchTurn asks for a glob on file names, a grep per concept of the
+// question for the definitions that name it, a grep for the lines where
+// two concepts meet, and a grep per top term for its mentions.
+func searchTurn(r *ranker, terms []term, glob bool, maxTokens int) (string, []llms.ToolCall) {
 	var calls []llms.ToolCall
 	id := func() string { return fmt.Sprintf("call_1_%d", len(calls)) }
 	if glob {
@@ -302,31 +329,99 @@ func searchTurn(terms []term, glob bool, maxTokens int) (string, []llms.ToolCall
 			}{pattern}))
 		}
 	}
-	searched := grepTerms(terms)
-	for _, t := range searched {
-		calls = append(calls, toolCall(id(), toolGrep, struct {
-			Pattern    string `json:"pattern"`
-			IgnoreCase bool   `json:"ignore_case"`
-			MaxResults int    `json:"max_results"`
-		}{regexp.QuoteMeta(t), true, grepMaxResults}))
+	type grepArgs struct {
+		Pattern    string `json:"pattern"`
+		IgnoreCase bool   `json:"ignore_case,omitempty"`
+		MaxResults int    `json:"max_results"`
 	}
-	return fitCalls("Searching for "+codeList(searched)+".", calls, maxTokens)
+	q := r.searchQuery()
+	scale := searchScale(maxTokens)
+	terms2 := 2
+	if scale < 1 {
+		// A tight budget, as a child's share of its parent's: fewer
+		// calls too, as tool calls are shared the same way.
+		q, terms2 = q[:min(len(q), leanConcepts)], 1
+	}
+	results := func(n int) int { return max(minGrepResults, int(float64(n)*scale)) }
+	for _, w := range q {
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{defGrepPattern(w), false, results(defGrepResults)}))
+	}
+	if len(q) > 1 {
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{pairGrepPattern(q[:min(len(q), 4)]), false, results(pairGrepResults)}))
+	}
+	if p := commentGrepPattern(q); p != "" {
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{p, false, results(commentGrepResults)}))
+	}
+	for _, t := range grepTerms(terms)[:min(len(terms), terms2)] {
+		calls = append(calls, toolCall(id(), toolGrep, grepArgs{regexp.QuoteMeta(t), true, results(grepMaxResults)}))
+	}
+	var names []string
+	for _, w := range q {
+		names = append(names, w.text)
+	}
+	if len(names) == 0 {
+		names = grepTerms(terms)
+	}
+	return fitCalls("Searching for "+codeList(names)+".", calls, maxTokens)
 }
 
-// readTurn asks to read around the best line of each top file.
-func readTurn(files []*fileRank, maxTokens int) (string, []llms.ToolCall) {
-	files = files[:min(len(files), maxReadFiles)]
-	calls := make([]llms.ToolCall, len(files))
-	paths := make([]string, len(files))
-	for i, f := range files {
-		paths[i] = f.path
+// Token costs of a search, for fitting it to a budget: a grep line comes
+// back as some 30 tokens, read in the two turns after the search; the
+// reads and the answer take about 8000 more.
+const (
+	tokensPerGrepLine = 60
+	tokensAfterGreps  = 8000
+	minGrepResults    = 20
+	leanConcepts      = 3 // concepts searched on a tight budget
+	leanReads         = 4 // reads on a tight budget
+	fullSearchLines   = 6*defGrepResults + pairGrepResults + commentGrepResults + 2*grepMaxResults
+)
+
+// searchScale is the share of the full search's grep results that fits
+// in maxTokens (the tokens left; 0 for no limit): 1 with room to spare.
+func searchScale(maxTokens int) float64 {
+	if maxTokens <= 0 {
+		return 1
+	}
+	lines := float64(maxTokens-tokensAfterGreps) / tokensPerGrepLine
+	return max(0, min(1, lines/fullSearchLines))
+}
+
+// searched are the concepts searched, for the answer.
+func (r *ranker) searched() []string {
+	var out []string
+	for _, w := range r.searchQuery() {
+		out = append(out, w.text)
+	}
+	return out
+}
+
+// readTurn asks to read each planned window.
+func readTurn(plan []readReq, maxTokens int) (string, []llms.ToolCall) {
+	calls := make([]llms.ToolCall, len(plan))
+	var paths []string
+	for i, p := range plan {
+		if !slices.Contains(paths, p.path) {
+			paths = append(paths, p.path)
+		}
 		calls[i] = toolCall(fmt.Sprintf("call_2_%d", i), toolRead, struct {
 			Path   string `json:"path"`
 			Offset int    `json:"offset"`
 			Limit  int    `json:"limit"`
-		}{f.path, max(1, f.best()-readBefore), readLimit})
+		}{p.path, p.offset, p.limit})
 	}
 	return fitCalls("Reading the best matches: "+codeList(paths)+".", calls, maxTokens)
+}
+
+// filePlan reads around the best line of each top file, when no
+// definition was found.
+func filePlan(files []*fileRank) []readReq {
+	files = files[:min(len(files), maxReadFiles)]
+	plan := make([]readReq, len(files))
+	for i, f := range files {
+		plan[i] = readReq{path: f.path, offset: max(1, f.best()-readBefore), limit: readLimit}
+	}
+	return plan
 }
 
 // fitCalls keeps a tool-call turn within maxTokens: the text goes first,

@@ -70,7 +70,7 @@ func TestConversation(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal([]byte(read.ToolCalls[0].FunctionCall.Arguments), &first))
 			assert.Equal(t, tt.wantPath, first.Path, "the best file is read first")
-			assert.Equal(t, readLimit, first.Limit)
+			assert.Positive(t, first.Limit)
 
 			final := r.final()
 			assert.Equal(t, "stop", final.StopReason)
@@ -81,8 +81,10 @@ func TestConversation(t *testing.T) {
 			findings := ParseFindings(final.Content)
 			require.NotEmpty(t, findings, final.Content)
 			assert.Equal(t, tt.wantPath, findings[0].Path, final.Content)
-			assert.Equal(t, tt.wantLine, findings[0].Snippet)
+			assert.Equal(t, signature(tt.wantLine), findings[0].Symbol, "the finding is the definition")
 			assert.Equal(t, fixtureLine(t, tt.wantPath, findings[0].Line), tt.wantLine)
+			assert.GreaterOrEqual(t, findings[0].EndLine, findings[0].Line)
+			assert.NotEmpty(t, findings[0].Snippet)
 			assert.InDelta(t, 1.0, findings[0].Relevance, 1e-9)
 			for i := 1; i < len(findings); i++ {
 				assert.LessOrEqual(t, findings[i].Relevance, findings[i-1].Relevance)

@@ -84,10 +84,10 @@ func TestFindingsForOddNames(t *testing.T) {
 func TestFindingJSON(t *testing.T) {
 	plain, err := json.Marshal(Finding{Path: "a.go", Line: 1, Snippet: "x", Relevance: 1})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"path":"a.go","line":1,"snippet":"x","relevance":1}`, string(plain))
+	assert.JSONEq(t, `{"path":"a.go","line":1,"end_line":1,"symbol":"","snippet":"x","relevance":1}`, string(plain))
 	odd, err := json.Marshal(Finding{Path: "\xff.go", Line: 2})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"path":"\ufffd.go","path_bytes":"/y5nbw==","line":2,"snippet":"","relevance":0}`, string(odd))
+	assert.JSONEq(t, `{"path":"\ufffd.go","path_bytes":"/y5nbw==","line":2,"end_line":2,"symbol":"","snippet":"","relevance":0}`, string(odd))
 	var f Finding
 	require.NoError(t, json.Unmarshal(odd, &f))
 	assert.Equal(t, "\xff.go", f.Path)
@@ -100,7 +100,7 @@ func TestParseFindingsQuotedPaths(t *testing.T) {
 		"A JSON aside: {\"count\":3}\n"
 	got := ParseFindings(md)
 	require.Len(t, got, 3, got)
-	assert.Equal(t, Finding{Path: "a:b.go", Line: 3, Snippet: "func x()", Relevance: 1}, got[0])
+	assert.Equal(t, Finding{Path: "a:b.go", Line: 3, EndLine: 3, Snippet: "func x()", Relevance: 1}, got[0])
 	assert.Equal(t, "we\nird.go", got[1].Path)
 	assert.Equal(t, "a.go:12:b.go", got[2].Path)
 	assert.Equal(t, 5, got[2].Line)

@@ -22,7 +22,7 @@ const (
 	maxGlobTerms    = 4   // terms in the glob pattern
 	maxGlobVariants = 8   // alternatives in the glob pattern
 	grepMaxResults  = 200 // max_results of each grep
-	maxReadFiles    = 5   // read calls in the read turn
+	maxReadFiles    = 6   // read calls in the read turn
 	readBefore      = 5   // lines read above the best line
 	readLimit       = 20  // lines read per file
 	maxFindings     = 10  // findings in the answer

@@ -143,7 +143,11 @@ func printAnswers(w io.Writer, answers []answer) {
 			fmt.Fprintln(w, "No findings.")
 		}
 		for _, f := range a.Findings[:min(maxShown, len(a.Findings))] {
-			fmt.Fprintf(w, "- %s:%d  %s\n", f.Path, f.Line, f.Snippet)
+			text := f.Snippet
+			if f.Symbol != "" {
+				text = f.Symbol // the definition the finding is
+			}
+			fmt.Fprintf(w, "- %s:%d  %s\n", f.Path, f.Line, text)
 		}
 		if more := len(a.Findings) - maxShown; more > 0 {
 			fmt.Fprintf(w, "- … %d more\n", more)

@@ -71,7 +71,7 @@ func TestPrintAnswersOneSectionPerQuestion(t *testing.T) {
 		require.GreaterOrEqual(t, next, 0, "section %q after the previous one in\n%s", heading, text)
 		at += next
 	}
-	assert.Contains(t, text, "- cart/cart.go:40  func applyDiscount(cents int64, code string) int64 {\n")
+	assert.Contains(t, text, "- cart/cart.go:40  func applyDiscount(cents int64, code string) int64\n")
 	assert.Contains(t, text, "explore agent 2-how-are-charges-retried: completed (done)")
 }
 

@@ -1,0 +1,359 @@
+package offline
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"go/build"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/tools"
+)
+
+// The evaluation set of the offline model: questions a newcomer would ask
+// about code that is readable offline (the Go standard library, troupe
+// itself and testdata/repos/notes, a small tree in Python, TypeScript,
+// shell, C and Rust), each with the file and line ranges that answer it.
+// See testdata/eval/README.md.
+const evalFile = "../../testdata/eval/offline.jsonl"
+
+// heldOutFile holds questions written after the model was tuned, over
+// packages the tuning never looked at; they are only measured.
+const heldOutFile = "../../testdata/eval/heldout.jsonl"
+
+type evalQuestion struct {
+	ID       string `json:"id"`
+	Repo     string `json:"repo"`  // "go:<dir under GOROOT/src>", "troupe" or a path from the module root
+	Words    string `json:"words"` // "code": the code's own words; "own": other words
+	Question string `json:"question"`
+	Accept   []struct {
+		Path  string `json:"path"`
+		Start int    `json:"start"`
+		End   int    `json:"end"`
+		Def   string `json:"def"` // a string the start line holds
+	} `json:"accept"`
+}
+
+func loadEval(t testing.TB) []evalQuestion { return loadQuestions(t, evalFile) }
+
+func loadQuestions(t testing.TB, evalFile string) []evalQuestion {
+	t.Helper()
+	f, err := os.Open(evalFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var qs []evalQuestion
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var q evalQuestion
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&q); err != nil {
+			t.Fatalf("%s:%d: %v", evalFile, n, err)
+		}
+		qs = append(qs, q)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return qs
+}
+
+// evalRoot is the directory a question's repo names, or "" when it is not
+// on this machine (a Go installation without sources).
+func evalRoot(repo string) string {
+	var dir string
+	switch {
+	case strings.HasPrefix(repo, "go:"):
+		dir = filepath.Join(build.Default.GOROOT, "src", filepath.FromSlash(strings.TrimPrefix(repo, "go:")))
+	case repo == "troupe":
+		dir = filepath.Join("..", "..")
+	default:
+		dir = filepath.Join("..", "..", filepath.FromSlash(repo))
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ""
+	}
+	return dir
+}
+
+// TestEvalSet checks the evaluation set itself: enough questions, half
+// of them in words other than the code's, a tree that is not Go, and
+// every acceptable range inside its file, starting at the line it names.
+func TestEvalSet(t *testing.T) {
+	qs := loadEval(t)
+	checkQuestions(t, append(slices.Clone(qs), loadQuestions(t, heldOutFile)...))
+	if len(qs) < 60 {
+		t.Errorf("%d questions, want at least 60", len(qs))
+	}
+	own, nonGo := 0, 0
+	for _, q := range qs {
+		if q.Words == "own" {
+			own++
+		}
+		for _, a := range q.Accept {
+			if !strings.HasSuffix(a.Path, ".go") {
+				nonGo++
+			}
+		}
+	}
+	if 2*own < len(qs) {
+		t.Errorf("%d of %d questions use words other than the code's, want at least half", own, len(qs))
+	}
+	if nonGo == 0 {
+		t.Error("no question is answered by a file that is not Go")
+	}
+}
+
+// checkQuestions checks each question: a unique id, words, and every
+// acceptable range inside its file, starting at the line it names.
+func checkQuestions(t *testing.T, qs []evalQuestion) {
+	t.Helper()
+	ids := make(map[string]bool)
+	for _, q := range qs {
+		if ids[q.ID] {
+			t.Errorf("%s: duplicate id", q.ID)
+		}
+		ids[q.ID] = true
+		switch q.Words {
+		case "own", "code":
+		default:
+			t.Errorf("%s: words is %q, want code or own", q.ID, q.Words)
+		}
+		if q.Question == "" || len(q.Accept) == 0 {
+			t.Errorf("%s: no question or no acceptable range", q.ID)
+		}
+		root := evalRoot(q.Repo)
+		if root == "" {
+			if strings.HasPrefix(q.Repo, "go:") {
+				continue // no Go sources on this machine
+			}
+			t.Errorf("%s: repo %s not found", q.ID, q.Repo)
+			continue
+		}
+		for _, a := range q.Accept {
+			data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(a.Path)))
+			if err != nil {
+				t.Errorf("%s: %v", q.ID, err)
+				continue
+			}
+			lines := strings.Split(string(data), "\n")
+			if a.Start < 1 || a.End < a.Start || a.End > len(lines) {
+				t.Errorf("%s: %s:%d-%d is not inside the file's %d lines", q.ID, a.Path, a.Start, a.End, len(lines))
+				continue
+			}
+			if !strings.Contains(lines[a.Start-1], a.Def) {
+				t.Errorf("%s: %s:%d is %q, want it to hold %q", q.ID, a.Path, a.Start, lines[a.Start-1], a.Def)
+			}
+		}
+	}
+}
+
+// evalResult is how the model did on one question.
+type evalResult struct {
+	top1File, top5File, top5Lines bool
+	took                          time.Duration
+	tokens                        int // input and output, over all turns
+	findings                      []Finding
+}
+
+// runEval runs the model on q the way the manager does, with troupe's real
+// read, grep and glob tools on the question's repository.
+func runEval(ctx context.Context, q evalQuestion, root string) (evalResult, error) {
+	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{Dir: root, Note: func(string) {}})
+	byName := make(map[string]agenttypes.Tool)
+	var offered []llms.Tool
+	for _, tl := range []agenttypes.Tool{tools.Read(), tools.Grep(), tools.Glob()} {
+		s := tl.Spec()
+		byName[s.Name] = tl
+		offered = append(offered, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name: s.Name, Description: s.Description, Parameters: s.Parameters,
+		}})
+	}
+	msgs := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, "You explore a repository and report findings with file:line references."),
+		llms.TextParts(llms.ChatMessageTypeHuman, q.Question),
+	}
+	m := New()
+	start := time.Now()
+	tokens := 0
+	for turn := 0; turn < 8; turn++ {
+		resp, err := m.GenerateContent(ctx, msgs, llms.WithTools(offered))
+		if err != nil {
+			return evalResult{}, err
+		}
+		c := resp.Choices[0]
+		tokens += c.GenerationInfo["TotalTokens"].(int)
+		if len(c.ToolCalls) == 0 {
+			res := evalResult{took: time.Since(start), tokens: tokens, findings: ParseFindings(c.Content)}
+			res.score(q)
+			return res, nil
+		}
+		ai := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+		if c.Content != "" {
+			ai.Parts = append(ai.Parts, llms.TextPart(c.Content))
+		}
+		for _, call := range c.ToolCalls {
+			ai.Parts = append(ai.Parts, call)
+		}
+		msgs = append(msgs, ai)
+		for _, call := range c.ToolCalls {
+			out := "error: no such tool"
+			if tl := byName[call.FunctionCall.Name]; tl != nil {
+				text, err := tl.Call(ctx, json.RawMessage(call.FunctionCall.Arguments))
+				if err != nil {
+					text = "error: " + err.Error()
+				}
+				out = text
+			}
+			msgs = append(msgs, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+				llms.ToolCallResponse{ToolCallID: call.ID, Name: call.FunctionCall.Name, Content: out},
+			}})
+		}
+	}
+	return evalResult{}, fmt.Errorf("%s: no answer after 8 turns", q.ID)
+}
+
+// score marks the result: top-1 and top-5 by file, and top-5 by lines (a
+// finding within 5 lines of an acceptable range, or whose span overlaps it).
+func (r *evalResult) score(q evalQuestion) {
+	const slack = 5
+	for i, f := range r.findings {
+		if i == 5 {
+			break
+		}
+		for _, a := range q.Accept {
+			if f.Path != a.Path {
+				continue
+			}
+			if i == 0 {
+				r.top1File = true
+			}
+			r.top5File = true
+			end := max(f.EndLine, f.Line)
+			if f.Line <= a.End+slack && end >= a.Start-slack {
+				r.top5Lines = true
+			}
+		}
+	}
+}
+
+// evalFigures are the scores over a set of questions.
+type evalFigures struct {
+	n                             int
+	top1File, top5File, top5Lines float64 // percentages
+	median, slowest               time.Duration
+	medianTokens, maxTokens       int
+}
+
+func (f evalFigures) String() string {
+	return fmt.Sprintf("%d questions: top-1 file %.0f %%, top-5 file %.0f %%, top-5 lines %.0f %%, median %v, slowest %v, tokens median %d, most %d",
+		f.n, f.top1File, f.top5File, f.top5Lines, f.median.Round(100*time.Microsecond), f.slowest.Round(time.Millisecond), f.medianTokens, f.maxTokens)
+}
+
+// evaluate runs the questions whose repository is on this machine; logf,
+// when set, hears about each question that missed.
+func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(string, ...any)) evalFigures {
+	t.Helper()
+	var fig evalFigures
+	var times []time.Duration
+	var tokens []int
+	var t1, t5, l5 int
+	for _, q := range qs {
+		root := evalRoot(q.Repo)
+		if root == "" {
+			continue
+		}
+		res, err := runEval(ctx, q, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fig.n++
+		times = append(times, res.took)
+		tokens = append(tokens, res.tokens)
+		if res.top1File {
+			t1++
+		}
+		if res.top5File {
+			t5++
+		}
+		if res.top5Lines {
+			l5++
+		}
+		if logf != nil && (!res.top1File || !res.top5Lines) {
+			var got []string
+			for i, f := range res.findings {
+				if i == 5 {
+					break
+				}
+				got = append(got, fmt.Sprintf("%s:%d-%d %s", f.Path, f.Line, f.EndLine, f.Symbol))
+			}
+			logf("miss %s (top1 %v, top5 file %v, top5 lines %v) %q\n\tgot %s\n\twant %s:%d", q.ID, res.top1File, res.top5File, res.top5Lines,
+				q.Question, strings.Join(got, "\n\t    "), q.Accept[0].Path, q.Accept[0].Start)
+		}
+	}
+	if fig.n == 0 {
+		return fig
+	}
+	slices.Sort(times)
+	fig.median, fig.slowest = times[len(times)/2], times[len(times)-1]
+	slices.Sort(tokens)
+	fig.medianTokens, fig.maxTokens = tokens[len(tokens)/2], tokens[len(tokens)-1]
+	pct := func(k int) float64 { return 100 * float64(k) / float64(fig.n) }
+	fig.top1File, fig.top5File, fig.top5Lines = pct(t1), pct(t5), pct(l5)
+	return fig
+}
+
+// BenchmarkOfflineEval scores the offline model on the whole evaluation
+// set (`make eval`). Set TROUPE_EVAL_VERBOSE=1 to see each miss.
+func BenchmarkOfflineEval(b *testing.B) {
+	qs := loadEval(b)
+	var logf func(string, ...any)
+	if os.Getenv("TROUPE_EVAL_VERBOSE") != "" {
+		// Not b.Logf, which keeps only the first lines of a benchmark's log.
+		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	var fig evalFigures
+	for b.Loop() {
+		fig = evaluate(context.Background(), b, qs, logf)
+		logf = nil
+	}
+	fmt.Fprintln(os.Stderr, fig)
+	b.ReportMetric(fig.top1File, "top1-file-%")
+	b.ReportMetric(fig.top5File, "top5-file-%")
+	b.ReportMetric(fig.top5Lines, "top5-lines-%")
+	b.ReportMetric(float64(fig.median.Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(fig.medianTokens), "median-tokens")
+}
+
+// BenchmarkOfflineEvalHeldOut scores the held-out questions.
+func BenchmarkOfflineEvalHeldOut(b *testing.B) {
+	qs := loadQuestions(b, heldOutFile)
+	var logf func(string, ...any)
+	if os.Getenv("TROUPE_EVAL_VERBOSE") != "" {
+		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	var fig evalFigures
+	for b.Loop() {
+		fig = evaluate(context.Background(), b, qs, logf)
+		logf = nil
+	}
+	fmt.Fprintln(os.Stderr, "held out:", fig)
+	b.ReportMetric(fig.top1File, "top1-file-%")
+	b.ReportMetric(fig.top5File, "top5-file-%")
+	b.ReportMetric(fig.top5Lines, "top5-lines-%")
+	b.ReportMetric(float64(fig.median.Microseconds())/1000, "median-ms")
+}

@@ -1,0 +1,1009 @@
+package offline
+
+import (
+	"cmp"
+	"go/ast"
+	"go/parser"
+	"go/printer"
+	"go/scanner"
+	"go/token"
+	"math"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// This file holds the definition-aware ranking: the question becomes a
+// query of concepts (a word, its stem and the code words the vocabulary
+// gives for it); grep finds the definitions whose line names a concept and
+// the lines where two concepts meet; the best definitions are read, and a
+// finding is a definition's span, scored with a field-aware BM25 (name,
+// signature, doc comment, body, path).
+
+const (
+	maxQueryWords      = 6   // concepts searched with a definitions grep
+	defGrepResults     = 150 // max_results of a definitions grep
+	pairGrepResults    = 300 // max_results of the grep for two concepts on a line
+	commentGrepResults = 200 // max_results of the grep for comments that name a concept
+	candReadBefore     = 12  // lines read above a definition (its doc comment)
+	candReadLimit      = 90  // lines read per definition
+	anchorReadBefore   = 60  // lines read above a line that is in no known definition
+	maxAttach          = 150 // a line belongs to the definition at most this far above it
+	maxFindingsFile    = 2   // findings from one file
+	maxForms           = 4   // substrings grepped for one concept
+	avgBodyLines       = 25  // a body's usual length, for BM25's length normalisation
+)
+
+// qword is one concept of the question.
+type qword struct {
+	text   string   // as the question wrote it
+	exact  string   // lower-case text matched as a substring (identifiers, quotes), or ""
+	stems  []string // codeStem of the word, then of its vocabulary words
+	weight float64
+}
+
+var vocabByStem = func() map[string][]string {
+	m := make(map[string][]string)
+	for k, vs := range vocabulary {
+		s := codeStem(k)
+		for _, v := range vs {
+			m[s] = append(m[s], codeStem(v))
+		}
+	}
+	return m
+}()
+
+// buildQuery turns the task into concepts, most specific first.
+func buildQuery(task string, terms []term) []qword {
+	var q []qword
+	seen := make(map[string]bool)
+	add := func(w qword) {
+		key := w.exact
+		if key == "" && len(w.stems) > 0 {
+			key = w.stems[0]
+		}
+		if key == "" || seen[key] {
+			return
+		}
+		seen[key] = true
+		q = append(q, w)
+	}
+	for _, t := range terms {
+		switch t.kind {
+		case kindQuoted, kindIdent, kindName:
+			w := qword{text: t.text, exact: t.lower, weight: t.weight}
+			if t.kind == kindName && !strings.ContainsAny(t.text, " .-/:") {
+				w.stems = []string{codeStem(t.lower)}
+			}
+			add(w)
+		}
+	}
+	for _, m := range tokenRe.FindAllString(task, -1) {
+		for _, part := range compoundSepRe.Split(m, -1) {
+			parts := splitIdent(part)
+			for _, p := range parts {
+				lw := strings.ToLower(p)
+				if utf8.RuneCountInString(lw) < minTermLen || stopWords[lw] || queryFiller[lw] || !hasLetter(lw) {
+					continue
+				}
+				s := codeStem(lw)
+				stems := []string{s}
+				for _, v := range vocabByStem[s] {
+					if !slices.Contains(stems, v) {
+						stems = append(stems, v)
+					}
+				}
+				weight := kindWeight[kindWord]
+				if len(parts) > 1 {
+					weight = kindWeight[kindPart]
+				}
+				add(qword{text: lw, stems: stems, weight: weight})
+			}
+		}
+	}
+	return q
+}
+
+// queryFiller are words of questions that say nothing about code.
+var queryFiller = toSet("one ones someone something able allowed happens decided counts")
+
+// grepForms are the substrings a grep for w looks for: stems lose a final
+// "i" that stands for "y", so that "retri" finds retry and retries.
+func (w qword) grepForms() []string {
+	var out []string
+	if w.exact != "" {
+		out = append(out, regexp.QuoteMeta(w.exact))
+	}
+	for _, s := range w.stems {
+		if len(s) > 4 && strings.HasSuffix(s, "i") {
+			s = s[:len(s)-1]
+		}
+		if len(s) >= 3 {
+			out = append(out, regexp.QuoteMeta(s))
+		}
+	}
+	seen := make(map[string]bool)
+	uniq := out[:0]
+	for _, f := range out {
+		if !seen[f] && len(uniq) < maxForms {
+			seen[f] = true
+			uniq = append(uniq, f)
+		}
+	}
+	return uniq
+}
+
+func (w qword) alternation() string {
+	return "(?:" + strings.Join(w.grepForms(), "|") + ")"
+}
+
+// defPrefix matches the start of a definition line in the languages the
+// model knows: keywords (Go, Python, Rust, JS/TS, Java, Kotlin…), C-style
+// functions at column 0, shell functions, and methods of JS/TS/Java
+// classes.
+const defKeywords = `(?:(?:export|default|pub(?:\(\w+\))?|public|private|protected|static|async|abstract|final|override|inline|extern|unsafe)\s+)*` +
+	`(?:func|def|class|fn|function|type|interface|struct|enum|trait|impl|module|const|let|var|val)\b`
+
+// defGrepPattern finds definition lines that name w: after a keyword,
+// or as the first word of a line followed by "(" and no ";" (C functions,
+// shell functions, methods of JS/TS/Java classes). Two branches, each
+// with at most maxForms literals, so that the grep tool's literal
+// prefilter (at most 8) applies and the regular expression runs only on
+// the lines that hold one.
+func defGrepPattern(w qword) string {
+	a := w.alternation()
+	return `(?i)^\s*` + defKeywords + `.*` + a +
+		`|^(?:[A-Za-z_][\w \t\*]*?\b|\s+(?:(?:public|private|protected|static|async|override)\s+)*)\w*` + a + `\w*\s*(?:<[^>]*>)?\([^;]*$`
+}
+
+// pairGrepPattern finds lines where the concepts occur twice: the first
+// form of each, then vocabulary forms, at most 8 literals in all.
+func pairGrepPattern(q []qword) string {
+	var forms []string
+	for pass := 0; pass < maxForms && len(forms) < 8; pass++ {
+		for _, w := range q {
+			if f := w.grepForms(); pass < len(f) && len(forms) < 8 && !slices.Contains(forms, f[pass]) {
+				forms = append(forms, f[pass])
+			}
+		}
+	}
+	if len(forms) < 2 {
+		return ""
+	}
+	a := "(?:" + strings.Join(forms, "|") + ")"
+	return "(?i)" + a + ".*" + a
+}
+
+// commentGrepPattern finds comment lines that name a concept: doc
+// comments say in words what an identifier does.
+func commentGrepPattern(q []qword) string {
+	var forms []string
+	for pass := 0; pass < maxForms && len(forms) < 8; pass++ {
+		for _, w := range q {
+			if f := w.grepForms(); pass < len(f) && len(forms) < 8 && !slices.Contains(forms, f[pass]) {
+				forms = append(forms, f[pass])
+			}
+		}
+	}
+	if len(forms) == 0 {
+		return ""
+	}
+	return `(?i)^\s*(?://|#|\*|/\*|""")\s?\w.*(?:` + strings.Join(forms, "|") + ")"
+}
+
+// lineWords are the stems of the identifier parts of a line, and the line
+// in lower case.
+type lineWords struct {
+	lower string
+	stems map[string]int // stem → occurrences
+}
+
+var (
+	wordRe   = regexp.MustCompile(`[\p{L}\p{N}_]+`)
+	stringRe = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
+)
+
+func wordsOf(text string) lineWords {
+	lw := lineWords{lower: strings.ToLower(text), stems: make(map[string]int)}
+	// Words inside string literals are prose, often the question's own
+	// (an example, a message); they count only through exact matches.
+	// (Python docstrings stay: they are doc.)
+	prose := text
+	if !strings.Contains(text, `"""`) {
+		prose = stringRe.ReplaceAllString(text, `""`)
+	}
+	for _, tok := range wordRe.FindAllString(prose, -1) {
+		for _, p := range splitIdent(tok) {
+			p = strings.ToLower(strings.TrimFunc(p, unicode.IsDigit))
+			if len(p) >= 2 {
+				lw.stems[codeStem(p)]++
+			}
+		}
+	}
+	return lw
+}
+
+// count is how often w occurs in the words.
+func (lw lineWords) count(w qword) int {
+	if w.exact != "" && strings.Contains(lw.lower, w.exact) {
+		return max(1, strings.Count(lw.lower, w.exact))
+	}
+	n := 0
+	for i, s := range w.stems {
+		c := lw.stems[s]
+		if c == 0 && len(s) >= 5 {
+			for st, k := range lw.stems {
+				if len(st) > len(s) && strings.HasPrefix(st, s) {
+					c += k
+				}
+			}
+		}
+		if i > 0 {
+			c = min(c, 1) // a vocabulary word counts once
+		}
+		n += c
+	}
+	return n
+}
+
+// defLine describes a definition line: its name, or "" if it is none.
+var (
+	cFuncRe     = regexp.MustCompile(`^[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;]*$`)
+	shellFuncRe = regexp.MustCompile(`^\s*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)\s*\{?`)
+	methodRe    = regexp.MustCompile(`^\s+(?:(?:public|private|protected|static|async|get|set|override|final|synchronized)\s+)*(?:[\w<>\[\],]+\s+)?([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\([^;]*\)[^;]*\{\s*$`)
+	arrowRe     = regexp.MustCompile(`^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*(?:async\s+)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)\s*(?::[^=]+)?=>`)
+	goFuncRe    = regexp.MustCompile(`^func\s+(?:\([^)]*\)\s*)?([\p{L}_][\p{L}\p{N}_]*)`)
+	controlRe   = regexp.MustCompile(`^\s*(?:if|for|while|switch|return|else|catch|case|do|try|elif|with|sizeof|defer|go)\b`)
+)
+
+// defNameOf returns the name a line of file p defines, or "".
+func defNameOf(p, text string) string {
+	if strings.TrimSpace(text) == "" || commentRe.MatchString(text) || controlRe.MatchString(text) {
+		return ""
+	}
+	ext := path.Ext(p)
+	if ext == ".go" {
+		if m := goFuncRe.FindStringSubmatch(text); m != nil {
+			return m[1]
+		}
+	}
+	if m := arrowRe.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	if name := defName(text); name != "" {
+		if strings.Contains(text, ":=") || ext == ".go" && text != strings.TrimLeft(text, " \t") &&
+			(strings.HasPrefix(strings.TrimSpace(text), "var ") || strings.HasPrefix(strings.TrimSpace(text), "const ")) {
+			return "" // a local variable is no definition worth a finding
+		}
+		return name
+	}
+	switch ext {
+	case ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx":
+		if m := cFuncRe.FindStringSubmatch(text); m != nil && !strings.HasSuffix(strings.TrimSpace(text), ";") {
+			return m[1]
+		}
+	case ".sh", ".bash", ".zsh", "":
+		if m := shellFuncRe.FindStringSubmatch(text); m != nil {
+			return m[1]
+		}
+	case ".ts", ".tsx", ".js", ".jsx", ".mjs", ".java", ".kt", ".cs", ".scala", ".swift":
+		if m := methodRe.FindStringSubmatch(text); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// cand is a definition (or, before it is read, a line in no known
+// definition) that may answer the question.
+type cand struct {
+	path      string
+	line      int    // the definition's first line
+	name      string // "" for an anchor not yet resolved to a definition
+	signature string
+	end       int
+	snippet   string
+	doc       []string
+	body      []hit // lines inside, from grep or read
+	read      bool
+	comment   bool // an anchor on a comment: the definition is below it
+	score     float64
+}
+
+// ranker ranks definitions for a query.
+type ranker struct {
+	q   []qword
+	idf []float64
+	// askTests and the like say the question asks for what is otherwise
+	// ranked lower.
+	askTests, askDocs, askExamples bool
+	words                          map[string]lineWords // wordsOf, by line
+}
+
+// wordsOf is wordsOf, remembered: the same lines are scored many times.
+func (r *ranker) wordsOf(text string) lineWords {
+	if lw, ok := r.words[text]; ok {
+		return lw
+	}
+	lw := wordsOf(text)
+	if r.words == nil {
+		r.words = make(map[string]lineWords)
+	}
+	r.words[text] = lw
+	return lw
+}
+
+func newRanker(task string, terms []term) *ranker {
+	r := &ranker{q: buildQuery(task, terms)}
+	lt := strings.ToLower(task)
+	r.askTests = strings.Contains(lt, "test")
+	r.askDocs = strings.Contains(lt, "doc") || strings.Contains(lt, "readme")
+	r.askExamples = strings.Contains(lt, "example")
+	return r
+}
+
+// searchQuery is the part of the query searched with definitions greps.
+func (r *ranker) searchQuery() []qword {
+	return r.q[:min(len(r.q), maxQueryWords)]
+}
+
+// computeIDF weighs each concept by how rare it is among the grep hits.
+func (r *ranker) computeIDF(lines []lineWords) {
+	r.idf = make([]float64, len(r.q))
+	n := float64(len(lines))
+	for i, w := range r.q {
+		df := 0
+		for _, lw := range lines {
+			if lw.count(w) > 0 {
+				df++
+			}
+		}
+		r.idf[i] = math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5)) + 0.2
+		r.idf[i] *= w.weight / kindWeight[kindWord]
+	}
+}
+
+// pathMult lowers tests, docs, examples, generated and vendored files
+// unless the question asks for them.
+func (r *ranker) pathMult(p string) float64 {
+	lp := "/" + strings.ToLower(p)
+	base := path.Base(lp)
+	stem := strings.TrimSuffix(base, path.Ext(base))
+	mult := 1.0
+	switch {
+	case strings.Contains(lp, "/vendor/"), strings.Contains(lp, "/node_modules/"), strings.Contains(lp, "/third_party/"):
+		mult *= 0.5
+	case strings.Contains(lp, "/testdata/"), strings.Contains(lp, "/fixtures/"):
+		mult *= 0.5
+	}
+	if !r.askTests && (strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") ||
+		strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") || strings.HasSuffix(stem, "_test") ||
+		strings.Contains(lp, "/test/") || strings.Contains(lp, "/tests/") || strings.Contains(lp, "/__tests__/")) {
+		mult *= 0.25
+	}
+	if !r.askDocs {
+		switch path.Ext(base) {
+		case ".md", ".markdown", ".rst", ".txt", ".adoc":
+			mult *= 0.5
+		}
+		if strings.Contains(lp, "/docs/") || strings.Contains(lp, "/doc/") {
+			mult *= 0.7
+		}
+	}
+	if !r.askExamples && (strings.Contains(lp, "/example") || strings.HasPrefix(base, "example")) {
+		mult *= 0.6
+	}
+	// Another platform's variant comes after the Unix one or the
+	// portable one.
+	for _, osName := range []string{"_windows", "_plan9", "_wasm", "_js", "_wasip1", "_darwin", "_ios", "_android", "_solaris", "_aix", "_openbsd", "_netbsd", "_freebsd", "_dragonfly", "_illumos", "_zos"} {
+		if strings.HasSuffix(stem, osName) || strings.Contains(stem, osName+"_") {
+			mult *= 0.7
+			break
+		}
+	}
+	if strings.HasSuffix(base, ".pb.go") || strings.HasSuffix(stem, "_bundle") || strings.HasSuffix(stem, "_gen") ||
+		strings.HasSuffix(stem, "_generated") || strings.HasPrefix(base, "zz_generated") || strings.HasPrefix(base, "z") && strings.HasSuffix(base, ".go") && strings.Contains(base, "tables") {
+		mult *= 0.5
+	}
+	return mult
+}
+
+// fieldScore is the BM25-like score of a field's words.
+func (r *ranker) fieldScore(lw lineWords, weight, k float64) (float64, []bool) {
+	var s float64
+	hit := make([]bool, len(r.q))
+	for i, w := range r.q {
+		if c := lw.count(w); c > 0 {
+			tf := float64(c)
+			s += r.idf[i] * weight * tf * (k + 1) / (tf + k)
+			hit[i] = true
+		}
+	}
+	return s, hit
+}
+
+// scoreCand scores a candidate from its fields.
+func (r *ranker) scoreCand(c *cand) float64 {
+	var total float64
+	covered := make([]bool, len(r.q))
+	mark := func(h []bool) {
+		for i, b := range h {
+			covered[i] = covered[i] || b
+		}
+	}
+	name := wordsOf(strings.Join(splitIdent(c.name), " "))
+	s, h := r.fieldScore(name, 3, 0.5)
+	total += s
+	mark(h)
+	// A name made of several of the concepts says most: count the parts
+	// of the name that are concepts.
+	inName := 0
+	for _, part := range splitIdent(c.name) {
+		pw := r.wordsOf(part)
+		if slices.ContainsFunc(r.q, func(w qword) bool { return w.exact == "" && pw.count(w) > 0 }) {
+			inName++
+		}
+	}
+	if inName >= 2 {
+		total += s * 0.5 * float64(inName-1)
+	}
+	if c.name != "" {
+		for i, w := range r.q {
+			if w.exact != "" && strings.ToLower(c.name) == strings.ReplaceAll(w.exact, "_", "") {
+				total += 3 * r.idf[i]
+			}
+		}
+	}
+	s, h = r.fieldScore(wordsOf(c.signature), 1, 0.5)
+	total += s
+	mark(h)
+	s, h = r.fieldScore(wordsOf(strings.Join(c.doc, " ")), 1.5, 1)
+	total += s
+	mark(h)
+	body := lineWords{stems: make(map[string]int)}
+	var lower strings.Builder
+	for _, b := range c.body {
+		lw := r.wordsOf(b.text)
+		for st, n := range lw.stems {
+			body.stems[st] += n
+		}
+		lower.WriteString(lw.lower)
+		lower.WriteByte('\n')
+	}
+	body.lower = lower.String()
+	// BM25's length normalisation: a long body holds more words by
+	// chance.
+	s, h = r.fieldScore(body, 1, 1.2*(0.5+0.5*float64(len(c.body))/avgBodyLines))
+	total += 0.8 * s
+	mark(h)
+	s, h = r.fieldScore(wordsOf(strings.NewReplacer("/", " ", ".", " ", "_", " ", "-", " ").Replace(c.path)), 0.8, 0.5)
+	total += s
+	mark(h)
+	n := 0
+	for _, b := range covered {
+		if b {
+			n++
+		}
+	}
+	if len(r.q) > 0 {
+		total *= 0.5 + float64(n)/float64(len(r.q))
+	}
+	if c.name == "" {
+		total *= 0.5
+	}
+	return total * r.pathMult(c.path) * r.kindMult(c)
+}
+
+// kindMult prefers functions, whose bodies do the work, over types, and
+// types over variables and constants, unless the question names the
+// definition.
+func (r *ranker) kindMult(c *cand) float64 {
+	ln := strings.ToLower(c.name)
+	for _, w := range r.q {
+		if w.exact != "" && ln == strings.ReplaceAll(w.exact, "_", "") {
+			return 1
+		}
+	}
+	sig := c.signature
+	for _, mod := range []string{"export ", "default ", "pub ", "public ", "private ", "protected ", "static ", "abstract ", "final "} {
+		sig = strings.TrimPrefix(sig, mod)
+	}
+	switch {
+	case arrowRe.MatchString(c.signature):
+		return 1
+	case strings.HasPrefix(sig, "var "), strings.HasPrefix(sig, "const "), strings.HasPrefix(sig, "let "), strings.HasPrefix(sig, "val "):
+		return 0.6
+	case strings.HasPrefix(sig, "type "), strings.HasPrefix(sig, "class "), strings.HasPrefix(sig, "struct "),
+		strings.HasPrefix(sig, "interface "), strings.HasPrefix(sig, "enum "), strings.HasPrefix(sig, "trait "):
+		return 0.8
+	}
+	return 1
+}
+
+// candidates builds the definitions from grep hits: each definition line
+// is one; every other line joins the definition above it (its body) or,
+// for a comment, the one below it (its doc); a line in none becomes an
+// anchor, resolved when read.
+func (r *ranker) candidates(grep []hit) []*cand {
+	byFile := make(map[string][]hit)
+	seen := make(map[string]bool)
+	for _, h := range grep {
+		key := h.path + "\x00" + strconv.Itoa(h.line)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		byFile[h.path] = append(byFile[h.path], h)
+	}
+	var lines []lineWords
+	for _, hs := range byFile {
+		for _, h := range hs {
+			lines = append(lines, r.wordsOf(h.text))
+		}
+	}
+	r.computeIDF(lines)
+
+	var out []*cand
+	for _, p := range sortedKeys(byFile) {
+		hs := byFile[p]
+		slices.SortFunc(hs, func(a, b hit) int { return a.line - b.line })
+		var defs []*cand
+		for _, h := range hs {
+			if name := defNameOf(p, h.text); name != "" {
+				defs = append(defs, &cand{path: p, line: h.line, name: name, signature: signature(h.text), end: h.line})
+			}
+		}
+		var anchors []*cand
+		for _, h := range hs {
+			if _, ok := slices.BinarySearchFunc(defs, h.line, func(c *cand, l int) int { return c.line - l }); ok {
+				continue
+			}
+			if commentRe.MatchString(h.text) {
+				if i, _ := slices.BinarySearchFunc(defs, h.line, func(c *cand, l int) int { return c.line - l }); i < len(defs) && defs[i].line-h.line <= 15 {
+					defs[i].doc = append(defs[i].doc, h.text)
+					continue
+				}
+			}
+			i, _ := slices.BinarySearchFunc(defs, h.line, func(c *cand, l int) int { return c.line - l })
+			if commentRe.MatchString(h.text) && (i == 0 || h.line-defs[i-1].line > 3) {
+				// Most likely the doc comment of a definition below that
+				// does not name the concept: resolved when read.
+				if n := len(anchors); n > 0 && anchors[n-1].comment && h.line-anchors[n-1].body[len(anchors[n-1].body)-1].line <= 2 {
+					anchors[n-1].body = append(anchors[n-1].body, h)
+					continue
+				}
+				anchors = append(anchors, &cand{path: p, line: h.line, end: h.line, body: []hit{h}, comment: true})
+				continue
+			}
+			if i > 0 && h.line-defs[i-1].line <= maxAttach {
+				defs[i-1].body = append(defs[i-1].body, h)
+				continue
+			}
+			if n := len(anchors); n > 0 && !anchors[n-1].comment && h.line-anchors[n-1].line <= 40 {
+				anchors[n-1].body = append(anchors[n-1].body, h)
+				continue
+			}
+			anchors = append(anchors, &cand{path: p, line: h.line, end: h.line, body: []hit{h}})
+		}
+		out = append(out, defs...)
+		out = append(out, anchors...)
+	}
+	for _, c := range out {
+		c.score = r.scoreCand(c)
+	}
+	sortCands(out)
+	return out
+}
+
+func sortCands(cs []*cand) {
+	slices.SortStableFunc(cs, func(a, b *cand) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return a.line - b.line
+	})
+}
+
+// readPlan is the definitions to read: offset and limit per candidate,
+// best first.
+type readReq struct {
+	path          string
+	offset, limit int
+}
+
+// At most n reads; the plan for fewer is a prefix of the plan for more.
+func readPlan(cs []*cand, n int) []readReq {
+	var out []readReq
+	for _, c := range cs {
+		if len(out) == n || c.score <= 0 {
+			break
+		}
+		before, limit := candReadBefore, candReadLimit
+		switch {
+		case c.comment:
+			before, limit = 2, candReadLimit
+		case c.name == "":
+			before, limit = anchorReadBefore, anchorReadBefore+30
+		}
+		req := readReq{path: c.path, offset: max(1, c.line-before), limit: limit}
+		if slices.ContainsFunc(out, func(o readReq) bool {
+			return o.path == req.path && o.offset <= c.line && c.line < o.offset+o.limit-20
+		}) {
+			continue
+		}
+		out = append(out, req)
+	}
+	return out
+}
+
+// resolve completes the candidates with what was read: the enclosing
+// definition of an anchor, each definition's span, doc comment and body.
+func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
+	byLine := make(map[string]map[int]string)
+	for p, hs := range reads {
+		m := make(map[int]string, len(hs))
+		for _, h := range hs {
+			m[h.line] = h.text
+		}
+		byLine[p] = m
+	}
+	seen := make(map[string]*cand)
+	var out []*cand
+	for _, c := range cs {
+		lines := byLine[c.path]
+		if lines == nil {
+			if c.name != "" || len(out) < maxFindings {
+				out = append(out, c)
+			}
+			continue
+		}
+		if _, ok := lines[c.line]; !ok {
+			out = append(out, c)
+			continue
+		}
+		if c.comment {
+			// The definition below the comment block, if any.
+			for l := c.line; l <= c.line+30; l++ {
+				text, ok := lines[l]
+				if !ok || !commentRe.MatchString(text) {
+					if name := defNameOf(c.path, text); ok && name != "" {
+						c.name, c.line, c.signature = name, l, signature(text)
+					}
+					break
+				}
+			}
+		}
+		if c.name == "" {
+			// Find the definition the line is in.
+			for l := c.line; l >= c.line-anchorReadBefore; l-- {
+				text, ok := lines[l]
+				if !ok {
+					break
+				}
+				if name := defNameOf(c.path, text); name != "" {
+					c.name, c.line, c.signature = name, l, signature(text)
+					break
+				}
+			}
+		}
+		key := c.path + "\x00" + strconv.Itoa(c.line)
+		if prev := seen[key]; prev != nil {
+			prev.body = append(prev.body, c.body...)
+			continue
+		}
+		seen[key] = c
+		c.read = true
+		if c.name != "" {
+			c.end = spanEnd(c.path, lines, c.line)
+			c.doc = docAbove(lines, c.line)
+			c.body = c.body[:0]
+			var data map[int]bool
+			if path.Ext(c.path) == ".go" {
+				data = goStringLines(lines, c.line, c.end)
+				if sig := goSignature(lines, c.line, c.end); sig != "" {
+					c.signature = sig
+				}
+			}
+			for l := c.line + 1; l <= c.end; l++ {
+				if !data[l] {
+					c.body = append(c.body, hit{path: c.path, line: l, text: lines[l]})
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	for _, c := range out {
+		c.score = r.scoreCand(c)
+		if c.read {
+			c.snippet = r.bestBodyLine(c)
+		}
+	}
+	sortCands(out)
+	return out
+}
+
+// bestBodyLine is the line of the body that does the most of the work
+// the question asks about: the most concepts, else the first statement.
+func (r *ranker) bestBodyLine(c *cand) string {
+	best, bestScore := "", 0.0
+	first := ""
+	for _, h := range c.body {
+		t := strings.TrimSpace(h.text)
+		if t == "" || commentRe.MatchString(h.text) || t == "}" || t == "{" || t == ")" {
+			continue
+		}
+		if first == "" && len(t) >= 12 {
+			first = t // a statement, not "switch {"
+		}
+		s, _ := r.fieldScore(r.wordsOf(h.text), 1, 0.5)
+		if s > bestScore {
+			best, bestScore = t, s
+		}
+	}
+	if best == "" {
+		best = first
+	}
+	return best
+}
+
+// signature is a definition line without its opening brace or colon.
+func signature(text string) string {
+	s := strings.TrimSpace(text)
+	s = strings.TrimSpace(strings.TrimSuffix(s, "{"))
+	if i := strings.Index(s, " { "); i > 0 && strings.HasSuffix(s, "}") && !strings.Contains(s[:i], "=") {
+		s = s[:i] // a one-line function: its signature only
+	}
+	if strings.HasPrefix(s, "def ") || strings.HasPrefix(s, "class ") || strings.HasPrefix(s, "async def ") {
+		s = strings.TrimSuffix(s, ":")
+	}
+	return s
+}
+
+// docAbove is the comment block just above line l.
+func docAbove(lines map[int]string, l int) []string {
+	var doc []string
+	for k := l - 1; k > 0 && k >= l-30; k-- {
+		text, ok := lines[k]
+		if !ok || !commentRe.MatchString(text) {
+			break
+		}
+		doc = append(doc, text)
+	}
+	slices.Reverse(doc)
+	return doc
+}
+
+// spanEnd is the last line of the definition at line start, as far as
+// the lines read show: Go by its tokens, Python by indentation, the rest
+// by braces.
+func spanEnd(p string, lines map[int]string, start int) int {
+	last := start
+	for hasLine(lines, last+1) {
+		last++
+	}
+	switch path.Ext(p) {
+	case ".go":
+		return goSpanEnd(lines, start, last)
+	case ".py":
+		return indentSpanEnd(lines, start, last)
+	}
+	return braceSpanEnd(lines, start, last)
+}
+
+func hasLine(lines map[int]string, l int) bool {
+	_, ok := lines[l]
+	return ok
+}
+
+func goSpanEnd(lines map[int]string, start, last int) int {
+	var src strings.Builder
+	for l := start; l <= last; l++ {
+		src.WriteString(lines[l])
+		src.WriteByte('\n')
+	}
+	fset := token.NewFileSet()
+	file := fset.AddFile("", -1, src.Len())
+	var s scanner.Scanner
+	s.Init(file, []byte(src.String()), nil, 0)
+	depth, opened := 0, false
+	for {
+		pos, tok, _ := s.Scan()
+		switch tok {
+		case token.EOF:
+			return last
+		case token.LBRACE, token.LPAREN, token.LBRACK:
+			if tok == token.LBRACE {
+				opened = true
+			}
+			depth++
+		case token.RBRACE, token.RPAREN, token.RBRACK:
+			depth--
+			if depth == 0 && opened && tok == token.RBRACE {
+				return start + file.Line(pos) - 1
+			}
+		case token.SEMICOLON:
+			if depth == 0 && !opened {
+				return start + file.Line(pos) - 1 // type T int, a one-line definition
+			}
+		}
+	}
+}
+
+// goSignature parses a Go function with go/parser and prints its
+// signature on one line, however many lines it spans in the source; ""
+// when the lines are no complete function.
+func goSignature(lines map[int]string, start, end int) string {
+	if !strings.HasPrefix(lines[start], "func") {
+		return ""
+	}
+	var src strings.Builder
+	src.WriteString("package p\n")
+	for l := start; l <= end; l++ {
+		src.WriteString(lines[l])
+		src.WriteByte('\n')
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src.String(), parser.SkipObjectResolution)
+	if err != nil || len(f.Decls) != 1 {
+		return ""
+	}
+	fd, ok := f.Decls[0].(*ast.FuncDecl)
+	if !ok {
+		return ""
+	}
+	fd.Body = nil
+	var b strings.Builder
+	if err := printer.Fprint(&b, fset, fd); err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// goStringLines are the lines from start to end that lie inside a string
+// literal of several lines: data (a table, a template), not code.
+func goStringLines(lines map[int]string, start, end int) map[int]bool {
+	var src strings.Builder
+	for l := start; l <= end; l++ {
+		src.WriteString(lines[l])
+		src.WriteByte('\n')
+	}
+	fset := token.NewFileSet()
+	file := fset.AddFile("", -1, src.Len())
+	var sc scanner.Scanner
+	sc.Init(file, []byte(src.String()), nil, 0)
+	var data map[int]bool
+	for {
+		pos, tok, lit := sc.Scan()
+		if tok == token.EOF {
+			return data
+		}
+		if tok == token.STRING && strings.Contains(lit, "\n") {
+			first := file.Line(pos)
+			for k := first + 1; k <= first+strings.Count(lit, "\n"); k++ {
+				if data == nil {
+					data = make(map[int]bool)
+				}
+				data[start+k-1] = true
+			}
+		}
+	}
+}
+
+func indentSpanEnd(lines map[int]string, start, last int) int {
+	indent := func(s string) int { return len(s) - len(strings.TrimLeft(s, " \t")) }
+	base := indent(lines[start])
+	end, depth := start, parenDepth(lines[start])
+	for l := start + 1; l <= last; l++ {
+		t := lines[l]
+		if strings.TrimSpace(t) == "" {
+			continue
+		}
+		if depth <= 0 && indent(t) <= base {
+			break
+		}
+		depth += parenDepth(t)
+		end = l
+	}
+	return end
+}
+
+// parenDepth is how many more brackets a line opens than it closes,
+// outside strings and comments.
+func parenDepth(line string) int {
+	d, inStr := 0, rune(0)
+	for _, ch := range line {
+		switch {
+		case inStr != 0:
+			if ch == inStr {
+				inStr = 0
+			}
+		case ch == '"' || ch == '\'':
+			inStr = ch
+		case ch == '#':
+			return d
+		case ch == '(' || ch == '[' || ch == '{':
+			d++
+		case ch == ')' || ch == ']' || ch == '}':
+			d--
+		}
+	}
+	return d
+}
+
+func braceSpanEnd(lines map[int]string, start, last int) int {
+	depth, opened := 0, false
+	for l := start; l <= last; l++ {
+		inStr := rune(0)
+		for _, ch := range lines[l] {
+			switch {
+			case inStr != 0:
+				if ch == inStr {
+					inStr = 0
+				}
+			case ch == '"' || ch == '\'' || ch == '`':
+				inStr = ch
+			case ch == '{':
+				depth++
+				opened = true
+			case ch == '}':
+				depth--
+				if opened && depth == 0 {
+					return l
+				}
+			}
+		}
+		if !opened && l > start+3 {
+			return start // no body: a declaration
+		}
+	}
+	return last
+}
+
+// findings turns ranked candidates into findings: at most
+// maxFindingsFile a file and maxFindings in all, relevance in [0, 1].
+func (r *ranker) findings(cs []*cand) []scored {
+	var all []scored
+	perFile := make(map[string]int)
+	for _, c := range cs {
+		if len(all) == maxFindings {
+			break
+		}
+		if c.score <= 0 || perFile[c.path] == maxFindingsFile {
+			continue
+		}
+		perFile[c.path]++
+		f := Finding{Path: c.path, Line: c.line, EndLine: max(c.end, c.line)}
+		if c.name != "" {
+			f.Symbol = snippet(c.signature)
+			f.Snippet = snippet(c.snippet)
+			if f.Snippet == "" {
+				f.Snippet = f.Symbol
+			}
+		} else {
+			best := c.body[0]
+			for _, h := range c.body {
+				if s, _ := r.fieldScore(r.wordsOf(h.text), 1, 0.5); s > 0 {
+					if b, _ := r.fieldScore(r.wordsOf(best.text), 1, 0.5); s > b {
+						best = h
+					}
+				}
+			}
+			f.Line, f.EndLine, f.Snippet = best.line, best.line, snippet(best.text)
+		}
+		all = append(all, scored{Finding: f, score: c.score})
+	}
+	if len(all) > 0 && all[0].score > 0 {
+		top := all[0].score
+		for i := range all {
+			all[i].Relevance = math.Max(0.01, math.Round(all[i].score/top*100)/100)
+		}
+	}
+	return all
+}

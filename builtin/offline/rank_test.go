@@ -1,0 +1,125 @@
+package offline
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCodeStem(t *testing.T) {
+	for _, group := range [][]string{
+		{"retry", "retries", "retried", "retrying"},
+		{"parse", "parsed", "parser", "parsing", "parses"},
+		{"cookie", "cookies"},
+		{"decode", "decoded", "decoder", "decoding"},
+		{"process", "processes"},
+		{"redirect", "redirects", "redirected"},
+	} {
+		for _, w := range group[1:] {
+			assert.Equal(t, codeStem(group[0]), codeStem(w), "%s and %s", group[0], w)
+		}
+	}
+	assert.Equal(t, "status", codeStem("status"))
+	assert.Equal(t, "exceed", codeStem("exceeds"), "not exce")
+	assert.NotEqual(t, codeStem("read"), codeStem("ready"))
+}
+
+func TestVocabulary(t *testing.T) {
+	assert.GreaterOrEqual(t, len(vocabulary), 200, "entries")
+	for k, vs := range vocabulary {
+		assert.Equal(t, strings.ToLower(k), k)
+		assert.NotContains(t, k, " ")
+		assert.NotEmpty(t, vs, k)
+		for _, v := range vs {
+			assert.Equal(t, strings.ToLower(v), v, k)
+		}
+	}
+	// The words people use find the words code uses.
+	for word, code := range map[string]string{
+		"guess": "detect", "normalised": "canonical", "throttled": "rate", "unzipped": "gzip",
+		"crashes": "panic", "router": "mux", "uploaded": "multipart", "pretty": "indent",
+	} {
+		q := buildQuery(word, extractTerms(word))
+		require.Len(t, q, 1, word)
+		assert.Contains(t, q[0].stems, codeStem(code), word)
+	}
+}
+
+func TestDefNameOf(t *testing.T) {
+	tests := []struct{ path, line, want string }{
+		{"a.go", "func (c *Client) Kill() error {", "Kill"},
+		{"a.go", "func Parse[T any](s string) T {", "Parse"},
+		{"a.go", "type Budget struct {", "Budget"},
+		{"a.go", "var ErrX = errors.New(\"x\")", "ErrX"},
+		{"a.go", "\tvar n int", ""},
+		{"a.go", "\tx := retry(f)", ""},
+		{"a.go", "\tif retry(x) {", ""},
+		{"a.py", "    def archive(self, note_id):", "archive"},
+		{"a.py", "class NoteStore:", "NoteStore"},
+		{"a.ts", "export async function withRetry<T>(fn: () => Promise<T>): Promise<T> {", "withRetry"},
+		{"a.ts", "export const countWords = (text: string): number =>", "countWords"},
+		{"a.ts", "  async autosave(): Promise<void> {", "autosave"},
+		{"a.ts", "    await this.client.createNote(title, rest.join(\"\\n\"));", ""},
+		{"a.java", "    public List<Note> listRecent(int limit) {", "listRecent"},
+		{"a.rs", "pub fn slugify(title: &str) -> String {", "slugify"},
+		{"a.c", "static long count_words(FILE *f)", "count_words"},
+		{"a.c", "\treturn count_words(f);", ""},
+		{"a.sh", "rotate_backups() {", "rotate_backups"},
+		{"a.sh", "# rotate_backups() deletes", ""},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, defNameOf(tt.path, tt.line), "%s: %s", tt.path, tt.line)
+	}
+}
+
+func TestSpanEnd(t *testing.T) {
+	lines := func(src string) map[int]string {
+		m := make(map[int]string)
+		for i, l := range strings.Split(src, "\n") {
+			m[i+1] = l
+		}
+		return m
+	}
+	goSrc := "func f() {\n\ts := \"}\"\n\tif x {\n\t}\n}\n\nfunc g() {}\n"
+	assert.Equal(t, 5, spanEnd("a.go", lines(goSrc), 1), "a brace in a string is no end")
+	assert.Equal(t, 7, spanEnd("a.go", lines(goSrc), 7))
+	assert.Equal(t, 1, spanEnd("a.go", lines("type ID string\n\nfunc f() {}\n"), 1))
+	pySrc := "class A:\n    def f(self):\n        return (\n    1)\n\n    def g(self):\n        pass\nx = 1\n"
+	assert.Equal(t, 4, spanEnd("a.py", lines(pySrc), 2))
+	assert.Equal(t, 7, spanEnd("a.py", lines(pySrc), 1))
+	tsSrc := "  search(q: string) {\n    return this.request(\"GET\", \"/s?q={\" + q);\n  }\n}\n"
+	assert.Equal(t, 3, spanEnd("a.ts", lines(tsSrc), 1))
+}
+
+// TestEvalNotes runs the evaluation questions about testdata/repos/notes,
+// a tree small enough for every test run: it is not Go, so the
+// definitions come from the light per-language heuristics.
+func TestEvalNotes(t *testing.T) {
+	var qs []evalQuestion
+	for _, q := range loadEval(t) {
+		if q.Repo == "testdata/repos/notes" {
+			qs = append(qs, q)
+		}
+	}
+	require.NotEmpty(t, qs)
+	fig := evaluate(context.Background(), t, qs, t.Logf)
+	t.Log(fig)
+	assert.GreaterOrEqual(t, fig.top5File, 90.0)
+	assert.GreaterOrEqual(t, fig.top5Lines, 80.0)
+	assert.GreaterOrEqual(t, fig.top1File, 60.0)
+}
+
+func TestGoSignature(t *testing.T) {
+	lines := map[int]string{
+		10: "func (t *Transport) dialConn(ctx context.Context,",
+		11: "\tcm connectMethod) (pconn *persistConn, err error) {",
+		12: "\treturn nil, nil",
+		13: "}",
+	}
+	assert.Equal(t, "func (t *Transport) dialConn(ctx context.Context, cm connectMethod) (pconn *persistConn, err error)",
+		goSignature(lines, 10, 13))
+	assert.Empty(t, goSignature(lines, 10, 12), "not a whole function")
+}

@@ -1,0 +1,1 @@
+"""The notes service: storage, search and a small HTTP API."""
