@@ -102,6 +102,7 @@ type Agent struct {
 	subtree      Usage
 	subToolCalls int
 	groups       []*Group // the groups it spawned
+	bgSpawning   int      // background groups being spawned, not yet in groups
 	turns        int
 	notes        []string
 	result       Result
@@ -304,7 +305,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	a.m.retire(a) // before done closes, so a waiter sees the manager settled
 	close(a.done)
 	if a.group != nil {
-		a.group.childEnded()
+		a.group.childEnded(a)
 	}
 	// Close waits for the callbacks, so wg.Done comes after them.
 	defer a.m.wg.Done()

@@ -187,7 +187,11 @@ func (a *Agent) answer(ctx context.Context, q agenttypes.Question) (agenttypes.A
 	}
 	if r, ok := p.model.(RetrievalOnly); !ok || !r.RetrievalOnly() {
 		text, err := p.answerWithModel(ctx, a, q)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrBudgetExceeded):
+			// The parent cannot afford to answer: the user may.
+			text = escalate
+		case err != nil:
 			return agenttypes.Answer{}, err
 		}
 		if !strings.EqualFold(strings.Trim(strings.TrimSpace(text), ".*"), escalate) {
@@ -237,6 +241,18 @@ func (p *Agent) askOwnModel(ctx context.Context, system, prompt string, maxToken
 	msgs := []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, system),
 		llms.TextParts(llms.ChatMessageTypeHuman, prompt),
+	}
+	// The call is p's: held to what p and its ancestors have left, as a
+	// call of its loop is.
+	if x := p.costSpent(); x != nil {
+		return "", fmt.Errorf("%w: cost budget%s of $%g used up", ErrBudgetExceeded, p.whose(x), x.budget.MaxCostUSD)
+	}
+	if t := p.tokensLeft(); t.agent != nil {
+		left := t.left - countTokens(p.model, system) - countTokens(p.model, prompt) - 2*perMessageTokens
+		if left < p.m.cfg.MinOutputTokens {
+			return "", fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, p.whose(t.agent), t.limit)
+		}
+		maxTokens = min(maxTokens, left)
 	}
 	resp, err := p.model.GenerateContent(ctx, msgs, llms.WithMaxTokens(maxTokens))
 	p.mu.Lock()

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -24,7 +25,8 @@ type Group struct {
 	done       chan struct{}
 
 	mu    sync.Mutex
-	next  int // the next held agent to let go
+	next  int    // the next held agent to let go
+	let   []bool // which agents were let go (not ended while held)
 	ended int
 }
 
@@ -72,8 +74,13 @@ func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, err
 		if dir == "" {
 			dir = g.parent.dir
 		}
-		if req.Background && g.parent.backgroundGroups() >= m.cfg.MaxBackgroundGroups {
-			return nil, fmt.Errorf("%w: agent %s has %d background groups running, the most it may (MaxBackgroundGroups); collect or cancel one first", ErrDelegation, g.parent.id, m.cfg.MaxBackgroundGroups)
+		if req.Background {
+			// Reserved, not only counted: two requests at once must not
+			// both pass the limit.
+			if !g.parent.reserveBackground(m.cfg.MaxBackgroundGroups) {
+				return nil, fmt.Errorf("%w: agent %s has %d background groups running, the most it may (MaxBackgroundGroups); collect or cancel one first", ErrDelegation, g.parent.id, m.cfg.MaxBackgroundGroups)
+			}
+			defer g.parent.unreserveBackground()
 		}
 	}
 	g.agents = make([]*Agent, 0, n)
@@ -105,10 +112,9 @@ func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, err
 		g.parent.mu.Unlock()
 	}
 	g.mu.Lock()
-	for g.next < min(conc, n) {
-		a := g.agents[g.next]
-		g.next++
-		m.releaseHeld(a)
+	g.let = make([]bool, n)
+	for range min(conc, n) {
+		g.releaseNextLocked()
 	}
 	g.mu.Unlock()
 	return g, nil
@@ -142,19 +148,16 @@ func taskName(t agenttypes.ChildTask) string {
 
 // childEnded lets the next held agent go, and closes the group when every
 // agent has ended.
-func (g *Group) childEnded() {
+func (g *Group) childEnded(a *Agent) {
 	g.mu.Lock()
 	g.ended++
-	var next *Agent
-	if g.next < len(g.agents) {
-		next = g.agents[g.next]
-		g.next++
+	// Only an agent that was let go frees a place: one that ended while
+	// held never took one.
+	if i := slices.Index(g.agents, a); i >= 0 && g.let[i] {
+		g.releaseNextLocked()
 	}
 	whole := g.ended == len(g.agents)
 	g.mu.Unlock()
-	if next != nil {
-		g.m.releaseHeld(next)
-	}
 	if !whole {
 		return
 	}
@@ -163,6 +166,19 @@ func (g *Group) childEnded() {
 		p.emit(&Event{Kind: EventGroupDone, Group: g.id, Text: g.summary()})
 	}
 	g.m.runGroupCallbacks(g)
+}
+
+// releaseNextLocked lets the next held agent go, passing over those that
+// ended while held. g.mu is held.
+func (g *Group) releaseNextLocked() {
+	for g.next < len(g.agents) {
+		i := g.next
+		g.next++
+		if g.m.releaseHeld(g.agents[i]) {
+			g.let[i] = true
+			return
+		}
+	}
 }
 
 // summary says how the group's agents ended, for the group's event.
@@ -256,10 +272,27 @@ func (m *Manager) runGroupCallbacks(g *Group) {
 	}
 }
 
-// backgroundGroups counts a's background groups still running.
-func (a *Agent) backgroundGroups() int {
+// reserveBackground takes one of a's background groups for a group being
+// spawned, if fewer than limit are running or being spawned.
+func (a *Agent) reserveBackground(limit int) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.backgroundGroupsLocked()+a.bgSpawning >= limit {
+		return false
+	}
+	a.bgSpawning++
+	return true
+}
+
+func (a *Agent) unreserveBackground() {
+	a.mu.Lock()
+	a.bgSpawning--
+	a.mu.Unlock()
+}
+
+// backgroundGroupsLocked counts a's background groups still running; a.mu
+// is held.
+func (a *Agent) backgroundGroupsLocked() int {
 	n := 0
 	for _, g := range a.groups {
 		select {

@@ -330,13 +330,13 @@ func (m *Manager) admitHeld(a *Agent) error {
 	return nil
 }
 
-// releaseHeld starts a held agent or queues it for a slot; an agent that
-// ended while held is left alone.
-func (m *Manager) releaseHeld(a *Agent) {
+// releaseHeld starts a held agent or queues it for a slot, and reports
+// whether it did; an agent that ended while held is left alone.
+func (m *Manager) releaseHeld(a *Agent) bool {
 	m.mu.Lock()
 	if !a.held {
 		m.mu.Unlock()
-		return
+		return false
 	}
 	a.held = false
 	start := m.running < m.cfg.MaxConcurrent && m.queue.Len() == 0 && m.resumers.Len() == 0
@@ -350,6 +350,7 @@ func (m *Manager) releaseHeld(a *Agent) {
 	if start {
 		go a.run()
 	}
+	return true
 }
 
 // The running slots. At most MaxConcurrent agents hold one. An agent gives

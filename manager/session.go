@@ -25,6 +25,8 @@ type session struct {
 	// over is how far a model call's provider count went past the token
 	// budget; the answer was handed over, later calls are refused.
 	over int
+	// done is set when the loop has returned: calls after it are refused.
+	done bool
 }
 
 type budgetStop struct {
@@ -45,12 +47,15 @@ func (l *loop) runCustom() {
 	}
 	s := &session{l: l}
 	out, err := a.typ.Loop.Run(l.ctx, s, task)
+	// A Generate the loop left running ends before the run does (it holds
+	// s.mu throughout); no call starts after this.
+	s.mu.Lock()
+	s.done = true
+	stop, over := s.stop, s.over
+	s.mu.Unlock()
 	if out != "" {
 		l.lastText = out
 	}
-	s.mu.Lock()
-	stop, over := s.stop, s.over
-	s.mu.Unlock()
 	switch {
 	case l.ctx.Err() != nil:
 		l.stopped()
@@ -91,6 +96,9 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 	}
 	if err := l.ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.done {
+		return nil, errLoopReturned
 	}
 	if s.stop != nil {
 		return nil, s.stop.err
@@ -201,6 +209,10 @@ func (s *session) CallTool(_ context.Context, call agenttypes.ToolCall) (string,
 		return "", fmt.Errorf("%w: %s", agenttypes.ErrToolRefused, o.text)
 	}
 	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return "", errLoopReturned
+	}
 	if s.stop != nil {
 		s.mu.Unlock()
 		return "", s.stop.err
@@ -215,7 +227,11 @@ func (s *session) CallTool(_ context.Context, call agenttypes.ToolCall) (string,
 	a.chargeToolCall()
 	a.m.toolCalls.Add(1)
 	s.mu.Unlock()
+	// As in the manager's loop: a tool that waits on other agents lends
+	// the agent's slot meanwhile.
+	a.m.enterTools(a)
 	o := l.runTool(c)
+	a.m.leaveTools(a)
 	if o.panicked != nil {
 		s.mu.Lock()
 		if s.stop == nil {
@@ -251,7 +267,26 @@ func (s *session) Progress(text string) {
 	s.l.a.emit(&Event{Kind: EventProgress, Text: text})
 }
 
-func (s *session) Tree() agenttypes.Tree { return agentTree{s.l.a} }
+// Tree is the agent's tree; its calls lend the agent's slot while they
+// wait on children, as a tool call does.
+func (s *session) Tree() agenttypes.Tree { return sessionTree{agentTree{s.l.a}} }
+
+type sessionTree struct{ agentTree }
+
+func (t sessionTree) Delegate(ctx context.Context, req agenttypes.DelegateRequest) (*agenttypes.DelegateResponse, error) {
+	t.a.m.enterTools(t.a)
+	defer t.a.m.leaveTools(t.a)
+	return t.agentTree.Delegate(ctx, req)
+}
+
+func (t sessionTree) Collect(ctx context.Context, req agenttypes.CollectRequest) (*agenttypes.CollectResponse, error) {
+	t.a.m.enterTools(t.a)
+	defer t.a.m.leaveTools(t.a)
+	return t.agentTree.Collect(ctx, req)
+}
+
+// errLoopReturned refuses a call made after the type's loop returned.
+var errLoopReturned = errors.New("the agent's loop has returned; its session takes no more calls")
 
 // toLLM turns a Loop's messages into the model's.
 func toLLM(msgs []agenttypes.Message) ([]llms.MessageContent, error) {

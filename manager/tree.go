@@ -74,9 +74,6 @@ func (a *Agent) clampChild(b agenttypes.Budget) (agenttypes.Budget, error) {
 		sub, calls := x.subtree, x.subToolCalls
 		started := x.started
 		x.mu.Unlock()
-		if started.IsZero() {
-			started = x.created
-		}
 		lim := x.budget
 		if lim.MaxTokens > 0 {
 			left := lim.MaxTokens - sub.Total()
@@ -93,7 +90,12 @@ func (a *Agent) clampChild(b agenttypes.Budget) (agenttypes.Budget, error) {
 			b.MaxToolCalls = clampInt(b.MaxToolCalls, left)
 		}
 		if lim.MaxTime > 0 {
-			left := started.Add(lim.MaxTime).Sub(now)
+			// An agent that has not started has its whole time ahead: its
+			// deadline, when it starts, is later than the child's.
+			left := lim.MaxTime
+			if !started.IsZero() {
+				left = started.Add(lim.MaxTime).Sub(now)
+			}
 			if left <= 0 && err == nil {
 				err = fmt.Errorf("%w: agent %s has used its %s", ErrDelegation, x.id, lim.MaxTime)
 			}

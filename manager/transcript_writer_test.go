@@ -1,0 +1,99 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The writer under many adders, with help-flushes and backpressure, and
+// close racing the last adds: every line added before close is written
+// whole, each adder's lines in order; synced never hangs; adds after
+// close are dropped.
+func TestTranscriptWriterOrderAndLoss(t *testing.T) {
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "run.jsonl")
+		w := newTranscriptWriter(path, slog.New(slog.DiscardHandler))
+		const adders, each = 8, 2000
+		big := strings.Repeat("x", 700)
+		var wg sync.WaitGroup
+		var addedMu sync.Mutex
+		added := map[string]uint64{} // last seq added per adder before closing was seen
+		start := make(chan struct{})
+		for i := range adders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				id := fmt.Sprint("a", i)
+				for n := range uint64(each) {
+					w.add(&Event{Seq: n + 1, AgentID: id, Text: big})
+					w.mu.Lock()
+					closing := w.closing
+					w.mu.Unlock()
+					if !closing {
+						addedMu.Lock()
+						added[id] = n + 1
+						addedMu.Unlock()
+					}
+					if n%500 == 0 {
+						select {
+						case <-w.synced():
+						case <-time.After(5 * time.Second):
+							t.Error("synced never closed")
+						}
+					}
+				}
+			}()
+		}
+		close(start)
+		time.Sleep(time.Duration(round) * 5 * time.Millisecond)
+		w.close()
+		wg.Wait()
+		<-w.synced()
+		w.add(&Event{Seq: 1 << 40, AgentID: "late"})
+		events, err := ReadTranscript(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			require.Empty(t, added, "lines were added before close, and no file was written")
+			continue
+		}
+		require.NoError(t, err)
+		last := map[string]uint64{}
+		for _, e := range events {
+			require.Equal(t, last[e.AgentID]+1, e.Seq, "adder %s: lines in order, none lost", e.AgentID)
+			last[e.AgentID] = e.Seq
+		}
+		for id, n := range added {
+			assert.GreaterOrEqual(t, last[id], n, "adder %s: every line added before close is on disk", id)
+		}
+		assert.NotContains(t, last, "late")
+	}
+}
+
+func TestTranscriptWriteErrorNeverBlocks(t *testing.T) {
+	w := newTranscriptWriter("/dev/null/not/a/dir/run.jsonl", slog.New(slog.DiscardHandler))
+	big := strings.Repeat("y", 4096)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := range 2000 { // 8 MiB: past the backpressure bound
+			w.add(&Event{Seq: uint64(n), AgentID: "a", Text: big})
+		}
+		<-w.synced()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("adds or synced blocked on a failing disk")
+	}
+	w.close()
+}
