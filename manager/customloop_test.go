@@ -2,9 +2,11 @@ package manager_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,4 +164,52 @@ func TestCustomLoopIsCancelled(t *testing.T) {
 	res, err := a.Wait(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, manager.Cancelled, res.State)
+}
+
+// A custom loop's own context bounds the calls it makes through its
+// session, as well as the run's: a plugin's loop passes its call's
+// deadline, and a tool or model that waits must stop at it.
+func TestCustomLoopCallsHonourTheLoopsContext(t *testing.T) {
+	toolErr := make(chan error, 1)
+	waiter := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "wait", Description: "waits for its context", ReadOnly: true},
+		Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			if agenttypes.EnvFrom(ctx) == nil {
+				return "", errors.New("the tool lost the agent's environment")
+			}
+			<-ctx.Done()
+			toolErr <- ctx.Err()
+			return "", ctx.Err()
+		},
+	}
+	var toolCallErr, generateErr error
+	loop := agenttypes.LoopFunc(func(ctx context.Context, s agenttypes.Session, task string) (string, error) {
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_, toolCallErr = s.CallTool(short, agenttypes.ToolCall{ID: "1", Name: "wait", Args: json.RawMessage(`{}`)})
+		cancel()
+		short, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+		_, generateErr = s.Generate(short, agenttypes.GenerateRequest{Messages: []agenttypes.Message{{Role: agenttypes.RoleUser, Text: task}}})
+		cancel()
+		resp, err := s.Generate(ctx, agenttypes.GenerateRequest{Messages: []agenttypes.Message{
+			{Role: agenttypes.RoleUser, Text: task}, {Role: agenttypes.RoleAssistant, Text: "(timed out)"}, {Role: agenttypes.RoleUser, Text: "again"}}})
+		if err != nil {
+			return "", err
+		}
+		return resp.Text, nil
+	})
+	model := scripted.New(scripted.Step{Block: true}, scripted.Step{Text: "done after both"})
+	f := newFixture(t, model, nil, waiter)
+	require.NoError(t, f.reg.RegisterType(agenttypes.Type{Name: "custom", Description: "brings its own loop", Tools: []string{"wait"}, Loop: loop}))
+	res := f.run(t, manager.SpawnRequest{Type: "custom", Task: "wait", Budget: agenttypes.Budget{MaxTime: time.Minute}})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	assert.Equal(t, "done after both", res.Output)
+	select {
+	case err := <-toolErr:
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "the tool's context ended at the loop's deadline")
+	default:
+		t.Fatal("the tool never saw its context end")
+	}
+	assert.ErrorIs(t, toolCallErr, context.DeadlineExceeded)
+	assert.ErrorIs(t, generateErr, context.DeadlineExceeded)
+	assert.Less(t, res.Duration, 30*time.Second, "neither call waited for the run's own time budget")
 }

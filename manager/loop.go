@@ -90,7 +90,7 @@ func (l *loop) run() {
 			return
 		}
 		if a.budget.MaxTurns > 0 && l.turns() >= a.budget.MaxTurns {
-			l.budget(ReasonBudgetTurns, "turn", a, a.budget.MaxTurns)
+			l.endOnBudget(ReasonBudgetTurns, "turn", a, a.budget.MaxTurns)
 			return
 		}
 		if x := a.costSpent(); x != nil {
@@ -104,7 +104,7 @@ func (l *loop) run() {
 		if t := a.tokensLeft(); t.agent != nil {
 			left := t.left - l.tokens
 			if left < a.m.cfg.MinOutputTokens {
-				l.budget(ReasonBudgetTokens, "token", t.agent, t.limit)
+				l.endOnBudget(ReasonBudgetTokens, "token", t.agent, t.limit)
 				return
 			}
 			if maxOut == 0 || left < maxOut {
@@ -114,7 +114,7 @@ func (l *loop) run() {
 		if maxOut > 0 {
 			callOpts = append(opts[:len(opts):len(opts)], llms.WithMaxTokens(maxOut))
 		}
-		choice, usage, err := l.call(callOpts)
+		choice, usage, err := l.call(l.ctx, callOpts)
 		if choice != nil && choice.Content != "" {
 			l.lastText = choice.Content
 		}
@@ -147,7 +147,7 @@ func (l *loop) run() {
 		// The tokens or dollars are spent; the tool calls they asked for
 		// are not run.
 		if t.agent != nil && t.left < 0 {
-			l.budget(ReasonBudgetTokens, "token", t.agent, t.limit)
+			l.endOnBudget(ReasonBudgetTokens, "token", t.agent, t.limit)
 			return
 		}
 		if x := a.costSpent(); x != nil {
@@ -261,7 +261,7 @@ func (l *loop) turns() int {
 }
 
 // call makes one model call and accounts for it.
-func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage Usage, err error) {
+func (l *loop) call(ctx context.Context, opts []llms.CallOption) (choice *llms.ContentChoice, usage Usage, err error) {
 	a := l.a
 	defer func() {
 		if p := recover(); p != nil {
@@ -270,7 +270,7 @@ func (l *loop) call(opts []llms.CallOption) (choice *llms.ContentChoice, usage U
 			err = fmt.Errorf("model %s: %w", a.modelName, &PanicError{Value: p, Stack: stack})
 		}
 	}()
-	resp, err := a.model.GenerateContent(l.ctx, l.msgs, opts...)
+	resp, err := a.model.GenerateContent(ctx, l.msgs, opts...)
 	a.mu.Lock()
 	a.turns++
 	a.mu.Unlock()
@@ -449,7 +449,7 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 		return false
 	}
 	if cut {
-		l.budget(ReasonBudgetToolCalls, "tool call", limit.agent, limit.limit)
+		l.endOnBudget(ReasonBudgetToolCalls, "tool call", limit.agent, limit.limit)
 		return false
 	}
 	return true
@@ -525,19 +525,19 @@ func (l *loop) refuse(c llms.ToolCall, name string) toolOutcome {
 func (l *loop) callTool(c llms.ToolCall) toolOutcome {
 	l.a.chargeToolCall()
 	l.a.m.toolCalls.Add(1)
-	return l.runTool(c)
+	return l.runTool(l.ctx, c)
 }
 
 // runTool runs one call that was counted. An error becomes the tool's
 // text; a panic is kept.
-func (l *loop) runTool(c llms.ToolCall) (o toolOutcome) {
+func (l *loop) runTool(ctx context.Context, c llms.ToolCall) (o toolOutcome) {
 	a := l.a
 	name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
 	o.name = name
 	tool := a.tools.byName[name]
 	a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: args})
 
-	text, err, panicked := invoke(l.ctx, tool, args)
+	text, err, panicked := invoke(ctx, tool, args)
 	if panicked != nil {
 		a.logger().Error("tool panicked", "tool", name, "panic", panicked.value, "stack", panicked.stack)
 		o.panicked = fmt.Errorf("%w: %s: %w", ErrToolPanic, name, &PanicError{Value: panicked.value, Stack: panicked.stack})
@@ -586,8 +586,9 @@ func (l *loop) stopped() {
 	l.a.finish(state, reason, err, l.partialOutput(), nil, true)
 }
 
-// budget ends the run on a budget of x, the agent or an ancestor.
-func (l *loop) budget(reason Reason, what string, x *Agent, limit int) {
+// endOnBudget ends the run on a used-up budget of x, the agent or an
+// ancestor.
+func (l *loop) endOnBudget(reason Reason, what string, x *Agent, limit int) {
 	l.a.finish(Failed, reason, fmt.Errorf("%w: %s budget%s of %d used up", ErrBudgetExceeded, what, l.a.whose(x), limit), l.partialOutput(), nil, true)
 }
 

@@ -149,7 +149,9 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 	if a.m.cfg.Stream {
 		opts = append(opts, llms.WithStreamingFunc(l.delta))
 	}
-	choice, usage, err := l.call(opts)
+	callCtx, cancel := within(l.ctx, ctx)
+	choice, usage, err := l.call(callCtx, opts)
+	cancel()
 	if choice != nil {
 		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: choice.Content})
 		if choice.Content != "" {
@@ -201,12 +203,15 @@ func orEmptyObject(args string) string {
 	return args
 }
 
-func (s *session) CallTool(_ context.Context, call agenttypes.ToolCall) (string, error) {
+func (s *session) CallTool(ctx context.Context, call agenttypes.ToolCall) (string, error) {
 	l, a := s.l, s.l.a
 	c := llms.ToolCall{ID: call.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: call.Name, Arguments: orEmptyObject(string(call.Args))}}
 	if a.tools.byName[call.Name] == nil {
 		o := l.refuse(c, call.Name)
 		return "", fmt.Errorf("%w: %s", agenttypes.ErrToolRefused, o.text)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
 	}
 	s.mu.Lock()
 	if s.done {
@@ -230,7 +235,9 @@ func (s *session) CallTool(_ context.Context, call agenttypes.ToolCall) (string,
 	// As in the manager's loop: a tool that waits on other agents lends
 	// the agent's slot meanwhile.
 	a.m.enterTools(a)
-	o := l.runTool(c)
+	toolCtx, cancel := within(l.ctx, ctx)
+	o := l.runTool(toolCtx, c)
+	cancel()
 	a.m.leaveTools(a)
 	if o.panicked != nil {
 		s.mu.Lock()
@@ -319,4 +326,24 @@ func toLLM(msgs []agenttypes.Message) ([]llms.MessageContent, error) {
 		return nil, fmt.Errorf("%w: a model call needs a message besides the system prompt", ErrBadRequest)
 	}
 	return out, nil
+}
+
+// within is the run's context, which carries the agent's environment and
+// ends with the run, also ended by the loop's own ctx: a custom loop (a
+// plugin's, with its call's deadline) may stop a call sooner than the run.
+func within(run, caller context.Context) (context.Context, context.CancelFunc) {
+	if caller == nil || caller == run || caller.Done() == nil {
+		return run, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(run)
+	var cancelDeadline context.CancelFunc = func() {}
+	if d, ok := caller.Deadline(); ok {
+		ctx, cancelDeadline = context.WithDeadline(ctx, d)
+	}
+	stop := context.AfterFunc(caller, func() { cancel(context.Cause(caller)) })
+	return ctx, func() {
+		stop()
+		cancelDeadline()
+		cancel(nil)
+	}
 }
