@@ -63,6 +63,13 @@ type Agent struct {
 	// descendants that have not ended.
 	children atomic.Int32
 	alive    atomic.Int32
+	// attached is set on a child its parent's end waits for (all but
+	// detached ones); live counts such children of this agent that have
+	// not ended, and liveZero is closed when live falls to zero.
+	attached bool
+	liveMu   sync.Mutex
+	live     int
+	liveZero chan struct{}
 
 	ctx    context.Context // derives from the parent's, so cancelling reaches the subtree
 	cancel context.CancelCauseFunc
@@ -93,6 +100,7 @@ type Agent struct {
 
 	mu        sync.Mutex
 	state     State
+	ending    bool // a finish is under way: later ones, and a start, give way
 	started   time.Time
 	ended     time.Time
 	usage     Usage // its own model calls
@@ -220,7 +228,7 @@ func (a *Agent) transition(to State) (from State, ok bool) {
 	now := a.m.cfg.now()
 	a.mu.Lock()
 	from = a.state
-	if !CanTransition(from, to) {
+	if a.ending || !CanTransition(from, to) {
 		a.mu.Unlock()
 		return from, false
 	}
@@ -247,14 +255,27 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 
 func (a *Agent) finishWith(to State, reason Reason, err error, output string, data any, partial bool, overBudget int) {
 	now := a.m.cfg.now()
+	a.mu.Lock()
+	if a.ending || !CanTransition(a.state, to) {
+		a.mu.Unlock()
+		return
+	}
+	a.ending = true
+	a.mu.Unlock()
+
+	// The subtree is told at once. The tree is one unit: the agent ends
+	// after its children, so its usage holds all they spent and their
+	// events come before its end. Cancelled, they need no slot to end.
+	if a.stopWatch != nil {
+		a.stopWatch()
+	}
+	a.cancel(&stopCause{agent: a.id, ended: true, state: to})
+	a.awaitChildren()
+
 	// The state and the result change under one lock, so no snapshot
 	// shows a terminal state without its reason.
 	a.mu.Lock()
 	from := a.state
-	if !CanTransition(from, to) {
-		a.mu.Unlock()
-		return
-	}
 	a.state, a.ended = to, now
 	r := Result{
 		ID: a.id, Type: a.typ.Name, Model: a.modelName, State: to, Reason: reason,
@@ -275,14 +296,10 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	a.m.counts[from].Add(-1)
 	a.m.counts[to].Add(1)
 	a.m.busyNanos.Add(int64(r.Duration))
-
-	// The subtree is told at once, and then the slot is free, before any
-	// callback; in that order, so a queued child is never started by the
-	// slot its parent gave back.
-	if a.stopWatch != nil {
-		a.stopWatch()
-	}
-	a.cancel(&stopCause{agent: a.id, ended: true, state: to})
+	// The slot is free once the agent is terminal (an agent waiting for
+	// it takes the slot first) and before any callback; after the subtree
+	// was told, so a queued child is never started by the slot its
+	// parent gave back.
 	a.m.releaseSlot(a)
 
 	a.m.guard("publishing the end of agent "+a.id, func() {
@@ -306,6 +323,9 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	close(a.done)
 	if a.group != nil {
 		a.group.childEnded(a)
+	}
+	if a.attached {
+		a.parent.childGone()
 	}
 	// Close waits for the callbacks, so wg.Done comes after them.
 	defer a.m.wg.Done()
@@ -374,4 +394,68 @@ func (a *Agent) addNote(text string) {
 
 func (a *Agent) logger() *slog.Logger {
 	return a.m.cfg.Logger.With("agent", a.id, "type", a.typ.Name)
+}
+
+// childrenEndWait bounds how long an ending agent waits for its cancelled
+// children: one held up by a tool that ignores its context must not hold
+// its parent's end (and the parent's waiters) for long.
+const childrenEndWait = 2 * time.Second
+
+// childBorn counts a new attached child, unless the agent is ending: under
+// a.mu, so a child is either counted before the end starts waiting or
+// refused.
+func (a *Agent) childBorn() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ending {
+		return false
+	}
+	a.liveMu.Lock()
+	a.live++
+	a.liveMu.Unlock()
+	return true
+}
+
+// isEnding reports whether the agent has ended or is ending.
+func (a *Agent) isEnding() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ending
+}
+
+func (a *Agent) endedError() error {
+	return fmt.Errorf("%w: parent %s has ended and can have no more children", ErrBadRequest, a.id)
+}
+
+// childGone counts an attached child that ended or was discarded.
+func (a *Agent) childGone() {
+	a.liveMu.Lock()
+	a.live--
+	if a.live == 0 && a.liveZero != nil {
+		close(a.liveZero)
+		a.liveZero = nil
+	}
+	a.liveMu.Unlock()
+}
+
+// awaitChildren waits, up to childrenEndWait, for the agent's attached
+// children to end; they have been cancelled.
+func (a *Agent) awaitChildren() {
+	a.liveMu.Lock()
+	if a.live == 0 {
+		a.liveMu.Unlock()
+		return
+	}
+	if a.liveZero == nil {
+		a.liveZero = make(chan struct{})
+	}
+	zero, n := a.liveZero, a.live
+	a.liveMu.Unlock()
+	t := time.NewTimer(childrenEndWait)
+	defer t.Stop()
+	select {
+	case <-zero:
+	case <-t.C:
+		a.logger().Warn("ending with children still running: their usage from now on is not in this agent's result", "children", n, "waited", childrenEndWait)
+	}
 }

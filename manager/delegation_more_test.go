@@ -388,3 +388,52 @@ func TestADetachedChildOutlivesItsParent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "still here", r.Output)
 }
+
+// A parent that ends while a background child is still spending ends
+// after it: its usage holds what the child spent, and the child's end and
+// the group's come before the parent's in the transcript.
+func TestParentEndsAfterItsBackgroundChildren(t *testing.T) {
+	childCalled := make(chan struct{})
+	script := map[string][]scripted.Step{
+		"start and finish": {
+			{Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(agenttypes.DelegateRequest{Background: true, Tasks: []agenttypes.ChildTask{
+				{Label: "slow", Type: "worker", Prompt: "take your time"},
+			}})}}, InputTokens: 10, OutputTokens: 5},
+			{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+				<-childCalled // the child's model call is under way
+				return scripted.Step{Text: "done without waiting", InputTokens: 10, OutputTokens: 5}
+			}},
+		},
+		// A model call that ignores its context: the tokens are spent
+		// whatever happens to the run meanwhile.
+		"take your time": {{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+			close(childCalled)
+			time.Sleep(200 * time.Millisecond)
+			return scripted.Step{Text: "late report", InputTokens: 400, OutputTokens: 100}
+		}}},
+	}
+	dir := t.TempDir()
+	tf := newTreeFixture(t, script, func(c *manager.Config) { c.TranscriptDir = dir; c.MaxConcurrent = 2 })
+	res := tf.run(t, manager.SpawnRequest{Type: "lead", Task: "start and finish"})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	assert.Equal(t, 30, res.OwnUsage.Total())
+	assert.Equal(t, 530, res.Usage.Total(), "the parent's usage holds what its child spent after the parent answered")
+
+	events, err := manager.ReadTranscript(res.Transcript)
+	require.NoError(t, err)
+	at := func(match func(manager.Event) bool) int {
+		for i, e := range events {
+			if match(e) {
+				return i
+			}
+		}
+		t.Fatal("no such event")
+		return -1
+	}
+	childEnd := at(func(e manager.Event) bool { return e.Kind == manager.EventCompleted && e.Label == "slow" })
+	groupDone := at(func(e manager.Event) bool { return e.Kind == manager.EventGroupDone && e.AgentID == res.ID })
+	parentEnd := at(func(e manager.Event) bool { return e.Kind == manager.EventCompleted && e.AgentID == res.ID })
+	assert.Less(t, childEnd, parentEnd, "the child ends before its parent")
+	assert.Less(t, groupDone, parentEnd, "the group is done before its parent ends")
+	assert.Equal(t, manager.Cancelled, events[childEnd].State, "the parent's end cancelled the child")
+}

@@ -19,7 +19,11 @@
 //
 // Agents form trees: a child's context derives from its parent's, its
 // budgets are clamped to what its ancestors have left and its spending is
-// charged to them, and ending a parent ends its subtree. An agent's tools
+// charged to them, and ending a parent ends its subtree. A parent ends
+// after its children: its end cancels them and waits for them (up to two
+// seconds, for a child held up by a tool that ignores its context), so its
+// Result's Usage holds everything its subtree spent and its children's
+// events come before its own end. An agent's tools
 // reach the tree (delegate, collect, ask the parent) through
 // agenttypes.Tree; a type may bring its own loop (agenttypes.Loop), which
 // spends through the same budgets.

@@ -187,8 +187,8 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		if parent = m.lookup(req.ParentID); parent == nil {
 			return nil, fmt.Errorf("%w: parent %q", ErrNotFound, req.ParentID)
 		}
-		if st := parent.Info().State; st.Terminal() {
-			return nil, fmt.Errorf("%w: parent %s has ended (%s) and can have no more children", ErrBadRequest, parent.id, st)
+		if parent.isEnding() {
+			return nil, parent.endedError()
 		}
 		if !req.Detach {
 			parentCtx = parent.ctx
@@ -260,6 +260,15 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	a.root = a
 	if parent != nil {
 		a.root = parent.root
+		if !req.Detach {
+			if !parent.childBorn() {
+				a.root.alive.Add(-1)
+				parent.children.Add(-1)
+				cancel(nil)
+				return nil, parent.endedError()
+			}
+			a.attached = true
+		}
 	}
 	return a, nil
 }
@@ -269,6 +278,9 @@ func (m *Manager) discard(a *Agent) {
 	if a.parent != nil {
 		a.root.alive.Add(-1)
 		a.parent.children.Add(-1) // a refused request spends none of the parent's children
+		if a.attached {
+			a.parent.childGone()
+		}
 	}
 	a.cancel(nil)
 }

@@ -340,7 +340,13 @@ func within(run, caller context.Context) (context.Context, context.CancelFunc) {
 	if d, ok := caller.Deadline(); ok {
 		ctx, cancelDeadline = context.WithDeadline(ctx, d)
 	}
-	stop := context.AfterFunc(caller, func() { cancel(context.Cause(caller)) })
+	stop := context.AfterFunc(caller, func() {
+		// The caller's deadline is ours too, and ends ctx as a deadline.
+		if _, ok := caller.Deadline(); ok && errors.Is(caller.Err(), context.DeadlineExceeded) {
+			return
+		}
+		cancel(context.Cause(caller))
+	})
 	return ctx, func() {
 		stop()
 		cancelDeadline()
