@@ -94,6 +94,12 @@ type Agent struct {
 	gone       bool // terminal: its slot released for good
 	runCtx     context.Context
 
+	// budgetMu, on a tree's root, makes checking and taking a tree's
+	// tokens and tool calls one step; freed, when set, is closed when a
+	// model call in flight in the tree gives back its reservation.
+	budgetMu sync.Mutex
+	freed    chan struct{}
+
 	// emitMu makes numbering and writing one agent's events one step, so
 	// its transcript is in Seq order.
 	emitMu sync.Mutex
@@ -109,11 +115,14 @@ type Agent struct {
 	// budget bounds.
 	subtree      Usage
 	subToolCalls int
-	groups       []*Group // the groups it spawned
-	bgSpawning   int      // background groups being spawned, not yet in groups
-	turns        int
-	notes        []string
-	result       Result
+	// reserved is the tokens held by model calls in flight in its
+	// subtree; guarded by its root's budgetMu, not mu.
+	reserved   int
+	groups     []*Group // the groups it spawned
+	bgSpawning int      // background groups being spawned, not yet in groups
+	turns      int
+	notes      []string
+	result     Result
 	// history is the conversation so far, for children whose type
 	// inherits it. Messages below its length are never changed.
 	history []llms.MessageContent

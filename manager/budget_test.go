@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +157,92 @@ func TestOverTheBudgetOnlyByOneCallsEstimateError(t *testing.T) {
 	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTokens: 1000}})
 	assert.Equal(t, manager.ReasonBudgetTokens, res.Reason)
 	assert.LessOrEqual(t, res.Usage.Total(), 1000+300, "never past the budget by more than one call")
+}
+
+// greedyModel answers as its script says, but reports one input token
+// (below any estimate) and, for an answer, as many output tokens as the
+// call allowed: a model that writes until its cap. It pauses so that siblings' calls
+// overlap. Whatever a budget is passed by is then the manager's doing.
+type greedyModel struct{ script *scripted.Model }
+
+func (g greedyModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
+	var opts llms.CallOptions
+	for _, o := range options {
+		o(&opts)
+	}
+	resp, err := g.script.GenerateContent(ctx, msgs, options...)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-time.After(20 * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out := opts.MaxTokens
+	if len(resp.Choices[0].ToolCalls) > 0 {
+		out = 10 // asking for tools is short
+	}
+	resp.Choices[0].GenerationInfo = map[string]any{"PromptTokens": 1, "CompletionTokens": out}
+	return resp, nil
+}
+
+func (g greedyModel) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, g, prompt, options...)
+}
+
+func TestSiblingsCallingAtOnceShareTheirParentsTokens(t *testing.T) {
+	// Two children call the model at the same moment under a parent with
+	// 2,000 tokens. Each call may write all the tree has left, so the
+	// second must be held to what the first leaves, not given the same.
+	script := byTask(map[string][]scripted.Step{
+		"parent": {{Calls: []scripted.Call{{Name: "child", Args: `{"task":"c1"}`}, {Name: "child", Args: `{"task":"c2"}`}}}, {Text: "parent done"}},
+		"c1":     {{Text: "one"}},
+		"c2":     {{Text: "two"}},
+	})
+	var mgr *manager.Manager
+	greedy := greedyModel{script: script}
+	f := newFixture(t, script, func(c *manager.Config) {
+		c.MaxConcurrent = 4
+		c.Models = manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return greedy, nil })
+	}, spawnChildTool(&mgr))
+	mgr = f.mgr
+	res := f.run(t, manager.SpawnRequest{Task: "parent", Budget: agenttypes.Budget{MaxTokens: 2000}})
+	var caps []int
+	for _, r := range script.Requests() {
+		caps = append(caps, r.MaxTokens)
+	}
+	assert.LessOrEqual(t, res.Usage.Total(), 2000, "the tree spent %d of a 2,000-token budget with calls capped at %v", res.Usage.Total(), caps)
+}
+
+func TestSiblingsRunningAtOnceShareTheirParentsToolCalls(t *testing.T) {
+	// The parent may make 4 tool calls: two go on its children, who then
+	// each ask for 2 at the same moment. Only 2 of their 4 may run.
+	var started atomic.Int32
+	slow := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "slow", Description: "takes a moment"},
+		Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			started.Add(1)
+			time.Sleep(20 * time.Millisecond)
+			return "ok", nil
+		},
+	}
+	var both sync.WaitGroup
+	both.Add(2)
+	meet := scripted.Step{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+		// Both children ask for their tools at once.
+		both.Done()
+		both.Wait()
+		return scripted.Step{Calls: []scripted.Call{{Name: "slow"}, {Name: "slow"}}}
+	}}
+	model := byTask(map[string][]scripted.Step{
+		"parent": {{Calls: []scripted.Call{{Name: "child", Args: `{"task":"c1"}`}, {Name: "child", Args: `{"task":"c2"}`}}}, {Text: "parent done"}},
+		"c1":     {meet, {Text: "one"}},
+		"c2":     {meet, {Text: "two"}},
+	})
+	var mgr *manager.Manager
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 4 }, spawnChildTool(&mgr), slow)
+	mgr = f.mgr
+	f.run(t, manager.SpawnRequest{Task: "parent", Budget: agenttypes.Budget{MaxToolCalls: 4}})
+	assert.Equal(t, int32(2), started.Load(), "the children ran %d tool calls where their parent had 2 left", started.Load())
 }

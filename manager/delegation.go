@@ -247,13 +247,15 @@ func (p *Agent) askOwnModel(ctx context.Context, system, prompt string, maxToken
 	if x := p.costSpent(); x != nil {
 		return "", fmt.Errorf("%w: cost budget%s of $%g used up", ErrBudgetExceeded, p.whose(x), x.budget.MaxCostUSD)
 	}
-	if t := p.tokensLeft(); t.agent != nil {
-		left := t.left - countTokens(p.model, system) - countTokens(p.model, prompt) - 2*perMessageTokens
-		if left < p.m.cfg.MinOutputTokens {
-			return "", fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, p.whose(t.agent), t.limit)
-		}
-		maxTokens = min(maxTokens, left)
+	in := countTokens(p.model, system) + countTokens(p.model, prompt) + 2*perMessageTokens
+	maxTokens, release, t, err := p.reserveCall(ctx, in, maxTokens)
+	if err != nil {
+		return "", err
 	}
+	if release == nil {
+		return "", fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, p.whose(t.agent), t.limit)
+	}
+	defer release()
 	resp, err := p.model.GenerateContent(ctx, msgs, llms.WithMaxTokens(maxTokens))
 	p.mu.Lock()
 	p.turns++

@@ -100,21 +100,20 @@ func (l *loop) run() {
 		// The budget checks cover the agent and its ancestors: what a
 		// child spends is charged to them all.
 		callOpts := opts
-		maxOut := a.maxOutput
-		if t := a.tokensLeft(); t.agent != nil {
-			left := t.left - l.tokens
-			if left < a.m.cfg.MinOutputTokens {
-				l.endOnBudget(ReasonBudgetTokens, "token", t.agent, t.limit)
-				return
-			}
-			if maxOut == 0 || left < maxOut {
-				maxOut = left
-			}
+		maxOut, release, t, err := a.reserveCall(l.ctx, l.tokens, a.maxOutput)
+		if err != nil {
+			l.stopped()
+			return
+		}
+		if release == nil {
+			l.endOnBudget(ReasonBudgetTokens, "token", t.agent, t.limit)
+			return
 		}
 		if maxOut > 0 {
 			callOpts = append(opts[:len(opts):len(opts)], llms.WithMaxTokens(maxOut))
 		}
 		choice, usage, err := l.call(l.ctx, callOpts)
+		release()
 		if choice != nil && choice.Content != "" {
 			l.lastText = choice.Content
 		}
@@ -132,7 +131,7 @@ func (l *loop) run() {
 			l.fail(ReasonModelError, err)
 			return
 		}
-		t := a.tokensLeft()
+		t = a.tokensLeft()
 		over := 0
 		if t.agent == a && t.left < 0 {
 			over = -t.left
@@ -383,43 +382,36 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 	}
 	l.add(ai, text.String())
 
-	// A call to a tool the agent may not use is refused and costs nothing;
-	// of the others, only as many as the budget still allows are run.
-	left := len(calls)
-	limit := a.toolCallsLeft()
-	if limit.agent != nil {
-		left = limit.left
-	}
+	// A call to a tool the agent may not use is refused and costs nothing,
+	// and so does one the type's BeforeTool hook vetoes; of the others,
+	// only as many as the budget still allows are run, in call order.
 	results := make([]toolOutcome, len(calls))
 	run := make([]int, 0, len(calls))
-	cut := false
 	for i, c := range calls {
 		name := ""
 		if c.FunctionCall != nil {
 			name = c.FunctionCall.Name
 		}
-		_, ok := a.tools.byName[name]
-		if ok {
-			veto, ended := l.beforeTool(c, name)
-			if ended {
-				return false
-			}
-			if veto != nil {
-				results[i] = *veto
-				continue
-			}
-		}
-		switch {
-		case !ok:
+		if _, ok := a.tools.byName[name]; !ok {
 			results[i] = l.refuse(c, name)
-		case left > 0:
-			left--
-			run = append(run, i)
-		default:
-			cut = true
-			results[i] = toolOutcome{name: name, text: "error: not run: the tool-call budget is used up"}
+			continue
 		}
+		veto, ended := l.beforeTool(c, name)
+		if ended {
+			return false
+		}
+		if veto != nil {
+			results[i] = *veto
+			continue
+		}
+		run = append(run, i)
 	}
+	took, limit := a.takeToolCalls(len(run))
+	cut := took < len(run)
+	for _, i := range run[took:] {
+		results[i] = toolOutcome{name: calls[i].FunctionCall.Name, text: "error: not run: the tool-call budget is used up"}
+	}
+	run = run[:took]
 	l.execute(calls, run, results)
 	for _, i := range run {
 		if results[i].panicked != nil {
@@ -521,9 +513,9 @@ func (l *loop) refuse(c llms.ToolCall, name string) toolOutcome {
 	return toolOutcome{name: name, text: fmt.Sprintf("error: tool %q is not available to this agent; the tools you may call are: %s", name, a.tools.names)}
 }
 
-// callTool counts and runs one call to a tool the agent may use.
+// callTool runs one call to a tool the agent may use, taken from its
+// budget by takeToolCalls.
 func (l *loop) callTool(c llms.ToolCall) toolOutcome {
-	l.a.chargeToolCall()
 	l.a.m.toolCalls.Add(1)
 	return l.runTool(l.ctx, c)
 }

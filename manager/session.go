@@ -130,14 +130,14 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 	if req.MaxTokens > 0 && (maxOut == 0 || req.MaxTokens < maxOut) {
 		maxOut = req.MaxTokens
 	}
-	if t := a.tokensLeft(); t.agent != nil {
-		left := t.left - l.tokens
-		if left < a.m.cfg.MinOutputTokens {
-			return nil, s.refuse(ReasonBudgetTokens, fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit))
-		}
-		if maxOut == 0 || left < maxOut {
-			maxOut = left
-		}
+	callCtx, cancel := within(l.ctx, ctx)
+	defer cancel()
+	maxOut, release, t, err := a.reserveCall(callCtx, l.tokens, maxOut)
+	if err != nil {
+		return nil, err
+	}
+	if release == nil {
+		return nil, s.refuse(ReasonBudgetTokens, fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit))
 	}
 	opts := make([]llms.CallOption, 0, 3)
 	if len(ts.specs) > 0 {
@@ -149,9 +149,8 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 	if a.m.cfg.Stream {
 		opts = append(opts, llms.WithStreamingFunc(l.delta))
 	}
-	callCtx, cancel := within(l.ctx, ctx)
 	choice, usage, err := l.call(callCtx, opts)
-	cancel()
+	release()
 	if choice != nil {
 		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: choice.Content})
 		if choice.Content != "" {
@@ -222,14 +221,12 @@ func (s *session) CallTool(ctx context.Context, call agenttypes.ToolCall) (strin
 		s.mu.Unlock()
 		return "", s.stop.err
 	}
-	if t := a.toolCallsLeft(); t.agent != nil && t.left <= 0 {
+	// Counted now, so parallel calls cannot pass the budget together.
+	if took, t := a.takeToolCalls(1); took == 0 {
 		err := s.refuse(ReasonBudgetToolCalls, fmt.Errorf("%w: tool call budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit))
 		s.mu.Unlock()
 		return "", err
 	}
-	// Counted now, under the lock, so parallel calls cannot pass the
-	// budget together.
-	a.chargeToolCall()
 	a.m.toolCalls.Add(1)
 	s.mu.Unlock()
 	// As in the manager's loop: a tool that waits on other agents lends

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -137,16 +138,39 @@ func (a *Agent) charge(u Usage) {
 	})
 }
 
-// chargeToolCall counts one tool call of a for a and its ancestors.
-func (a *Agent) chargeToolCall() {
+// takeToolCalls takes up to want tool calls for a from what a and its
+// ancestors allow, counting them at once, and says how many it took. When
+// it took fewer, limit is the budget that ran out. Checking and counting
+// are one step for the whole tree, so siblings running at once cannot
+// pass a budget together.
+func (a *Agent) takeToolCalls(want int) (took int, limit treeLimit) {
+	a.root.budgetMu.Lock()
+	defer a.root.budgetMu.Unlock()
+	took = want
+	a.chain(func(x *Agent) {
+		if x.budget.MaxToolCalls <= 0 {
+			return
+		}
+		x.mu.Lock()
+		left := x.budget.MaxToolCalls - x.subToolCalls
+		x.mu.Unlock()
+		if left < took {
+			took = max(left, 0)
+			limit = treeLimit{agent: x, left: left, limit: x.budget.MaxToolCalls}
+		}
+	})
+	if took == 0 {
+		return 0, limit
+	}
 	a.mu.Lock()
-	a.toolCalls++
+	a.toolCalls += took
 	a.mu.Unlock()
 	a.chain(func(x *Agent) {
 		x.mu.Lock()
-		x.subToolCalls++
+		x.subToolCalls += took
 		x.mu.Unlock()
 	})
+	return took, limit
 }
 
 // treeLimit is the nearest limit of a kind that a run has reached or
@@ -160,7 +184,16 @@ type treeLimit struct {
 // tokensLeft is how many tokens a and its ancestors still allow, the
 // least over the chain.
 func (a *Agent) tokensLeft() treeLimit {
-	var t treeLimit
+	a.root.budgetMu.Lock()
+	defer a.root.budgetMu.Unlock()
+	spent, _ := a.tokensLeftLocked()
+	return spent
+}
+
+// tokensLeftLocked is tokensLeft counting what is spent (spent), and
+// counting besides what model calls in flight hold (free). The root's
+// budgetMu is held.
+func (a *Agent) tokensLeftLocked() (spent, free treeLimit) {
 	a.chain(func(x *Agent) {
 		if x.budget.MaxTokens <= 0 {
 			return
@@ -168,28 +201,68 @@ func (a *Agent) tokensLeft() treeLimit {
 		x.mu.Lock()
 		left := x.budget.MaxTokens - x.subtree.Total()
 		x.mu.Unlock()
-		if t.agent == nil || left < t.left {
-			t = treeLimit{agent: x, left: left, limit: x.budget.MaxTokens}
+		if spent.agent == nil || left < spent.left {
+			spent = treeLimit{agent: x, left: left, limit: x.budget.MaxTokens}
+		}
+		if f := left - x.reserved; free.agent == nil || f < free.left {
+			free = treeLimit{agent: x, left: f, limit: x.budget.MaxTokens}
 		}
 	})
-	return t
+	return spent, free
 }
 
-// toolCallsLeft is how many tool calls a and its ancestors still allow.
-func (a *Agent) toolCallsLeft() treeLimit {
-	var t treeLimit
-	a.chain(func(x *Agent) {
-		if x.budget.MaxToolCalls <= 0 {
-			return
+// reserveCall holds tokens for one model call of a before it is made:
+// its input, estimated at in tokens, and its output, capped at maxOut
+// (0: no cap of its own) and at what the tree has left. It returns the
+// output cap to send and a release to call once the call's usage is
+// charged. Calls of one tree running at once (siblings, a parent
+// answering a question) each see what the others hold, so together they
+// overshoot a budget by no more than their estimates were short. When
+// what is left is held by calls in flight, it waits for them; when too
+// little is left even so, release is nil and limit is the budget that ran
+// out. An error is the context's.
+func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, release func(), limit treeLimit, err error) {
+	root := a.root
+	least := a.m.cfg.MinOutputTokens
+	for {
+		root.budgetMu.Lock()
+		spent, free := a.tokensLeftLocked()
+		switch {
+		case spent.agent == nil:
+			root.budgetMu.Unlock()
+			return maxOut, func() {}, treeLimit{}, nil
+		case spent.left-in < least:
+			root.budgetMu.Unlock()
+			return 0, nil, spent, nil
+		case free.left-in >= least:
+			out = free.left - in
+			if maxOut > 0 && maxOut < out {
+				out = maxOut
+			}
+			n := in + out
+			a.chain(func(x *Agent) { x.reserved += n })
+			root.budgetMu.Unlock()
+			return out, func() {
+				root.budgetMu.Lock()
+				a.chain(func(x *Agent) { x.reserved -= n })
+				if root.freed != nil {
+					close(root.freed)
+					root.freed = nil
+				}
+				root.budgetMu.Unlock()
+			}, treeLimit{}, nil
 		}
-		x.mu.Lock()
-		left := x.budget.MaxToolCalls - x.subToolCalls
-		x.mu.Unlock()
-		if t.agent == nil || left < t.left {
-			t = treeLimit{agent: x, left: left, limit: x.budget.MaxToolCalls}
+		if root.freed == nil {
+			root.freed = make(chan struct{})
 		}
-	})
-	return t
+		freed := root.freed
+		root.budgetMu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return 0, nil, treeLimit{}, ctx.Err()
+		}
+	}
 }
 
 // costSpent reports the first agent of the chain whose cost budget is used
