@@ -91,8 +91,12 @@ func TestOnlyAScriptsGoroutinesRetireItsProcess(t *testing.T) {
 // A script host that dies of a fatal error of the runtime, which it
 // writes on its standard error, fails the call with that error, as a
 // script error and not as a plugin's exit.
+//
+// The per-call limit is long: recursing to the stack's limit under the race
+// detector on a loaded machine can take seconds, and must not be taken
+// for a loop.
 func TestAScriptHostsDeathIsAScriptError(t *testing.T) {
-	h := New(Options{CallTimeout: 5 * time.Second})
+	h := New(Options{CallTimeout: time.Minute})
 	defer h.Close()
 	hooks := compileHooks(t, h, badHooks)
 	ctx := agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: t.TempDir(), Note: func(string) {}})
