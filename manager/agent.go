@@ -115,9 +115,17 @@ type Agent struct {
 	// budget bounds.
 	subtree      Usage
 	subToolCalls int
-	// reserved is the tokens held by model calls in flight in its
-	// subtree; guarded by its root's budgetMu, not mu.
+	// Guarded by its root's budgetMu, not mu: the tokens held by model
+	// calls in flight in its subtree, how many such calls there are, and
+	// how many agents of its subtree (itself included) have not ended,
+	// which is how many may want a share of what it has left. counted
+	// says whether it is among its ancestors' living; uncounted, that it
+	// ended.
 	reserved   int
+	calls      int
+	living     int
+	counted    bool
+	uncounted  bool
 	groups     []*Group // the groups it spawned
 	bgSpawning int      // background groups being spawned, not yet in groups
 	turns      int
@@ -280,6 +288,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	}
 	a.cancel(&stopCause{agent: a.id, ended: true, state: to})
 	a.awaitChildren()
+	a.uncountLiving()
 
 	// The state and the result change under one lock, so no snapshot
 	// shows a terminal state without its reason.

@@ -246,3 +246,83 @@ func TestSiblingsRunningAtOnceShareTheirParentsToolCalls(t *testing.T) {
 	f.run(t, manager.SpawnRequest{Task: "parent", Budget: agenttypes.Budget{MaxToolCalls: 4}})
 	assert.Equal(t, int32(2), started.Load(), "the children ran %d tool calls where their parent had 2 left", started.Load())
 }
+
+func TestChildrenOfATokenBudgetCallTheirModelAtOnce(t *testing.T) {
+	// Three children, spawned as one group by a parent with a token
+	// budget, each call the model and wait there for the others. Holding
+	// all that is left for the first call would make the others wait for
+	// it; each gets a share instead, and the parent keeps one.
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	var met atomic.Int32
+	meet := scripted.Step{Func: func(ctx context.Context, _ []llms.MessageContent) scripted.Step {
+		if arrived.Add(1) == 3 {
+			close(all)
+		}
+		select {
+		case <-all:
+			met.Add(1)
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+		}
+		return scripted.Step{Text: "done"}
+	}}
+	model := byTask(map[string][]scripted.Step{
+		"parent": {{Calls: []scripted.Call{{Name: "children"}}}, {Text: "parent done"}},
+		"c1":     {meet},
+		"c2":     {meet},
+		"c3":     {meet},
+	})
+	var mgr *manager.Manager
+	children := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "children", Description: "runs three children at once"},
+		Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			var tasks []agenttypes.ChildTask
+			for _, p := range []string{"c1", "c2", "c3"} {
+				tasks = append(tasks, agenttypes.ChildTask{Label: p, Type: "worker", Prompt: p})
+			}
+			g, err := mgr.SpawnGroup(ctx, manager.GroupRequest{ParentID: agenttypes.EnvFrom(ctx).AgentID, Tasks: tasks, Concurrency: 3})
+			if err != nil {
+				return "", err
+			}
+			_, err = g.Wait(ctx)
+			return "ok", err
+		},
+	}
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 4 }, children)
+	mgr = f.mgr
+	res := f.run(t, manager.SpawnRequest{Task: "parent", Budget: agenttypes.Budget{MaxTokens: 40000}})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	assert.Equal(t, int32(3), met.Load(), "the children's model calls ran one at a time")
+	reqs := model.Requests()
+	require.Len(t, reqs, 5)
+	for _, r := range reqs[1:4] {
+		assert.Greater(t, r.MaxTokens, 40000/5, "a child's share of the tokens left is fair, not what its siblings left over")
+		assert.Less(t, r.MaxTokens, 40000/3, "the parent keeps a share to read its children's reports")
+	}
+}
+
+// limitedModel is a scripted model that says how much output one call to
+// it asks for at most.
+type limitedModel struct {
+	*scripted.Model
+	limit int
+}
+
+func (l limitedModel) OutputLimit() int { return l.limit }
+
+var _ manager.OutputLimiter = limitedModel{}
+
+func TestACallUnderABudgetAsksForNoMoreThanTheModelsLimit(t *testing.T) {
+	// The call holds the model's limit of the budget, not all of it, so
+	// the rest stays free for the tree's other calls.
+	script := scripted.New(scripted.Step{Text: "done"})
+	model := limitedModel{Model: script, limit: 300}
+	f := newFixture(t, script, func(c *manager.Config) {
+		c.Models = manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })
+	})
+	res := f.run(t, manager.SpawnRequest{Task: "go", Budget: agenttypes.Budget{MaxTokens: 10000}})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	require.Len(t, script.Requests(), 1)
+	assert.Equal(t, 300, script.Requests()[0].MaxTokens)
+}

@@ -270,11 +270,15 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 			a.attached = true
 		}
 	}
+	// Counted from here, so the members of a group are all counted before
+	// the first of them asks for a share of a budget.
+	a.countLiving()
 	return a, nil
 }
 
 // discard drops an agent that was prepared and will not be admitted.
 func (m *Manager) discard(a *Agent) {
+	a.uncountLiving()
 	if a.parent != nil {
 		a.root.alive.Add(-1)
 		a.parent.children.Add(-1) // a refused request spends none of the parent's children

@@ -184,16 +184,7 @@ type treeLimit struct {
 // tokensLeft is how many tokens a and its ancestors still allow, the
 // least over the chain.
 func (a *Agent) tokensLeft() treeLimit {
-	a.root.budgetMu.Lock()
-	defer a.root.budgetMu.Unlock()
-	spent, _ := a.tokensLeftLocked()
-	return spent
-}
-
-// tokensLeftLocked is tokensLeft counting what is spent (spent), and
-// counting besides what model calls in flight hold (free). The root's
-// budgetMu is held.
-func (a *Agent) tokensLeftLocked() (spent, free treeLimit) {
+	var t treeLimit
 	a.chain(func(x *Agent) {
 		if x.budget.MaxTokens <= 0 {
 			return
@@ -201,32 +192,91 @@ func (a *Agent) tokensLeftLocked() (spent, free treeLimit) {
 		x.mu.Lock()
 		left := x.budget.MaxTokens - x.subtree.Total()
 		x.mu.Unlock()
-		if spent.agent == nil || left < spent.left {
-			spent = treeLimit{agent: x, left: left, limit: x.budget.MaxTokens}
-		}
-		if f := left - x.reserved; free.agent == nil || f < free.left {
-			free = treeLimit{agent: x, left: f, limit: x.budget.MaxTokens}
+		if t.agent == nil || left < t.left {
+			t = treeLimit{agent: x, left: left, limit: x.budget.MaxTokens}
 		}
 	})
-	return spent, free
+	return t
 }
 
-// reserveCall holds tokens for one model call of a before it is made:
-// its input, estimated at in tokens, and its output, capped at maxOut
-// (0: no cap of its own) and at what the tree has left. It returns the
-// output cap to send and a release to call once the call's usage is
-// charged. Calls of one tree running at once (siblings, a parent
-// answering a question) each see what the others hold, so together they
-// overshoot a budget by no more than their estimates were short. When
-// what is left is held by calls in flight, it waits for them; when too
-// little is left even so, release is nil and limit is the budget that ran
-// out. An error is the context's.
+// countLiving adds a, just prepared, to its own and its ancestors' count
+// of agents that have not ended, unless it has ended already;
+// uncountLiving takes it out when it ends. The counts say how many agents
+// may want a share of a budget.
+func (a *Agent) countLiving() {
+	a.root.budgetMu.Lock()
+	defer a.root.budgetMu.Unlock()
+	if a.uncounted {
+		return
+	}
+	a.counted = true
+	a.chain(func(x *Agent) { x.living++ })
+}
+
+func (a *Agent) uncountLiving() {
+	a.root.budgetMu.Lock()
+	defer a.root.budgetMu.Unlock()
+	a.uncounted = true
+	if a.counted {
+		a.counted = false
+		a.chain(func(x *Agent) { x.living-- })
+	}
+}
+
+// OutputLimiter is implemented by models that know the most output tokens
+// one call to them asks for. Under a token budget, the manager holds that
+// much for a call rather than everything the tree has left, so that the
+// tree's other calls may go on at once.
+type OutputLimiter interface {
+	OutputLimit() int
+}
+
+// reserveCall holds tokens for one model call of a before it is made: its
+// input, estimated at in tokens, and its output. The output is capped at
+// maxOut (0: no cap of its own), at the model's own limit, and, for every
+// budget of the chain, at a fair share of what that budget has neither
+// spent nor lent to calls in flight: an equal part for each agent of its
+// subtree that has not ended and has no call in flight. A lone agent gets
+// all that is left; siblings calling at once each get their part and run
+// together, a parent waiting on its children keeps a part to read their
+// reports and answer, and the calls together overshoot a budget by no
+// more than their estimates were short. It returns the output cap to send and a
+// release to call once the call's usage is charged. When what is left is
+// held by calls in flight, it waits for them; when too little is left even
+// so, release is nil and limit is the budget that ran out. An error is the
+// context's.
 func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, release func(), limit treeLimit, err error) {
+	if o, ok := a.model.(OutputLimiter); ok {
+		if n := o.OutputLimit(); n > 0 && (maxOut == 0 || n < maxOut) {
+			maxOut = n
+		}
+	}
 	root := a.root
 	least := a.m.cfg.MinOutputTokens
 	for {
 		root.budgetMu.Lock()
-		spent, free := a.tokensLeftLocked()
+		var spent treeLimit
+		out, short := maxOut, false
+		a.chain(func(x *Agent) {
+			if x.budget.MaxTokens <= 0 {
+				return
+			}
+			x.mu.Lock()
+			left := x.budget.MaxTokens - x.subtree.Total()
+			x.mu.Unlock()
+			if spent.agent == nil || left < spent.left {
+				spent = treeLimit{agent: x, left: left, limit: x.budget.MaxTokens}
+			}
+			free := left - x.reserved - in
+			if free < least {
+				short = true
+				return
+			}
+			share := max(free/max(x.living-x.calls, 1), least)
+			if out == 0 || share < out {
+				out = share
+			}
+		})
 		switch {
 		case spent.agent == nil:
 			root.budgetMu.Unlock()
@@ -234,17 +284,13 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 		case spent.left-in < least:
 			root.budgetMu.Unlock()
 			return 0, nil, spent, nil
-		case free.left-in >= least:
-			out = free.left - in
-			if maxOut > 0 && maxOut < out {
-				out = maxOut
-			}
+		case !short:
 			n := in + out
-			a.chain(func(x *Agent) { x.reserved += n })
+			a.chain(func(x *Agent) { x.reserved += n; x.calls++ })
 			root.budgetMu.Unlock()
 			return out, func() {
 				root.budgetMu.Lock()
-				a.chain(func(x *Agent) { x.reserved -= n })
+				a.chain(func(x *Agent) { x.reserved -= n; x.calls-- })
 				if root.freed != nil {
 					close(root.freed)
 					root.freed = nil

@@ -145,8 +145,9 @@ type Model struct {
 
 var _ llms.Model = (*Model)(nil)
 var (
-	_ manager.TokenCounter = (*Model)(nil)
-	_ manager.PriceKnower  = (*Model)(nil)
+	_ manager.TokenCounter  = (*Model)(nil)
+	_ manager.PriceKnower   = (*Model)(nil)
+	_ manager.OutputLimiter = (*Model)(nil)
 )
 
 // Wrap returns m wrapped.
@@ -164,6 +165,10 @@ func Wrap(m llms.Model, o Options) *Model {
 
 // Name is the model's full name.
 func (m *Model) Name() string { return m.o.Name }
+
+// OutputLimit is the most output tokens one call asks for; 0 when the
+// options set no limit.
+func (m *Model) OutputLimit() int { return m.o.OutputLimit }
 
 // Unwrap returns the wrapped model.
 func (m *Model) Unwrap() llms.Model { return m.inner }
