@@ -62,7 +62,7 @@ func TestApprovalPausesTheLiveDisplay(t *testing.T) {
 		}
 	}
 	close(events)
-	prog.wait()
+	prog.wait(context.Background())
 	s := newScreen(t, 100)
 	s.write(p.output(t))
 	want := append([]string{"", "general#01234567 asks: " + approval.Summary, "Allow? [y/N] y"}, reviewScreen...)

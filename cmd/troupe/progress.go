@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -98,7 +99,14 @@ func showEvents(c <-chan manager.Event, mode progressKind, w io.Writer, opt prog
 }
 
 // wait returns when every event was shown.
-func (p *progress) wait() { <-p.done }
+// A manager whose Close gave up on agents that ignore cancellation never
+// closes the events; ctx bounds the wait for that case.
+func (p *progress) wait(ctx context.Context) {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+	}
+}
 
 // hold stops the display from writing until resume is called, and takes
 // the live display off the screen meanwhile.

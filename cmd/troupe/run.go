@@ -120,7 +120,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	agent, err := mgr.Spawn(cmd.Context(), manager.SpawnRequest{Type: typeName, Task: task, Dir: repo, Budget: budget, Model: f.model})
 	if err != nil {
 		_ = mgr.Close(context.Background())
-		progress.wait()
+		progress.wait(context.Background())
 		return lookupHint(modelHint(err, resolver, used), reg, typeName)
 	}
 	// Only an accepted run prunes: a refused command changes nothing on disk.
@@ -145,8 +145,8 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err := mgr.Close(closeCtx); err != nil {
 		a.logger().Warn("agents still running at exit", "err", err)
 	}
+	progress.wait(closeCtx)
 	cancelClose()
-	progress.wait()
 
 	if res.Transcript != "" {
 		if _, err := os.Stat(res.Transcript); err != nil {

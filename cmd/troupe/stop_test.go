@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -37,4 +38,19 @@ func TestStopAgentDoesNotWaitForAModelThatIgnoresCancellation(t *testing.T) {
 
 	close(release)
 	require.NoError(t, mgr.Close(context.Background()))
+}
+
+// A manager that gave up on agents ignoring cancellation never closes its
+// events: the progress display must not hold the command after that.
+func TestProgressWaitEndsWithItsContext(t *testing.T) {
+	for _, mode := range []progressKind{progressPlain, progressJSON, progressLive} {
+		events := make(chan manager.Event) // never closed
+		prog := showEvents(events, mode, io.Discard, progressOptions{every: time.Millisecond, width: func() int { return 80 }})
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		prog.wait(ctx)
+		assert.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "wait returned before its context ended")
+		cancel()
+		close(events)
+		prog.wait(context.Background())
+	}
 }

@@ -94,7 +94,7 @@ func TestLiveTreeRedrawsInPlaceOnATerminal(t *testing.T) {
 		time.Sleep(30 * time.Millisecond)
 	}
 	close(events)
-	prog.wait()
+	prog.wait(context.Background())
 	fmt.Fprint(p.tty, "✓ general completed\n")
 	out := p.output(t)
 
@@ -121,7 +121,7 @@ func TestLiveTreeFitsANarrowTerminal(t *testing.T) {
 	long.Tool, long.ToolCallID, long.Args = "read", "c2", `{"path":"`+strings.Repeat("deep/", 30)+`file.go"}`
 	events <- long
 	close(events)
-	prog.wait()
+	prog.wait(context.Background())
 	s := newScreen(t, 40)
 	s.write(p.output(t))
 	lines := s.text()
@@ -196,7 +196,7 @@ func TestLiveTreeRedrawsAtMostEveryInterval(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	close(events)
-	prog.wait()
+	prog.wait(context.Background())
 	allowed := int(elapsed/(100*time.Millisecond)) + 2 // the ticks, and the last drawing
 	assert.LessOrEqual(t, w.draws, allowed, "3000 events in %s", elapsed)
 	assert.Positive(t, w.draws)
@@ -254,7 +254,7 @@ func TestPlainLinesIndentChildrenAndNameTheirLabel(t *testing.T) {
 	q.Text = "which edition?"
 	events <- q
 	close(events)
-	prog.wait()
+	prog.wait(context.Background())
 	out := buf.String()
 	assert.Contains(t, out, "▸ general#aaaaaaaa started")
 	assert.Contains(t, out, "\n  ▸ [security] explore#bbbbbbbb started")
