@@ -178,11 +178,25 @@ func (s safeHandler) Handle(ctx context.Context, r slog.Record) (err error) {
 	return s.h.Handle(ctx, r)
 }
 
-func (s safeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+// WithAttrs and WithGroup run the handler's code too: a panic there
+// keeps the handler as it was, without the attributes or the group.
+func (s safeHandler) WithAttrs(attrs []slog.Attr) (h slog.Handler) {
+	defer func() {
+		if recover() != nil {
+			h = s
+		}
+	}()
 	return safeHandler{s.h.WithAttrs(attrs)}
 }
 
-func (s safeHandler) WithGroup(name string) slog.Handler { return safeHandler{s.h.WithGroup(name)} }
+func (s safeHandler) WithGroup(name string) (h slog.Handler) {
+	defer func() {
+		if recover() != nil {
+			h = s
+		}
+	}()
+	return safeHandler{s.h.WithGroup(name)}
+}
 
 // Approval is a delegate request waiting for Config.ApproveDelegation.
 type Approval struct {
