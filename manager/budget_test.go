@@ -326,3 +326,40 @@ func TestACallUnderABudgetAsksForNoMoreThanTheModelsLimit(t *testing.T) {
 	require.Len(t, script.Requests(), 1)
 	assert.Equal(t, 300, script.Requests()[0].MaxTokens)
 }
+
+func TestAChildsAnswerOverItsParentsBudgetIsKeptAndReported(t *testing.T) {
+	// Two children answer at once, each within its own budget; together
+	// they take their parent past its 3,000 tokens. The second answer is
+	// kept, and its result and an event say whose budget it passed.
+	var both sync.WaitGroup
+	both.Add(2)
+	answer := scripted.Step{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+		both.Done()
+		both.Wait()
+		return scripted.Step{Text: "report", InputTokens: 1000, OutputTokens: 500}
+	}}
+	model := byTask(map[string][]scripted.Step{
+		"parent": {{Calls: []scripted.Call{{Name: "child", Args: `{"task":"c1"}`}, {Name: "child", Args: `{"task":"c2"}`}}}, {Text: "parent done"}},
+		"c1":     {answer},
+		"c2":     {answer},
+	})
+	var mgr *manager.Manager
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 4 }, spawnChildTool(&mgr))
+	mgr = f.mgr
+	sub := f.mgr.Subscribe()
+	f.run(t, manager.SpawnRequest{Task: "parent", Budget: agenttypes.Budget{MaxTokens: 3000}})
+	require.NoError(t, f.mgr.Close(context.Background()))
+	var exceeded []manager.Event
+	for e := range sub.C() {
+		if e.Kind == manager.EventBudgetExceeded {
+			exceeded = append(exceeded, e)
+		}
+	}
+	require.Len(t, exceeded, 1, "the answer that took the parent past its budget is reported")
+	assert.Contains(t, exceeded[0].Text, "past the token budget (its parent's) of 3000")
+	res, err := f.mgr.Wait(context.Background(), exceeded[0].AgentID)
+	require.NoError(t, err)
+	assert.Equal(t, manager.Completed, res.State)
+	assert.Equal(t, "report", res.Output)
+	assert.Positive(t, res.TokensOverBudget)
+}

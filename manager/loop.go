@@ -132,12 +132,8 @@ func (l *loop) run() {
 			return
 		}
 		t = a.tokensLeft()
-		over := 0
-		if t.agent == a && t.left < 0 {
-			over = -t.left
-		}
 		if len(choice.ToolCalls) == 0 {
-			if l.final(choice.Content, usage, over) {
+			if l.final(choice.Content, usage, t) {
 				return
 			}
 			continue
@@ -290,11 +286,16 @@ func (l *loop) call(ctx context.Context, opts []llms.CallOption) (choice *llms.C
 }
 
 // final handles an answer with no tool calls; false means one more turn
-// (a retry after an unparsable JSON answer). over is how many tokens the
-// run is past its token budget: a whole answer is kept all the same, since
-// its tokens are spent, and the result says by how much.
-func (l *loop) final(content string, usage Usage, over int) bool {
+// (a retry after an unparsable JSON answer). t is the tightest token
+// budget of the chain: when the answer took it past its limit (the
+// agent's own or an ancestor's), the whole answer is kept all the same,
+// since its tokens are spent, and the result says by how much.
+func (l *loop) final(content string, usage Usage, t treeLimit) bool {
 	a := l.a
+	over := 0
+	if t.agent != nil && t.left < 0 {
+		over = -t.left
+	}
 	data, err := l.parseOutput(content)
 	if err != nil {
 		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: content})
@@ -326,10 +327,12 @@ func (l *loop) final(content string, usage Usage, over int) bool {
 	// The final text is stored once, in the completed event.
 	a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage})
 	if over > 0 {
+		whose := "its token budget"
+		if t.agent != a {
+			whose = "the token budget" + a.whose(t.agent)
+		}
 		a.emit(&Event{Kind: EventBudgetExceeded, Turn: l.turns(), Usage: usage,
-			Text: fmt.Sprintf("the final answer took the run %d tokens past its token budget of %d; it is kept", over, a.budget.MaxTokens)})
-	} else {
-		over = 0
+			Text: fmt.Sprintf("the final answer took the run %d tokens past %s of %d; it is kept", over, whose, t.limit)})
 	}
 	a.finishWith(Completed, ReasonDone, nil, content, data, false, over)
 	return true

@@ -67,10 +67,10 @@ type Result struct {
 	// agent alone.
 	Usage    Usage `json:"usage"`
 	OwnUsage Usage `json:"own_usage"`
-	// TokensOverBudget is how many tokens past its token budget a run
-	// went when a whole final answer arrived over it. The answer is kept
-	// (the tokens are spent), the run completes, and an
-	// EventBudgetExceeded says so.
+	// TokensOverBudget is how many tokens past a token budget (its own,
+	// or an ancestor's that bounds it) a run went when a whole final
+	// answer arrived over it. The answer is kept (the tokens are spent),
+	// the run completes, and an EventBudgetExceeded says so.
 	TokensOverBudget int           `json:"tokens_over_budget,omitempty"`
 	ToolCalls        int           `json:"tool_calls"`
 	Turns            int           `json:"turns"`
