@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
 	"github.com/troupe-dev/troupe/plugins/protocol"
@@ -40,6 +41,11 @@ type Config struct {
 	// cancelled before the plugin exits (and is restarted on next use).
 	// Default 2 s.
 	CancelGrace time.Duration
+	// CacheDir keeps what each plugin binary offers, by its checksum, so
+	// that learning it again does not start the plugin: with it, a plugin
+	// starts when an agent first uses it. Empty: every Load starts each
+	// plugin it has not described yet.
+	CacheDir string
 	// MaxCrashes in CrashWindow disable a plugin until the next Load.
 	// Defaults 3 and 60 s.
 	MaxCrashes  int
@@ -87,8 +93,10 @@ func New(cfg Config) *Host {
 type proc struct {
 	h   *Host
 	bin Binary
-	// stamp is the binary's size and time when desc was read.
+	// stamp is the binary's size and time when desc was read; sum its
+	// SHA-256, once computed.
 	stamp string
+	sum   string
 
 	mu       sync.Mutex
 	cur      *running
@@ -215,18 +223,24 @@ func (p *proc) start() (*running, error) {
 	if rc := client.ReattachConfig(); rc != nil {
 		r.pid = rc.Pid
 	}
-	if p.desc == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
-		defer cancel()
-		d, err := r.conn.Plugin.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: protocol.Version})
-		if err != nil {
-			return fail(fmt.Errorf("%w: plugin %s did not describe itself: %v", ErrStart, p.bin.Name, err))
-		}
-		if err := protocol.Check(d, protocol.Version); err != nil {
-			return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
-		}
-		p.desc = d
+	// Every process describes itself, so a description from the cache is
+	// checked against the process that now serves it.
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
+	defer cancel()
+	d, err := r.conn.Plugin.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: protocol.Version})
+	if err != nil {
+		return fail(fmt.Errorf("%w: plugin %s did not describe itself: %v", ErrStart, p.bin.Name, err))
 	}
+	if err := protocol.Check(d, protocol.Version); err != nil {
+		return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
+	}
+	if p.desc == nil || !proto.Equal(p.desc, d) {
+		if p.desc != nil {
+			h.cfg.Logger.Warn("plugin describes itself otherwise than before; its types and tools change at the next load", "plugin", p.bin.Name)
+		}
+		h.storeDescription(p.sum, d)
+	}
+	p.desc = d
 	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)
 	return r, nil
 }

@@ -41,9 +41,8 @@ type Info struct {
 	err   error
 }
 
-// Load discovers the plugins, starts each to learn what it offers (in
-// parallel, each bounded by the start timeout; a plugin already running
-// and unchanged is asked no more), and sets their types and tools in reg
+// Load discovers the plugins, learns what each offers, and sets their
+// types and tools in reg
 // (see agenttypes.Registry.SetPlugins). Plugins that are refused or fail
 // are left out and reported; the rest load. Loading again re-enables
 // plugins disabled after crashes. Processes stay running for the agents
@@ -178,17 +177,19 @@ func (h *Host) load(ctx context.Context) ([]Info, []error) {
 	return infos, problems
 }
 
-// info describes p, starting it when its description is not known yet.
+// info describes p: from what the plugin said of itself before, in this
+// host or, for the same binary, in the description cache; else by
+// starting it.
 func (p *proc) info(ctx context.Context, lock *Lock) Info {
 	in := Info{Binary: p.bin, Status: StatusUnlocked}
+	sum, err := p.checksum()
+	if err != nil {
+		in.err = fmt.Errorf("plugin %s: %w", p.bin.Name, err)
+		in.Error = in.err.Error()
+		return in
+	}
+	in.SHA256 = sum
 	if lock != nil {
-		sum, err := Checksum(p.bin.Path)
-		if err != nil {
-			in.err = fmt.Errorf("plugin %s: %w", p.bin.Name, err)
-			in.Error = in.err.Error()
-			return in
-		}
-		in.SHA256 = sum
 		e, ok := lock.Plugins[p.bin.Name]
 		in.Locked = e.SHA256
 		switch {
@@ -200,26 +201,35 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 			in.Status = StatusLocked
 		}
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := p.get()
-		done <- err
-	}()
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-time.After(p.h.cfg.StartTimeout + time.Second):
-		err = fmt.Errorf("%w: plugin %s did not start in %s", ErrStart, p.bin.Name, p.h.cfg.StartTimeout)
-	}
-	if err != nil {
-		in.err, in.Error = err, err.Error()
-		return in
-	}
+	// A plugin the lock file refuses gets no description from the cache:
+	// get refuses it, without running it, and says why.
 	p.mu.Lock()
+	if p.desc == nil && (in.Status == StatusLocked || in.Status == StatusUnlocked) {
+		p.desc = p.h.cachedDescription(sum)
+	}
 	d := p.desc
 	p.mu.Unlock()
+	if d == nil {
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.get()
+			done <- err
+		}()
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(p.h.cfg.StartTimeout + time.Second):
+			err = fmt.Errorf("%w: plugin %s did not start in %s", ErrStart, p.bin.Name, p.h.cfg.StartTimeout)
+		}
+		if err != nil {
+			in.err, in.Error = err, err.Error()
+			return in
+		}
+		p.mu.Lock()
+		d = p.desc
+		p.mu.Unlock()
+	}
 	in.Version = d.GetVersion()
 	for _, t := range d.GetTypes() {
 		in.Types = append(in.Types, t.GetName())
@@ -228,6 +238,25 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 		in.Tools = append(in.Tools, t.GetName())
 	}
 	return in
+}
+
+// checksum is the SHA-256 of p's binary, computed once for the binary
+// as discovered (its size and time, p.stamp).
+func (p *proc) checksum() (string, error) {
+	p.mu.Lock()
+	sum := p.sum
+	p.mu.Unlock()
+	if sum != "" {
+		return sum, nil
+	}
+	sum, err := Checksum(p.bin.Path)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	p.sum = sum
+	p.mu.Unlock()
+	return sum, nil
 }
 
 // typeOf is the registry's form of a type the plugin offers.

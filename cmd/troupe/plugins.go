@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -22,10 +23,26 @@ func (a *app) plugins(root string) *plugins.Host {
 		a.host = plugins.New(plugins.Config{
 			Dirs:     plugins.Dirs(root, a.getenv),
 			LockFile: plugins.LockPath(root),
+			CacheDir: a.pluginCacheDir(),
 			Logger:   a.logger(),
 		})
 	}
 	return a.host
+}
+
+// pluginCacheDir keeps what each plugin binary offers, so that commands
+// start a plugin only when an agent uses it: $XDG_CACHE_HOME/troupe/plugins,
+// else ~/.cache/troupe/plugins; none when neither can be found.
+func (a *app) pluginCacheDir() string {
+	cache := a.getenv("XDG_CACHE_HOME")
+	if cache == "" || !filepath.IsAbs(cache) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "troupe", "plugins")
 }
 
 // closePlugins stops the plugin processes a command started.
