@@ -19,30 +19,44 @@ import (
 )
 
 var (
-	pluginOnce sync.Once
-	pluginBin  string
-	pluginErr  error
+	pluginsMu  sync.Mutex
+	pluginBins = map[string]string{} // package → binary
 	pluginTmp  string
 )
 
 // testPluginDir returns a fresh directory holding the plugins package's
 // test plugin as troupe-plugin-test; the binary is built once.
 func testPluginDir(t *testing.T) string {
+	return pluginDirOf(t, "github.com/troupe-dev/troupe/plugins/internal/testplugin", "test")
+}
+
+// pluginDirOf returns a fresh directory holding the plugin built from pkg
+// as troupe-plugin-NAME; each package is built once.
+func pluginDirOf(t *testing.T, pkg, name string) string {
 	t.Helper()
-	pluginOnce.Do(func() {
-		pluginTmp, pluginErr = os.MkdirTemp("", "troupe-cmd-plugin")
-		if pluginErr != nil {
-			return
+	pluginsMu.Lock()
+	bin, ok := pluginBins[pkg]
+	if !ok {
+		var err error
+		if pluginTmp == "" {
+			pluginTmp, err = os.MkdirTemp("", "troupe-cmd-plugin")
 		}
-		pluginBin = filepath.Join(pluginTmp, "troupe-plugin-test")
-		out, err := exec.Command("go", "build", "-o", pluginBin, "github.com/troupe-dev/troupe/plugins/internal/testplugin").CombinedOutput()
+		if err == nil {
+			bin = filepath.Join(pluginTmp, "troupe-plugin-"+name)
+			var out []byte
+			if out, err = exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+				err = fmt.Errorf("building plugin %s: %v\n%s", pkg, err, out)
+			}
+		}
 		if err != nil {
-			pluginErr = fmt.Errorf("building the test plugin: %v\n%s", err, out)
+			pluginsMu.Unlock()
+			require.NoError(t, err)
 		}
-	})
-	require.NoError(t, pluginErr)
+		pluginBins[pkg] = bin
+	}
+	pluginsMu.Unlock()
 	dir := t.TempDir()
-	require.NoError(t, os.Symlink(pluginBin, filepath.Join(dir, "troupe-plugin-test")))
+	require.NoError(t, os.Symlink(bin, filepath.Join(dir, "troupe-plugin-"+name)))
 	return dir
 }
 
@@ -129,4 +143,34 @@ func TestRunAPluginTypeWithItsOwnLoop(t *testing.T) {
 	assert.Equal(t, 2, res.Turns)
 	assert.Equal(t, 40, res.Usage.InputTokens)
 	assert.Equal(t, 8, res.Usage.OutputTokens)
+}
+
+// The example plugin, built as its README says, runs its own agent loop
+// through the command line: the model is a loopback server, and the
+// plugin's loop lists the repository's TODO comments with its own tool
+// before the model is asked.
+func TestRunTheExamplePluginsType(t *testing.T) {
+	repo := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(repo, ".git"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\n// TODO: handle the error from Close\nfunc main() {}\n"), 0o644))
+	srv := newChatServer(t, "main.go:3 first: an ignored error loses data.")
+	o := runWith(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "TROUPE_PLUGIN_PATH": pluginDirOf(t, "github.com/troupe-dev/troupe/examples/plugins/todos", "todos")}, "",
+		"run", "todo-triage", "--repo", repo, "--model", "openai:some-model", "--json", "--progress", "none", "which TODOs first?")
+	require.Equal(t, 0, o.code, o.stderr)
+	var res jsonResult
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res), o.stdout)
+	assert.Equal(t, "completed", res.State)
+	assert.Equal(t, "todo-triage", res.Type)
+	assert.Equal(t, "main.go:3 first: an ignored error loses data.", res.Output)
+	assert.Equal(t, 1, res.ToolCalls, "the loop's todos call goes through the host")
+	assert.Equal(t, 1, res.Turns)
+	assert.Equal(t, 10, res.Usage.InputTokens, "the server's count, counted by the host")
+	assert.Equal(t, 5, res.Usage.OutputTokens)
+	reqs := srv.received()
+	require.Len(t, reqs, 1)
+	assert.Contains(t, reqs[0], "handle the error from Close", "the model saw what the plugin's tool found")
+	transcript, err := os.ReadFile(res.Transcript)
+	require.NoError(t, err)
+	assert.Contains(t, string(transcript), `"kind":"tool_call"`)
+	assert.Contains(t, string(transcript), "listed the TODO comments", "the loop's own event reaches the record")
 }
