@@ -140,6 +140,33 @@ func (o Output) Parse(answer string) (any, error) {
 	return v, nil
 }
 
+// ValidateArgs checks a tool call's arguments against the tool's declared
+// parameters, a JSON schema; empty parameters take any JSON object. The
+// error says, in words a model can act on, which arguments are wrong.
+func ValidateArgs(params, args json.RawMessage) error {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return fmt.Errorf("the arguments are not valid JSON: %v", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return errors.New("the arguments must be a JSON object")
+	}
+	if len(params) == 0 {
+		return nil
+	}
+	sch, err := compileSchema(params)
+	if err != nil {
+		return fmt.Errorf("the tool's parameters are not a usable schema: %s", oneLine(err.Error()))
+	}
+	if err := sch.Validate(v); err != nil {
+		return fmt.Errorf("the arguments do not match the tool's parameters: %s", describeValidation(err))
+	}
+	return nil
+}
+
 // plainJSON turns v into the plain values the validator reads.
 func plainJSON(v any) (any, error) {
 	switch x := v.(type) {

@@ -105,3 +105,29 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestValidateArgs(t *testing.T) {
+	params := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"max":{"type":"integer","minimum":1}},"required":["path"]}`)
+	for _, tc := range []struct {
+		name, params, args, want string
+	}{
+		{"fits", string(params), `{"path":"a","max":3}`, ""},
+		{"wrong type", string(params), `{"path":12345}`, "at /path: got number, want string"},
+		{"missing", string(params), `{"max":2}`, "missing property 'path'"},
+		{"below minimum", string(params), `{"path":"a","max":0}`, "at /max"},
+		{"not an object", string(params), `["a"]`, "must be a JSON object"},
+		{"not JSON", string(params), `{"path":`, "not valid JSON"},
+		{"no parameters, any object", "", `{"anything":1}`, ""},
+		{"no arguments is an empty object", `{"type":"object","properties":{}}`, ``, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := agenttypes.ValidateArgs(json.RawMessage(tc.params), json.RawMessage(tc.args))
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
