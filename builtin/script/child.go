@@ -41,6 +41,12 @@ type ChildOptions struct {
 	MaxProcs int
 	// Timeout caps one call; 0 means DefaultCallTimeout.
 	Timeout time.Duration
+	// CPUTime caps the CPU time one call may use, counted by the kernel
+	// (RLIMIT_CPU, whole seconds) on the script host process, which it
+	// ends; 0 means Timeout plus a second. One goroutine cannot use more
+	// CPU than wall time, so it is the script that keeps several cores
+	// busy at once that meets this limit before Timeout.
+	CPUTime time.Duration
 }
 
 // ChildRunner runs scripts in script host processes, one call at a time
@@ -72,6 +78,9 @@ func NewChildRunner(opts ChildOptions) *ChildRunner {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultCallTimeout
+	}
+	if opts.CPUTime <= 0 {
+		opts.CPUTime = opts.Timeout + time.Second
 	}
 	return &ChildRunner{opts: opts, sem: make(chan struct{}, opts.MaxProcs), all: map[*proc]bool{}}
 }
@@ -313,6 +322,7 @@ func (r *ChildRunner) start() (*proc, error) {
 	// variables and, with SkipHostEnv, nothing of this process's.
 	cmd.Env = []string{
 		ChildEnv + "=" + strconv.FormatInt(r.opts.MemoryLimit, 10), "GOTRACEBACK=none",
+		childCPUEnv + "=" + strconv.Itoa(cpuSeconds(r.opts.CPUTime)),
 		protocol.EnvHostPID + "=" + strconv.Itoa(os.Getpid()),
 	}
 	cmd.Dir = os.TempDir()

@@ -8,7 +8,9 @@
 // manager calls. Scripts run in script host processes (the program
 // re-executed; its main calls ServeIfChild first), builtin plugins that
 // speak the plugin protocol (see wire.go), held to a memory limit,
-// a stack limit, a goroutine limit and a per-call time limit, so a hostile
+// a stack limit, a goroutine limit, and per call a limit of wall time and
+// one of CPU time (RLIMIT_CPU, for scripts that keep several cores busy),
+// so a hostile
 // script fails its own agent with agenttypes.ErrScript and nothing else.
 // Options.InProcess lets an operator run trusted types' scripts in the
 // host process instead, for speed.

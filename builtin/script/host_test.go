@@ -173,3 +173,18 @@ func BenchmarkHookInProcess(b *testing.B)    { benchmarkHook(b, true) }
 func BenchmarkHookOutOfProcess(b *testing.B) { benchmarkHook(b, false) }
 func BenchmarkToolInProcess(b *testing.B)    { benchmarkTool(b, true) }
 func BenchmarkToolOutOfProcess(b *testing.B) { benchmarkTool(b, false) }
+
+// A script that burns CPU is ended by the kernel's count of its CPU time,
+// well before a long per-call limit of wall time.
+func TestACallIsEndedWhenItUsesItsCPUTime(t *testing.T) {
+	h := New(Options{CallTimeout: time.Minute, Child: ChildOptions{CPUTime: time.Second}})
+	defer h.Close()
+	hooks := compileHooks(t, h, badHooks)
+	ctx := agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: t.TempDir(), Note: func(string) {}})
+	_, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "loop"})
+	require.ErrorIs(t, err, agenttypes.ErrScript)
+	assert.Contains(t, err.Error(), "used more than 1s of CPU time")
+	out, err := hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "after"})
+	require.NoError(t, err)
+	assert.Equal(t, "fine: after", out, "the next call gets a fresh script host")
+}

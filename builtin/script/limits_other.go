@@ -3,3 +3,7 @@
 package script
 
 func setLimits(int64) {}
+
+func limitCPU(int) {}
+
+func onCPULimit(func()) {}

@@ -24,6 +24,15 @@ import (
 // is the memory limit in bytes.
 const ChildEnv = "TROUPE_SCRIPT_HOST"
 
+// childCPUEnv holds the seconds of CPU time one call may use in a script
+// host process.
+const childCPUEnv = "TROUPE_SCRIPT_CPU"
+
+// cpuSeconds is d in the whole seconds RLIMIT_CPU counts, at least one.
+func cpuSeconds(d time.Duration) int {
+	return max(int((d+time.Second-1)/time.Second), 1)
+}
+
 // Limits of a script host process.
 const (
 	maxStack      = 64 << 20 // a goroutine's stack: unbounded recursion ends here
@@ -50,10 +59,14 @@ func ServeIfChild() {
 		mem = DefaultMemoryLimit
 	}
 	setLimits(mem)
+	cpu, _ := strconv.Atoi(os.Getenv(childCPUEnv))
+	if cpu > 0 {
+		onCPULimit(func() { fatal(fmt.Sprintf("the script used more than %ds of CPU time (the limit)", cpu)) })
+	}
 	debug.SetMaxStack(maxStack)
 	debug.SetMemoryLimit(mem / 2)
 	go watchdog(mem)
-	s := &server{mem: mem, progs: map[string]*instance{}}
+	s := &server{mem: mem, cpu: cpu, progs: map[string]*instance{}}
 	serve.Serve(sdk.Plugin{Name: pluginName, Tools: []sdk.Tool{
 		&sdk.ToolFunc{ToolSpec: sdk.ToolSpec{Name: toolLoad, Description: "Compiles a script."}, Func: s.tool},
 		&sdk.ToolFunc{ToolSpec: sdk.ToolSpec{Name: toolCall, Description: "Calls a function of a compiled script."}, Func: s.tool},
@@ -64,6 +77,7 @@ func ServeIfChild() {
 // server is the script host's side: the programs it compiled.
 type server struct {
 	mem int64
+	cpu int // seconds of CPU time a call may use; 0: no limit
 
 	mu    sync.Mutex // one call at a time
 	progs map[string]*instance
@@ -88,6 +102,12 @@ func (s *server) tool(_ context.Context, req sdk.CallRequest) (*sdk.CallResponse
 
 func (s *server) handle(req *request) (resp response) {
 	base := runtime.NumGoroutine()
+	// The kernel ends the process with SIGXCPU when the call has used its
+	// CPU time; calls are one at a time, so the limit is the call's.
+	if s.cpu > 0 {
+		limitCPU(s.cpu)
+		defer limitCPU(0)
+	}
 	resp = handle(s.progs, req)
 	if used := heapBytes(); used > s.mem {
 		resp.Fail = fmt.Sprintf("the script used more than %d MiB of memory (the limit); the script host was stopped", s.mem>>20)
