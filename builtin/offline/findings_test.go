@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -115,4 +116,27 @@ func TestParseFindingsSpanAndSymbol(t *testing.T) {
 	assert.Equal(t, Finding{Path: "c.go", Line: 7, EndLine: 7, Snippet: "in the loop", Relevance: 0.4}, got[2])
 	assert.Equal(t, 2, got[3].EndLine, "an end before the start is no span")
 	assert.Empty(t, got[3].Symbol, "prose is no symbol")
+}
+
+// The answer groups its findings by file when a file holds several: each
+// file once, in the order of its best finding, with its symbols in rank
+// order; and leaves the section out when every finding is in its own file.
+func TestAnswerGroupsFindingsByFile(t *testing.T) {
+	f := func(path string, line int, symbol string, rel float64) scored {
+		return scored{Finding: Finding{Path: path, Line: line, EndLine: line + 3, Symbol: symbol, Relevance: rel}}
+	}
+	a := answer{searched: []string{"spawn"}, findings: []scored{
+		f("manager/manager.go", 140, "func (m *Manager) Spawn()", 1),
+		f("manager/group.go", 56, "func (m *Manager) SpawnGroup()", 0.9),
+		f("manager/manager.go", 159, "func (m *Manager) prepare()", 0.8),
+		f("manager/manager.go", 290, "", 0.5),
+	}}
+	out := a.render(len(a.findings), false)
+	_, byFile, ok := strings.Cut(out, "### By file\n\n")
+	require.True(t, ok, out)
+	assert.Equal(t, "- `manager/manager.go`: `func (m *Manager) Spawn()`, `func (m *Manager) prepare()`, `line 290`\n"+
+		"- `manager/group.go`: `func (m *Manager) SpawnGroup()`\n", byFile)
+
+	single := answer{searched: []string{"spawn"}, findings: a.findings[:2]}
+	assert.NotContains(t, single.render(2, false), "By file", "no grouping when each file has one finding")
 }

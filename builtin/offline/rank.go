@@ -339,10 +339,17 @@ func (r *ranker) wordsOf(text string) lineWords {
 
 func newRanker(task string, terms []term) *ranker {
 	r := &ranker{q: buildQuery(task, terms)}
-	lt := strings.ToLower(task)
-	r.askTests = strings.Contains(lt, "test")
-	r.askDocs = strings.Contains(lt, "doc") || strings.Contains(lt, "readme")
-	r.askExamples = strings.Contains(lt, "example")
+	// Whole words only: "latest" asks for no test, nor "docker" for docs.
+	for _, w := range strings.FieldsFunc(strings.ToLower(task), func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {
+		switch w {
+		case "test", "tests", "testing", "tested", "spec", "specs", "unittest", "unittests":
+			r.askTests = true
+		case "doc", "docs", "documentation", "documented", "document", "readme", "godoc", "manual":
+			r.askDocs = true
+		case "example", "examples", "sample", "samples":
+			r.askExamples = true
+		}
+	}
 	return r
 }
 
@@ -794,7 +801,7 @@ func spanEnd(p string, lines map[int]string, start int) int {
 	case ".py":
 		return indentSpanEnd(lines, start, last)
 	}
-	return braceSpanEnd(lines, start, last)
+	return braceSpanEnd(p, lines, start, last)
 }
 
 func hasLine(lines map[int]string, l int) bool {
@@ -937,17 +944,51 @@ func parenDepth(line string) int {
 	return d
 }
 
-func braceSpanEnd(lines map[int]string, start, last int) int {
-	depth, opened := 0, false
+// braceSpanEnd is where the braces opened on or after line start close,
+// with the braces in strings, character literals and comments passed over
+// (// and /* */ comments, or # ones in shell scripts); start itself when
+// no body opens within a few lines (a declaration).
+func braceSpanEnd(p string, lines map[int]string, start, last int) int {
+	hash := false
+	switch path.Ext(p) {
+	case ".sh", ".bash", ".zsh", ".ksh":
+		hash = true
+	}
+	depth, opened, inBlock := 0, false, false
 	for l := start; l <= last; l++ {
-		inStr := rune(0)
-		for _, ch := range lines[l] {
+		line := lines[l]
+		inStr := byte(0)
+	scan:
+		for i := 0; i < len(line); i++ {
+			ch := line[i]
 			switch {
+			case inBlock:
+				if ch == '*' && i+1 < len(line) && line[i+1] == '/' {
+					inBlock = false
+					i++
+				}
 			case inStr != 0:
-				if ch == inStr {
+				if ch == '\\' {
+					i++
+				} else if ch == inStr {
 					inStr = 0
 				}
-			case ch == '"' || ch == '\'' || ch == '`':
+			case !hash && ch == '/' && i+1 < len(line) && line[i+1] == '/':
+				break scan
+			case !hash && ch == '/' && i+1 < len(line) && line[i+1] == '*':
+				inBlock = true
+				i++
+			case hash && ch == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+				break scan
+			case ch == '\'':
+				// A character literal ('x', '\n', '\u{1F600}'); otherwise a
+				// Rust lifetime or an apostrophe, which opens nothing.
+				if j := charLiteralEnd(line, i); j > i {
+					i = j
+				} else if hash {
+					inStr = ch
+				}
+			case ch == '"' || ch == '`':
 				inStr = ch
 			case ch == '{':
 				depth++
@@ -964,6 +1005,20 @@ func braceSpanEnd(lines map[int]string, start, last int) int {
 		}
 	}
 	return last
+}
+
+// charLiteralEnd is the index of the quote that closes a character
+// literal opened at line[i], or -1 when none does.
+func charLiteralEnd(line string, i int) int {
+	switch {
+	case i+2 < len(line) && line[i+1] != '\\' && line[i+2] == '\'':
+		return i + 2
+	case i+1 < len(line) && line[i+1] == '\\':
+		if j := strings.IndexByte(line[i+2:min(len(line), i+14)], '\''); j >= 0 {
+			return i + 2 + j
+		}
+	}
+	return -1
 }
 
 // findings turns ranked candidates into findings: at most

@@ -69,6 +69,10 @@ func TestDefNameOf(t *testing.T) {
 		{"a.c", "\treturn count_words(f);", ""},
 		{"a.sh", "rotate_backups() {", "rotate_backups"},
 		{"a.sh", "# rotate_backups() deletes", ""},
+		{"a.js", "function debounce(fn, wait) {", "debounce"},
+		{"a.js", "export const throttle = (fn, ms) => {", "throttle"},
+		{"a.js", "  handleClick(event) {", "handleClick"},
+		{"a.js", "    return debounce(fn, 10);", ""},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, defNameOf(tt.path, tt.line), "%s: %s", tt.path, tt.line)
@@ -92,6 +96,18 @@ func TestSpanEnd(t *testing.T) {
 	assert.Equal(t, 7, spanEnd("a.py", lines(pySrc), 1))
 	tsSrc := "  search(q: string) {\n    return this.request(\"GET\", \"/s?q={\" + q);\n  }\n}\n"
 	assert.Equal(t, 3, spanEnd("a.ts", lines(tsSrc), 1))
+	rsSrc := "pub fn slugify(title: &str) -> String {\n    let s = \"{\";\n    s.to_string()\n}\n\nfn other() {}\n"
+	assert.Equal(t, 4, spanEnd("a.rs", lines(rsSrc), 1), "a brace in a Rust string is no end")
+	lifetimes := "fn longest<'a>(x: &'a str, y: &'a str) -> &'a str {\n    if x.len() > y.len() { x } else { y }\n}\nfn next() {}\n"
+	assert.Equal(t, 3, spanEnd("a.rs", lines(lifetimes), 1), "a lifetime opens no character literal")
+	chars := "fn brace(c: char) -> bool {\n    c == '{' || c == '\\''\n}\n"
+	assert.Equal(t, 3, spanEnd("a.rs", lines(chars), 1), "a brace in a character literal is no opening")
+	javaSrc := "    public List<Note> listRecent(int limit) {\n        if (limit < 0) {\n            return List.of();\n        }\n        return notes;\n    }\n}\n"
+	assert.Equal(t, 6, spanEnd("a.java", lines(javaSrc), 1))
+	cSrc := "static long count_words(FILE *f)\n{\n\tint c; /* { */\n\treturn 0;\n}\n"
+	assert.Equal(t, 5, spanEnd("a.c", lines(cSrc), 1), "a C body whose brace opens on the next line")
+	shSrc := "rotate_backups() {\n  for f in *.bak; do\n    rm \"$f\"\n  done\n}\nmain\n"
+	assert.Equal(t, 5, spanEnd("a.sh", lines(shSrc), 1))
 }
 
 // TestEvalNotes runs the evaluation questions about testdata/repos/notes,
@@ -122,4 +138,32 @@ func TestGoSignature(t *testing.T) {
 	assert.Equal(t, "func (t *Transport) dialConn(ctx context.Context, cm connectMethod) (pconn *persistConn, err error)",
 		goSignature(lines, 10, 13))
 	assert.Empty(t, goSignature(lines, 10, 12), "not a whole function")
+}
+
+// Tests, docs and examples come after the implementation unless the
+// question asks for them in so many words.
+func TestQuestionsAskForTestsDocsAndExamplesInWholeWords(t *testing.T) {
+	for _, tc := range []struct {
+		q                     string
+		tests, docs, examples bool
+	}{
+		{"where is the latest version checked?", false, false, false},
+		{"how does the docker build cache work?", false, false, false},
+		{"which tests cover the retry?", true, false, false},
+		{"where is spawning documented?", false, true, false},
+		{"is there an example of a plugin?", false, false, true},
+		{"what does the README say about budgets?", false, true, false},
+	} {
+		r := newRanker(tc.q, nil)
+		assert.Equal(t, tc.tests, r.askTests, tc.q)
+		assert.Equal(t, tc.docs, r.askDocs, tc.q)
+		assert.Equal(t, tc.examples, r.askExamples, tc.q)
+	}
+	plain := newRanker("where is the retry done?", nil)
+	asked := newRanker("which tests cover the retry?", nil)
+	assert.Less(t, plain.pathMult("client/retry_test.go"), plain.pathMult("client/retry.go"), "a test comes after the implementation")
+	assert.Equal(t, asked.pathMult("client/retry_test.go"), asked.pathMult("client/retry.go"), "unless the question asks for tests")
+	assert.Less(t, plain.pathMult("examples/retry/main.go"), plain.pathMult("client/retry.go"))
+	assert.Less(t, plain.pathMult("docs/retry.md"), plain.pathMult("client/retry.go"))
+	assert.Less(t, plain.pathMult("client/retry.pb.go"), plain.pathMult("client/retry.go"), "generated code comes after written code")
 }
