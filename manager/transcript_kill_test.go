@@ -32,6 +32,13 @@ import (
 // documentation), and one line being added.
 const transcriptLossBound = 1<<20 + 64<<10
 
+// transcriptLossAge is how old an event lost by a kill may be: the writer
+// appends what gathered as soon as it can, so only events of the last
+// moments are lost (a few milliseconds on an idle machine; this bound
+// leaves room for a loaded one running the race detector). A writer that
+// waited for a timer or a fuller buffer would lose older ones.
+const transcriptLossAge = time.Second
+
 // TestHelperBusyRun is the child process of TestTranscriptSurvivesSIGKILL:
 // a manager with transcripts on, busy with many agents, printing every
 // event's seq and agent as it is published, until it is killed.
@@ -58,7 +65,7 @@ func TestHelperBusyRun(t *testing.T) {
 	go func() {
 		for e := range sub.C() {
 			line, _ := json.Marshal(e)
-			fmt.Fprintf(out, "%d %s %d\n", e.Seq, e.AgentID, len(line)+1)
+			fmt.Fprintf(out, "%d %s %d %d\n", e.Seq, e.AgentID, len(line)+1, e.Time.UnixNano())
 			if len(sub.C()) == 0 {
 				_ = out.Flush()
 			}
@@ -96,6 +103,7 @@ func TestTranscriptSurvivesSIGKILL(t *testing.T) {
 			type seen struct {
 				agent string
 				size  int
+				at    time.Time
 			}
 			var mu sync.Mutex
 			published := map[uint64]seen{}
@@ -111,14 +119,15 @@ func TestTranscriptSurvivesSIGKILL(t *testing.T) {
 						continue
 					}
 					f := strings.Fields(line)
-					if len(f) != 3 {
+					if len(f) != 4 {
 						continue
 					}
 					seq, err1 := strconv.ParseUint(f[0], 10, 64)
 					size, err2 := strconv.Atoi(f[2])
-					if err1 == nil && err2 == nil {
+					at, err3 := strconv.ParseInt(f[3], 10, 64)
+					if err1 == nil && err2 == nil && err3 == nil {
 						mu.Lock()
-						published[seq] = seen{f[1], size}
+						published[seq] = seen{f[1], size, time.Unix(0, at)}
 						mu.Unlock()
 					}
 				}
@@ -130,6 +139,7 @@ func TestTranscriptSurvivesSIGKILL(t *testing.T) {
 			}
 			// Let it get busy, a different time each round.
 			time.Sleep(time.Duration(150+40*round) * time.Millisecond)
+			killed := time.Now()
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			_ = cmd.Wait()
 
@@ -158,16 +168,20 @@ func TestTranscriptSurvivesSIGKILL(t *testing.T) {
 			// What is missing is the most recent: per agent, nothing on disk
 			// comes after a missing event; and all of it fits the bound.
 			lostBytes, lost := 0, 0
+			var oldest time.Duration
 			for seq, p := range published {
 				if onDisk[seq] {
 					continue
 				}
 				lost++
 				lostBytes += p.size
+				oldest = max(oldest, killed.Sub(p.at))
 				assert.Less(t, last[p.agent], seq, "agent %s: event %d is missing but a later one is on disk", p.agent, seq)
 			}
 			assert.LessOrEqual(t, lostBytes, transcriptLossBound, "%d events (%d bytes) published before the kill are missing from %s (%d published, %d on disk)",
 				lost, lostBytes, filepath.Base(path), len(published), len(onDisk))
+			assert.LessOrEqual(t, oldest, transcriptLossAge, "an event published %s before the kill is missing", oldest)
+			t.Logf("%d of %d events lost (%d bytes), the oldest published %s before the kill", lost, len(published), lostBytes, oldest)
 		})
 	}
 }

@@ -1,10 +1,13 @@
 package manager
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -80,20 +83,48 @@ func TestTranscriptWriterOrderAndLoss(t *testing.T) {
 }
 
 func TestTranscriptWriteErrorNeverBlocks(t *testing.T) {
-	w := newTranscriptWriter("/dev/null/not/a/dir/run.jsonl", slog.New(slog.DiscardHandler))
-	big := strings.Repeat("y", 4096)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for n := range 2000 { // 8 MiB: past the backpressure bound
-			w.add(&Event{Seq: uint64(n), AgentID: "a", Text: big})
-		}
-		<-w.synced()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("adds or synced blocked on a failing disk")
+	// A transcript that cannot be opened, and one on a full disk (every
+	// write fails with ENOSPC): the run goes on, and the failure is
+	// logged once, not once per batch.
+	for name, path := range map[string]string{"cannot open": "/dev/null/not/a/dir/run.jsonl", "disk full": "/dev/full"} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := os.Stat(path); name == "disk full" && err != nil {
+				t.Skip("no /dev/full here")
+			}
+			var logs bytes.Buffer
+			var logMu sync.Mutex
+			w := newTranscriptWriter(path, slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil)))
+			big := strings.Repeat("y", 4096)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for n := range 2000 { // 8 MiB: past the backpressure bound
+					w.add(&Event{Seq: uint64(n), AgentID: "a", Text: big})
+				}
+				<-w.synced()
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("adds or synced blocked on a failing disk")
+			}
+			w.close()
+			logMu.Lock()
+			defer logMu.Unlock()
+			assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), logs.String())
+			assert.Contains(t, logs.String(), "the run goes on")
+		})
 	}
-	w.close()
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
