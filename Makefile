@@ -1,5 +1,7 @@
 # troupe's everyday commands. `make test` is what CI runs.
 GO      ?= go
+# bash, for pipefail: a benchmark that fails fails make bench.
+SHELL   := /bin/bash
 PKGS    ?= ./...
 BENCH   ?= .
 BENCHTIME ?= 1x
@@ -22,9 +24,20 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# Benchmarks print their figures as tables; see README.md for the last run.
+# Benchmarks that time many small calls and report percentiles run many
+# times; grep runs ten times over its tree; the large workloads (2,000 or
+# 10,000 agents an iteration) once. Every figure is then printed again as
+# one table, benchmark by benchmark; see README.md for the last run.
+BENCH_CALLS ?= ^Benchmark(Spawn|StepOverhead|EventJSON|ReadDir|ColdStart|ToolCall|LoopStep|HookInProcess|HookOutOfProcess|ToolInProcess|ToolOutOfProcess)$$
+BENCH_GREP  ?= ^BenchmarkGrep$$
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem $(PKGS)
+	@set -eo pipefail; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	$(GO) test -run '^$$' -bench '$(BENCH_CALLS)' -benchtime 2000x -benchmem $(PKGS) | tee -a "$$out"; \
+	$(GO) test -run '^$$' -bench '$(BENCH_GREP)' -benchtime 10x -benchmem ./builtin/tools | tee -a "$$out"; \
+	$(GO) test -run '^$$' -bench '$(BENCH)' -skip '$(BENCH_CALLS)|$(BENCH_GREP)' -benchtime $(BENCHTIME) -benchmem $(PKGS) | tee -a "$$out"; \
+	echo; grep -m1 '^cpu:' "$$out" || true; \
+	echo '| benchmark | figure | value |'; echo '|---|---|---|'; \
+	awk '/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); for (i = 3; i < NF; i += 2) printf "| %s | %s | %s |\n", name, $$(i+1), $$i }' "$$out"
 
 # Scores the offline retrieval model on testdata/eval/offline.jsonl:
 # top-1 file, top-5 file, top-5 lines and the median time a question.
