@@ -162,7 +162,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	} else {
 		fmt.Fprintln(a.stdout, strings.TrimRight(res.Output, "\n"))
 		if mode == progressPlain || mode == progressLive {
-			fmt.Fprintln(a.stderr, summary(res))
+			fmt.Fprintln(a.stderr, summary(res, subtree(mgr, res.ID)))
 		}
 	}
 	switch {
@@ -221,9 +221,10 @@ func budgetFlags(cmd *cobra.Command, f runFlags) (agenttypes.Budget, error) {
 	return agenttypes.Budget{MaxTokens: f.maxTokens, MaxTime: f.maxTime, MaxToolCalls: f.maxToolCalls, MaxTurns: f.maxTurns, MaxCostUSD: f.maxCost}, nil
 }
 
-// summary is the one line printed on stderr after a run. For an agent
-// that had subagents it shows the whole tree's usage and the agent's own.
-func summary(r manager.Result) string {
+// summary is printed on stderr after a run: one line for the agent and,
+// for an agent that had subagents, the whole tree's usage beside its own
+// and one line for each agent below it, each with its own usage.
+func summary(r manager.Result, below []manager.Info) string {
 	var b strings.Builder
 	mark := "✓"
 	if r.State != manager.Completed {
@@ -236,12 +237,32 @@ func summary(r manager.Result) string {
 		fmt.Fprintf(&b, " in all (own %d in / %d out%s)", r.OwnUsage.InputTokens, r.OwnUsage.OutputTokens, cost(r.OwnUsage))
 	}
 	fmt.Fprintf(&b, " · model %s", r.Model)
+	for _, i := range below {
+		name := i.Type
+		if i.Label != "" {
+			name = "[" + i.Label + "] " + i.Type
+		}
+		fmt.Fprintf(&b, "\n%s└ %s %s (%s) · %d turns · %d tool calls · %d in / %d out%s · model %s",
+			strings.Repeat("  ", i.Depth), name, i.State, i.Reason, i.Turns, i.ToolCalls,
+			i.OwnUsage.InputTokens, i.OwnUsage.OutputTokens, cost(i.OwnUsage), i.Model)
+	}
 	if r.Transcript != "" {
 		if _, err := os.Stat(r.Transcript); err == nil {
 			fmt.Fprintf(&b, "\n  transcript: %s", r.Transcript)
 		}
 	}
 	return b.String()
+}
+
+// subtree lists the agents below id, each after its parent, in the order
+// they were spawned.
+func subtree(mgr *manager.Manager, id string) []manager.Info {
+	var out []manager.Info
+	for _, c := range mgr.List(manager.Filter{ParentID: id}) {
+		out = append(out, c)
+		out = append(out, subtree(mgr, c.ID)...)
+	}
+	return out
 }
 
 // hadChildren reports whether the usage of r covers more than the agent:

@@ -171,9 +171,18 @@ func TestSummaryShowsOwnUsageBesideTheTreesWhenThereWereChildren(t *testing.T) {
 	r := manager.Result{Type: "general", State: manager.Completed, Reason: manager.ReasonDone, Model: "m", Turns: 2,
 		Usage:    manager.Usage{InputTokens: 71100, OutputTokens: 3410, CostUSD: 0.05},
 		OwnUsage: manager.Usage{InputTokens: 3100, OutputTokens: 420, CostUSD: 0.01}}
-	assert.Contains(t, summary(r), "71100 tokens in / 3410 out, $0.0500 in all (own 3100 in / 420 out, $0.0100) · model m")
+	below := []manager.Info{
+		{Type: "explore", Label: "security", Depth: 1, State: manager.Completed, Reason: manager.ReasonDone, Turns: 3, ToolCalls: 5, Model: "m",
+			OwnUsage: manager.Usage{InputTokens: 45000, OutputTokens: 2100, CostUSD: 0.03}},
+		{Type: "explore", Label: "refactor", Depth: 1, State: manager.Failed, Reason: manager.ReasonBudgetTokens, Turns: 4, ToolCalls: 9, Model: "m",
+			OwnUsage: manager.Usage{InputTokens: 23000, OutputTokens: 890, CostUSD: 0.01}},
+	}
+	out := summary(r, below)
+	assert.Contains(t, out, "71100 tokens in / 3410 out, $0.0500 in all (own 3100 in / 420 out, $0.0100) · model m")
+	assert.Contains(t, out, "\n  └ [security] explore completed (done) · 3 turns · 5 tool calls · 45000 in / 2100 out, $0.0300 · model m")
+	assert.Contains(t, out, "\n  └ [refactor] explore failed (budget_tokens) · 4 turns · 9 tool calls · 23000 in / 890 out, $0.0100 · model m")
 
 	r.Usage = r.OwnUsage
-	assert.Contains(t, summary(r), "3100 tokens in / 420 out, $0.0100 · model m", "no children: one usage")
-	assert.NotContains(t, summary(r), "own")
+	assert.Contains(t, summary(r, nil), "3100 tokens in / 420 out, $0.0100 · model m", "no children: one usage")
+	assert.NotContains(t, summary(r, nil), "own")
 }
