@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -68,7 +70,75 @@ func CompilePrompt(name, text string) (*Prompt, error) {
 	return &Prompt{text: text, tmpl: t}, nil
 }
 
+// promptChecker walks a prompt's parse tree knowing, as far as can be told
+// without running it, the type of dot and of each variable, so that a
+// range is allowed only over a list of PromptData: a range over a number
+// ({{$n := 100000000}}{{range $n}}, {{with 9999}}{{range .}}) repeats its
+// body that many times whatever it writes.
+type promptChecker struct {
+	// assigned are the variables given a new value somewhere ({{$x = …}}),
+	// maybe inside an if, so their type at a range cannot be told.
+	assigned map[string]bool
+}
+
+// scope is what the checker knows at a point of the template: dot's type
+// (nil: unknown) and the variables'.
+type scope struct {
+	dot  reflect.Type
+	vars map[string]reflect.Type
+}
+
+func (s scope) with(dot reflect.Type) scope {
+	vars := make(map[string]reflect.Type, len(s.vars))
+	maps.Copy(vars, s.vars)
+	return scope{dot: dot, vars: vars}
+}
+
+var promptDataType = reflect.TypeFor[PromptData]()
+
 func checkPromptNode(n parse.Node, ranges int) error {
+	root := scope{dot: promptDataType, vars: map[string]reflect.Type{"$": promptDataType}}
+	c := promptChecker{assigned: map[string]bool{}}
+	c.findAssigned(n)
+	return c.node(n, ranges, root)
+}
+
+// findAssigned records every variable an assignment names.
+func (c promptChecker) findAssigned(n parse.Node) {
+	var pipe func(p *parse.PipeNode)
+	pipe = func(p *parse.PipeNode) {
+		if p != nil && p.IsAssign {
+			for _, v := range p.Decl {
+				c.assigned[v.Ident[0]] = true
+			}
+		}
+	}
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, x := range n.Nodes {
+			c.findAssigned(x)
+		}
+	case *parse.ActionNode:
+		pipe(n.Pipe)
+	case *parse.IfNode:
+		c.findAssignedBranch(&n.BranchNode, pipe)
+	case *parse.WithNode:
+		c.findAssignedBranch(&n.BranchNode, pipe)
+	case *parse.RangeNode:
+		c.findAssignedBranch(&n.BranchNode, pipe)
+	}
+}
+
+func (c promptChecker) findAssignedBranch(b *parse.BranchNode, pipe func(*parse.PipeNode)) {
+	pipe(b.Pipe)
+	c.findAssigned(b.List)
+	c.findAssigned(b.ElseList)
+}
+
+func (c promptChecker) node(n parse.Node, ranges int, sc scope) error {
 	switch n := n.(type) {
 	case nil:
 		return nil
@@ -76,39 +146,115 @@ func checkPromptNode(n parse.Node, ranges int) error {
 		if n == nil {
 			return nil
 		}
-		for _, c := range n.Nodes {
-			if err := checkPromptNode(c, ranges); err != nil {
+		for _, x := range n.Nodes {
+			if err := c.node(x, ranges, sc); err != nil {
 				return err
 			}
 		}
 	case *parse.ActionNode:
-		return checkPromptPipe(n.Pipe)
+		if err := checkPromptPipe(n.Pipe); err != nil {
+			return err
+		}
+		c.declare(n.Pipe, sc, sc.vars)
 	case *parse.IfNode:
-		return checkPromptBranch(&n.BranchNode, ranges)
+		return c.branch(&n.BranchNode, ranges, sc, false)
 	case *parse.WithNode:
-		return checkPromptBranch(&n.BranchNode, ranges)
+		return c.branch(&n.BranchNode, ranges, sc, true)
 	case *parse.RangeNode:
 		if ranges+1 > maxRangeDepth {
 			return fmt.Errorf("line %d: ranges nest at most %d deep in a prompt", n.Line, maxRangeDepth)
 		}
-		if !rangesOverData(n.Pipe) {
+		if err := checkPromptPipe(n.Pipe); err != nil {
+			return err
+		}
+		t := c.pipeType(n.Pipe, sc)
+		if t == nil || (t.Kind() != reflect.Slice && t.Kind() != reflect.Array && t.Kind() != reflect.Map) {
 			return fmt.Errorf("line %d: range only over a field such as .Tools, not over a number or a function's result", n.Line)
 		}
-		return checkPromptBranch(&n.BranchNode, ranges+1)
+		inner := sc.with(t.Elem())
+		if d := n.Pipe.Decl; len(d) == 2 {
+			inner.vars[d[0].Ident[0]] = nil // the index or key: no list
+			inner.vars[d[1].Ident[0]] = t.Elem()
+		} else if len(d) == 1 {
+			inner.vars[d[0].Ident[0]] = t.Elem()
+		}
+		if err := c.node(n.List, ranges+1, inner); err != nil {
+			return err
+		}
+		return c.node(n.ElseList, ranges, sc)
 	case *parse.TemplateNode:
 		return fmt.Errorf("line %d: {{template}} is not allowed in a prompt; write the text in place", n.Line)
 	}
 	return nil
 }
 
-func checkPromptBranch(b *parse.BranchNode, ranges int) error {
+// branch checks an if or a with; inside a with, dot is the pipeline's value.
+func (c promptChecker) branch(b *parse.BranchNode, ranges int, sc scope, with bool) error {
 	if err := checkPromptPipe(b.Pipe); err != nil {
 		return err
 	}
-	if err := checkPromptNode(b.List, ranges); err != nil {
+	inner := sc.with(sc.dot)
+	c.declare(b.Pipe, sc, inner.vars)
+	if with {
+		inner.dot = c.pipeType(b.Pipe, sc)
+	}
+	if err := c.node(b.List, ranges, inner); err != nil {
 		return err
 	}
-	return checkPromptNode(b.ElseList, ranges)
+	return c.node(b.ElseList, ranges, sc)
+}
+
+// declare records the variables a pipeline declares ({{$x := …}}) or
+// assigns ({{$x = …}}) in vars.
+func (c promptChecker) declare(p *parse.PipeNode, sc scope, vars map[string]reflect.Type) {
+	if p == nil || len(p.Decl) == 0 {
+		return
+	}
+	t := c.pipeType(p, sc)
+	for _, v := range p.Decl {
+		vars[v.Ident[0]] = t
+	}
+}
+
+// pipeType is the type a pipeline yields when it is a reference into the
+// prompt's data (.Tools, $.Dir, $x, .) or a constant; nil when that cannot
+// be told without running it (a function's result, a chain of commands).
+func (c promptChecker) pipeType(p *parse.PipeNode, sc scope) reflect.Type {
+	if p == nil || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
+		return nil
+	}
+	switch a := p.Cmds[0].Args[0].(type) {
+	case *parse.DotNode:
+		return sc.dot
+	case *parse.FieldNode:
+		return fieldType(sc.dot, a.Ident)
+	case *parse.VariableNode:
+		t, ok := sc.vars[a.Ident[0]]
+		if !ok || c.assigned[a.Ident[0]] {
+			return nil
+		}
+		return fieldType(t, a.Ident[1:])
+	case *parse.NumberNode:
+		return reflect.TypeFor[int]()
+	case *parse.StringNode:
+		return reflect.TypeFor[string]()
+	}
+	return nil
+}
+
+// fieldType follows a chain of field names from t.
+func fieldType(t reflect.Type, names []string) reflect.Type {
+	for _, name := range names {
+		if t == nil || t.Kind() != reflect.Struct {
+			return nil
+		}
+		f, ok := t.FieldByName(name)
+		if !ok {
+			return nil
+		}
+		t = f.Type
+	}
+	return t
 }
 
 func checkPromptPipe(p *parse.PipeNode) error {
@@ -130,19 +276,6 @@ func checkPromptPipe(p *parse.PipeNode) error {
 		}
 	}
 	return nil
-}
-
-// rangesOverData accepts a range whose pipeline is one field or variable
-// reference: .Tools, $.Tools, $x.
-func rangesOverData(p *parse.PipeNode) bool {
-	if p == nil || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 1 {
-		return false
-	}
-	switch p.Cmds[0].Args[0].(type) {
-	case *parse.FieldNode, *parse.VariableNode, *parse.DotNode:
-		return true
-	}
-	return false
 }
 
 // Render executes the prompt with data. It stops with an error when the

@@ -13,15 +13,24 @@ import (
 
 func TestCompilePromptRefusesUnboundedTemplates(t *testing.T) {
 	for name, tc := range map[string]struct{ prompt, msg string }{
-		"range over a number":      {`{{range 100000000}}x{{end}}`, "range only over a field"},
-		"range over a function":    {`{{range (slice .Tools 0)}}x{{end}}`, "range only over a field"},
-		"ranges nested three deep": {`{{range .Tools}}{{range $.Tools}}{{range $.Tools}}x{{end}}{{end}}{{end}}`, "nest at most 2 deep"},
-		"printf with a width":      {`{{printf "%999999999d" 1}}`, "printf is not available"},
-		"print in a pipeline":      {`{{.Dir | print}}`, "print is not available"},
-		"define":                   {`{{define "a"}}x{{end}}{{template "a"}}`, "define and block"},
-		"template call":            {`{{template "x"}}`, "{{template}} is not allowed"},
-		"does not parse":           {`{{.Dir`, "unclosed action"},
-		"too long":                 {strings.Repeat("x", agenttypes.MaxPromptBytes+1), "the limit is"},
+		"range over a number":   {`{{range 100000000}}x{{end}}`, "range only over a field"},
+		"range over a function": {`{{range (slice .Tools 0)}}x{{end}}`, "range only over a field"},
+		// A number reaches a range through a variable or a with; the
+		// body writes nothing, so the size cap would never stop it.
+		"range over a variable holding a number":    {`{{$n := 100000000}}{{range $n}}{{end}}`, "range only over a field"},
+		"range over a with's number":                {`{{with 100000000}}{{range .}}{{end}}{{end}}`, "range only over a field"},
+		"range over a reassigned variable":          {`{{$t := .Tools}}{{$t = 100000000}}{{range $t}}{{end}}`, "range only over a field"},
+		"range over a variable reassigned in an if": {`{{$t := .Tools}}{{if true}}{{$t = 100000000}}{{end}}{{range $t}}{{end}}`, "range only over a field"},
+		"range over a range's index":                {`{{range $i, $t := .Tools}}{{range $i}}{{end}}{{end}}`, "range only over a field"},
+		"range over a string field":                 {`{{range .Dir}}x{{end}}`, "range only over a field"},
+		"range over a length":                       {`{{$n := len .Tools}}{{range $n}}{{end}}`, "range only over a field"},
+		"ranges nested three deep":                  {`{{range .Tools}}{{range $.Tools}}{{range $.Tools}}x{{end}}{{end}}{{end}}`, "nest at most 2 deep"},
+		"printf with a width":                       {`{{printf "%999999999d" 1}}`, "printf is not available"},
+		"print in a pipeline":                       {`{{.Dir | print}}`, "print is not available"},
+		"define":                                    {`{{define "a"}}x{{end}}{{template "a"}}`, "define and block"},
+		"template call":                             {`{{template "x"}}`, "{{template}} is not allowed"},
+		"does not parse":                            {`{{.Dir`, "unclosed action"},
+		"too long":                                  {strings.Repeat("x", agenttypes.MaxPromptBytes+1), "the limit is"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := agenttypes.CompilePrompt("t", tc.prompt)
@@ -42,6 +51,8 @@ func TestCompilePromptKeepsWhatPromptsUse(t *testing.T) {
 		"{{len .Tools}} tools; first {{index .Tools 0}}":            "2 tools; first read",
 		"{{with .Dir}}in {{.}}{{end}}":                              "in /repo",
 		"{{range .Tools}}{{range $.Tools}}.{{end}}{{end}}":          "....",
+		"{{$t := .Tools}}{{range $t}}{{.}};{{end}}":                 "read;grep;",
+		"{{with .Tools}}{{range .}}{{.}}/{{end}}{{end}}":            "read/grep/",
 	} {
 		p, err := agenttypes.CompilePrompt("t", prompt)
 		require.NoError(t, err, prompt)
