@@ -428,21 +428,17 @@ func readDefinitionFile(path string) ([]byte, *Diagnostic) {
 	fail := func(format string, args ...any) ([]byte, *Diagnostic) {
 		return nil, &Diagnostic{File: path, Severity: SeverityError, Message: fmt.Sprintf(format, args...)}
 	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return fail("cannot read: %v", unwrapPath(err))
+	f, info, err := OpenRegular(nil, path)
+	if errors.Is(err, ErrNotRegular) {
+		return fail("not a regular file (a %s); a definition is a *.yaml, *.yml or *.md file", FileKind(info.Mode()))
 	}
-	if !info.Mode().IsRegular() {
-		return fail("not a regular file; a definition is a *.yaml, *.yml or *.md file")
-	}
-	if info.Size() > MaxDefinitionSize {
-		return fail("file is %s; definitions are limited to %s: move long text out of it", sizeString(info.Size()), sizeString(MaxDefinitionSize))
-	}
-	f, err := os.Open(path)
 	if err != nil {
 		return fail("cannot read: %v", unwrapPath(err))
 	}
 	defer f.Close()
+	if info.Size() > MaxDefinitionSize {
+		return fail("file is %s; definitions are limited to %s: move long text out of it", sizeString(info.Size()), sizeString(MaxDefinitionSize))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxDefinitionSize+1))
 	if err != nil {
 		return fail("cannot read: %v", unwrapPath(err))

@@ -73,16 +73,22 @@ func (dc *decoder) scriptFile(v *yaml.Node) *Script {
 	}
 	dir := filepath.Dir(dc.def.path)
 	shown := filepath.Join(dir, name)
-	f, err := os.OpenInRoot(dir, name)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		dc.errorf(v, "script_file %q: cannot read it: %v", name, unwrapPath(err))
+		return nil
+	}
+	defer root.Close()
+	f, fi, err := OpenRegular(root, name)
+	if errors.Is(err, ErrNotRegular) {
+		dc.errorf(v, "script_file %q is a %s, not a regular file", name, FileKind(fi.Mode()))
+		return nil
+	}
 	if err != nil {
 		dc.errorf(v, "script_file %q: cannot read it: %v", name, unwrapPath(err))
 		return nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		dc.errorf(v, "script_file %q is not a regular file", name)
-		return nil
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxScriptSize+1))
 	switch {
 	case err != nil:

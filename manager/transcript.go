@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // Transcripts are written by one writer per manager into one append-only
@@ -264,24 +266,14 @@ const maxTranscriptRead = 64 << 20
 // never a wait), and only its first 64 MiB: the events of a longer one
 // come back with an error saying it was cut.
 func ReadTranscript(path string) ([]Event, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	f, fi, err := agenttypes.OpenRegular(nil, path)
+	if errors.Is(err, agenttypes.ErrNotRegular) {
+		return nil, fmt.Errorf("%s is not a regular file (a %s); a transcript is a JSON-lines file", path, agenttypes.FileKind(fi.Mode()))
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s); a transcript is a JSON-lines file", path, fileKind(fi.Mode()))
-	}
-	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() { // replaced between the two looks
-		return nil, fmt.Errorf("%s is not a regular file (%s); a transcript is a JSON-lines file", path, fileKind(fi.Mode()))
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTranscriptRead+1))
 	if err != nil {
 		return nil, err
@@ -309,18 +301,4 @@ func ReadTranscript(path string) ([]Event, error) {
 		return events, fmt.Errorf("%s is %d bytes; only the first %d MiB were read", path, fi.Size(), maxTranscriptRead>>20)
 	}
 	return events, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
 }

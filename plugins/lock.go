@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // Lock is the lock file: the SHA-256 of each plugin binary a project
@@ -33,9 +35,12 @@ var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // ReadLock reads the lock file at path; it returns nil and no error when
 // there is none.
 func ReadLock(path string) (*Lock, error) {
-	f, err := os.Open(path)
+	f, fi, err := agenttypes.OpenRegular(nil, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
+	}
+	if errors.Is(err, agenttypes.ErrNotRegular) {
+		return nil, fmt.Errorf("%s is a %s, not a lock file; remove it and lock the plugins again", path, agenttypes.FileKind(fi.Mode()))
 	}
 	if err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // Sentinel errors callers can branch on with errors.Is.
@@ -20,8 +22,8 @@ var (
 	ErrOutside = errors.New("path is outside the root")
 	// ErrNotRegular is returned when a file operation meets a directory,
 	// a named pipe, a socket, a device or anything else that is not a
-	// regular file.
-	ErrNotRegular = errors.New("not a regular file")
+	// regular file; it is agenttypes.ErrNotRegular.
+	ErrNotRegular = agenttypes.ErrNotRegular
 	// ErrNotDir is returned when a directory operation meets something
 	// that is not a directory.
 	ErrNotDir = errors.New("not a directory")
@@ -347,22 +349,14 @@ func (d *Dir) child(name string) (string, error) {
 }
 
 // openRegular opens name in root without blocking on pipes and returns it
-// only if it is a regular file.
+// only if it is a regular file (see agenttypes.OpenRegular); a refusal
+// speaks of rel, as the tools do.
 func openRegular(root *os.Root, name, rel string) (*os.File, fs.FileInfo, error) {
-	f, err := root.OpenFile(name, openFlags, 0)
-	if err != nil {
-		return nil, nil, err
+	f, fi, err := agenttypes.OpenRegular(root, name)
+	if errors.Is(err, ErrNotRegular) && fi != nil {
+		return nil, nil, checkRegular(rel, fi)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if err := checkRegular(rel, fi); err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, fi, nil
+	return f, fi, err
 }
 
 func checkRegular(rel string, fi fs.FileInfo) error {
@@ -378,23 +372,7 @@ func checkRegular(rel string, fi fs.FileInfo) error {
 // Kind names the kind of file a mode describes, for messages and listings:
 // "directory", "symlink", "named pipe", "socket", "device", "regular file"
 // or "special file".
-func Kind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m.IsRegular():
-		return "regular file"
-	}
-	return "special file"
-}
+func Kind(m fs.FileMode) string { return agenttypes.FileKind(m) }
 
 // readAll reads at most maxBytes from f into buf. size is what stat said,
 // used to size the buffer; files that grow or lie (procfs) are still

@@ -16,7 +16,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // ErrConfig is wrapped by every error about a config file.
@@ -220,24 +219,17 @@ func readConfigFile(path string) ([]byte, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrConfig, path, fmt.Sprintf(format, args...))
 	}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, bad("is a %s, not a regular file; a config file is a YAML file", fsroot.Kind(fi.Mode()))
-	}
-	f, err := os.OpenFile(path, openFlags, 0)
+	f, fi, err := agenttypes.OpenRegular(nil, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, err
+	}
+	if errors.Is(err, agenttypes.ErrNotRegular) {
+		return nil, bad("is a %s, not a regular file; a config file is a YAML file", agenttypes.FileKind(fi.Mode()))
 	}
 	if err != nil {
 		return nil, bad("%v", unwrapPath(err))
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, bad("%v", unwrapPath(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, bad("is a %s, not a regular file; a config file is a YAML file", fsroot.Kind(fi.Mode()))
-	}
 	if fi.Size() > MaxConfigSize {
 		return nil, bad("is %s; config files are limited to %s: is this the right file?", sizeString(fi.Size()), sizeString(MaxConfigSize))
 	}

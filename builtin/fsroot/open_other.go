@@ -1,8 +1,0 @@
-//go:build !unix
-
-package fsroot
-
-import "os"
-
-// openFlags: systems without O_NONBLOCK rely on the stat check before open.
-const openFlags = os.O_RDONLY
