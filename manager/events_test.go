@@ -61,18 +61,41 @@ func TestTranscriptsAreInSeqOrder(t *testing.T) {
 }
 
 func TestFinalTextIsStoredOnce(t *testing.T) {
-	dir := t.TempDir()
-	answer := "the one and only final answer"
-	f := newFixture(t, scripted.New(scripted.Step{Text: answer}), func(c *manager.Config) { c.TranscriptDir = dir })
-	res := f.run(t, manager.SpawnRequest{})
-	data, err := os.ReadFile(res.Transcript)
-	require.NoError(t, err)
-	assert.Equal(t, 1, strings.Count(string(data), answer), "the final answer is in the transcript once, in the completed event")
-	events, err := manager.ReadTranscript(res.Transcript)
-	require.NoError(t, err)
-	last := events[len(events)-1]
-	assert.Equal(t, manager.EventCompleted, last.Kind)
-	assert.Equal(t, answer, last.Text)
+	// The text a run ends with is in its transcript once, in the completed
+	// event: a whole answer, an answer rejected twice (the first, sent back
+	// for a retry, is stored with its model call), and an answer that came
+	// after the time budget.
+	for name, tc := range map[string]struct {
+		steps  []scripted.Step
+		budget agenttypes.Budget
+		typ    string
+		state  manager.State
+	}{
+		"completed":  {steps: []scripted.Step{{Text: "the one and only final answer"}}, state: manager.Completed},
+		"bad output": {steps: []scripted.Step{{Text: "not JSON, first"}, {Text: "the one and only final answer"}}, typ: "jsonout", state: manager.Failed},
+		"after budget": {steps: []scripted.Step{{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+			time.Sleep(300 * time.Millisecond) // ignores its context
+			return scripted.Step{Text: "the one and only final answer"}
+		}}}, budget: agenttypes.Budget{MaxTime: 50 * time.Millisecond}, state: manager.Failed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			answer := "the one and only final answer"
+			f := newFixture(t, scripted.New(tc.steps...), func(c *manager.Config) { c.TranscriptDir = t.TempDir() })
+			require.NoError(t, f.reg.RegisterType(agenttypes.Type{Name: "jsonout", Description: "answers JSON", Output: agenttypes.Output{Format: agenttypes.OutputJSON}}))
+			res := f.run(t, manager.SpawnRequest{Type: tc.typ, Budget: tc.budget})
+			require.Equal(t, tc.state, res.State, res.Error)
+			assert.Equal(t, answer, res.Output)
+			events := agentEvents(t, res.Transcript, res.ID)
+			n := 0
+			for _, e := range events {
+				n += strings.Count(e.Text, answer)
+			}
+			assert.Equal(t, 1, n, "the final text is in the transcript once")
+			last := events[len(events)-1]
+			assert.Equal(t, manager.EventCompleted, last.Kind)
+			assert.Equal(t, answer, last.Text)
+		})
+	}
 }
 
 func TestSlowSubscriberGetsADroppedMarker(t *testing.T) {

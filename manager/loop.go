@@ -122,7 +122,9 @@ func (l *loop) run() {
 		// the answer kept as the partial output.
 		if l.ctx.Err() != nil {
 			if choice != nil {
-				a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: choice.Content})
+				// Its text is the partial output, stored once, in the
+				// completed event.
+				a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage})
 			}
 			l.stopped()
 			return
@@ -298,18 +300,24 @@ func (l *loop) final(content string, usage Usage, t treeLimit) bool {
 	}
 	data, err := l.parseOutput(content)
 	if err != nil {
-		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: content})
-		if errors.Is(err, agenttypes.ErrScript) {
-			a.finish(Failed, ReasonScript, fmt.Errorf("type %q: Result hook: %w", a.typ.Name, err), content, nil, true)
-			return true
+		hooked := a.typ.Hooks != nil && a.typ.Hooks.Result != nil
+		script := errors.Is(err, agenttypes.ErrScript)
+		stopped := l.ctx.Err() != nil
+		retry := !script && !stopped && !l.retried && (a.typ.Output.Format == agenttypes.OutputJSON || hooked) && over <= 0
+		// An answer sent back for another is stored here; one the run ends
+		// with is its output, stored once, in the completed event.
+		ev := &Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage}
+		if retry {
+			ev.Text = content
 		}
-		if l.ctx.Err() != nil {
+		a.emit(ev)
+		switch {
+		case script:
+			a.finish(Failed, ReasonScript, fmt.Errorf("type %q: Result hook: %w", a.typ.Name, err), content, nil, true)
+		case stopped:
 			l.lastText = content
 			l.stopped()
-			return true
-		}
-		hooked := a.typ.Hooks != nil && a.typ.Hooks.Result != nil
-		if !l.retried && (a.typ.Output.Format == agenttypes.OutputJSON || hooked) && over <= 0 {
+		case retry:
 			l.retried = true
 			l.add(llms.TextParts(llms.ChatMessageTypeAI, content), content)
 			msg := "Your answer was not accepted: " + err.Error() + ". Reply again with only the JSON value, matching the schema."
@@ -318,8 +326,9 @@ func (l *loop) final(content string, usage Usage, t treeLimit) bool {
 			}
 			l.add(llms.TextParts(llms.ChatMessageTypeHuman, msg), msg)
 			return false
+		default:
+			a.finish(Failed, ReasonBadOutput, fmt.Errorf("%w: %w", ErrBadOutput, err), content, nil, true)
 		}
-		a.finish(Failed, ReasonBadOutput, fmt.Errorf("%w: %w", ErrBadOutput, err), content, nil, true)
 		return true
 	}
 	// The answer closes the conversation a later agent may resume.

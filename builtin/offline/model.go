@@ -34,7 +34,7 @@ const (
 // grep tool is not among the tools offered with llms.WithTools.
 var ErrGrepNotOffered = errors.New("offline: the offline retrieval model searches with the grep tool, " +
 	"which this call does not offer (pass it with llms.WithTools); " +
-	"for a model that works without tools configure one with --model provider:model or TROUPE_MODEL")
+	"for work without tools, use a language model")
 
 // Model is the offline retrieval model. It holds no state: every answer is
 // derived from the messages, so one Model may serve any number of
