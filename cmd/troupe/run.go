@@ -16,6 +16,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
+	"github.com/troupe-dev/troupe/builtin/offline"
 	"github.com/troupe-dev/troupe/manager"
 )
 
@@ -171,6 +172,9 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	case res.State != manager.Completed:
 		if !f.json && res.Error != "" {
 			fmt.Fprintf(a.stderr, "troupe: %s %s: %s\n", res.State, res.Reason, res.Error)
+			if errors.Is(res.Err, offline.ErrGrepNotOffered) {
+				fmt.Fprintln(a.stderr, "troupe: give this type the grep tool, or pass --model provider:model (or set TROUPE_MODEL) for a language model")
+			}
 		}
 		return exitError{exitFailed}
 	}

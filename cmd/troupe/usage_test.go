@@ -116,3 +116,13 @@ func TestModelRefusalSaysHowToChooseOnTheCommandLine(t *testing.T) {
 	assert.Equal(t, 2, o.code)
 	assert.NotContains(t, o.stderr, "pass --model", "the flag was given; the error says what is wrong with it")
 }
+
+// A type the offline model cannot serve (no grep to search with) fails
+// with the library's reason, and the command says how to fix it here.
+func TestOfflineModelWithoutGrepSaysHowToFixIt(t *testing.T) {
+	repo := scriptRepo(t, map[string]string{"reader.yaml": "name: reader\ndescription: Reads only.\nneeds_language_model: false\ntools: [read]\n"})
+	o := runWith(t, map[string]string{"HOME": t.TempDir()}, "", "run", "reader", "--repo", repo, "--model", "offline", "--progress", "none", "where is the shop?")
+	assert.Equal(t, 1, o.code, o.stderr)
+	assert.Contains(t, o.stderr, "which this call does not offer")
+	assert.Contains(t, o.stderr, "give this type the grep tool, or pass --model provider:model")
+}
