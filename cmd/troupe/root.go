@@ -357,7 +357,7 @@ func (a *app) logger() *slog.Logger {
 	if strings.EqualFold(a.getenv("TROUPE_LOG"), "debug") {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(newLineHandler(a.stderr, level))
 }
 
 func (a *app) versionCommand() *cobra.Command {
