@@ -16,6 +16,9 @@ var (
 	// ErrChecksum is wrapped by the refusal of a plugin whose binary does
 	// not match the lock file, or that the lock file does not list.
 	ErrChecksum = errors.New("plugin checksum refused")
+	// ErrLockFile is wrapped by the refusal of a lock file that cannot be
+	// used; every plugin is refused with it.
+	ErrLockFile = errors.New("unusable plugin lock file")
 	// ErrDisabled is wrapped by the refusal of a plugin that crashed too
 	// often.
 	ErrDisabled = errors.New("plugin disabled")

@@ -172,7 +172,7 @@ func (p *proc) start() (*running, error) {
 	if lock != nil {
 		e, ok := lock.Plugins[p.bin.Name]
 		if !ok {
-			return nil, fmt.Errorf("%w: plugin %s (%s) is not in %s; run 'troupe plugins lock' to accept it", ErrChecksum, p.bin.Name, p.bin.Path, h.cfg.LockFile)
+			return nil, fmt.Errorf("%w: plugin %s (%s) is not in %s; if it is trusted, add it to the lock file (WriteLock)", ErrChecksum, p.bin.Name, p.bin.Path, h.cfg.LockFile)
 		}
 		sum, _ := hex.DecodeString(e.SHA256)
 		secure = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
@@ -210,7 +210,7 @@ func (p *proc) start() (*running, error) {
 	if err != nil {
 		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
 			got, _ := Checksum(p.bin.Path)
-			return fail(fmt.Errorf("%w: plugin %s (%s) has SHA-256 %s but %s lists %s; if the new binary is trusted, run 'troupe plugins lock'",
+			return fail(fmt.Errorf("%w: plugin %s (%s) has SHA-256 %s but %s lists %s; if the new binary is trusted, write the lock file again (WriteLock)",
 				ErrChecksum, p.bin.Name, p.bin.Path, got, h.cfg.LockFile, lock.Plugins[p.bin.Name].SHA256))
 		}
 		return fail(fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.bin.Name, p.bin.Path, err))

@@ -225,7 +225,7 @@ func TestTheLockFileRefusesChangedAndUnlistedPlugins(t *testing.T) {
 	require.Len(t, problems, 1)
 	require.ErrorIs(t, problems[0], plugins.ErrChecksum)
 	msg := problems[0].Error()
-	for _, want := range []string{"plugin test", locked, now, "troupe plugins lock"} {
+	for _, want := range []string{"plugin test", locked, now, "WriteLock"} {
 		assert.Contains(t, msg, want)
 	}
 	assert.Zero(t, h2.PID("test"), "a mismatched plugin never runs")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +44,15 @@ func (a *app) pluginCacheDir() string {
 		cache = filepath.Join(home, ".cache")
 	}
 	return filepath.Join(cache, "troupe", "plugins")
+}
+
+// lockHint is the line that follows a plugin's refusal by the lock file:
+// the command that writes the lock file again.
+const lockHint = "troupe: run 'troupe plugins lock' to lock the plugins as they are now, if you trust them"
+
+// needsLock reports whether err is a refusal by the lock file.
+func needsLock(err error) bool {
+	return errors.Is(err, plugins.ErrChecksum) || errors.Is(err, plugins.ErrLockFile)
 }
 
 // closePlugins stops the plugin processes a command started.
@@ -153,6 +163,10 @@ func (a *app) printPlugins(infos []plugins.Info, problems []error, asJSON bool) 
 		}
 	}
 	_ = tw.Flush()
+	hint := false
+	for _, in := range infos {
+		hint = hint || in.Status == plugins.StatusMismatch || in.Status == plugins.StatusUnlisted
+	}
 	shown := map[string]bool{}
 	for _, in := range infos {
 		shown[in.Error] = true
@@ -161,6 +175,10 @@ func (a *app) printPlugins(infos []plugins.Info, problems []error, asJSON bool) 
 		if !shown[p.Error()] {
 			fmt.Fprintf(a.stderr, "troupe: %v\n", p)
 		}
+		hint = hint || needsLock(p)
+	}
+	if hint {
+		fmt.Fprintln(a.stderr, lockHint)
 	}
 	return nil
 }

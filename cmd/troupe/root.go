@@ -232,8 +232,13 @@ func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	}
 	reg.SetScriptCompiler(a.scripts)
 	root := agenttypes.FindProjectRoot(dir)
+	hint := false
 	for _, err := range a.plugins(root).Load(context.Background(), reg) {
 		fmt.Fprintf(a.stderr, "troupe: %v (left out; 'troupe plugins list' shows the plugins)\n", err)
+		hint = hint || needsLock(err)
+	}
+	if hint {
+		fmt.Fprintln(a.stderr, lockHint)
 	}
 	diags := reg.Reload(agenttypes.SourcesFromEnv(root))
 	for _, d := range diags.Errors() {
