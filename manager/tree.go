@@ -185,6 +185,13 @@ type treeLimit struct {
 // least over the chain.
 func (a *Agent) tokensLeft() treeLimit {
 	var t treeLimit
+	a.tokenBudgets(t.tighter)
+	return t
+}
+
+// tokenBudgets calls fn for a and each of its ancestors that has a token
+// budget, with what that budget has left.
+func (a *Agent) tokenBudgets(fn func(x *Agent, left int)) {
 	a.chain(func(x *Agent) {
 		if x.budget.MaxTokens <= 0 {
 			return
@@ -192,11 +199,15 @@ func (a *Agent) tokensLeft() treeLimit {
 		x.mu.Lock()
 		left := x.budget.MaxTokens - x.subtree.Total()
 		x.mu.Unlock()
-		if t.agent == nil || left < t.left {
-			t = treeLimit{agent: x, left: left, limit: x.budget.MaxTokens}
-		}
+		fn(x, left)
 	})
-	return t
+}
+
+// tighter keeps in t x's token budget when it has less left than t's.
+func (t *treeLimit) tighter(x *Agent, left int) {
+	if t.agent == nil || left < t.left {
+		*t = treeLimit{agent: x, left: left, limit: x.budget.MaxTokens}
+	}
 }
 
 // countLiving adds a, just prepared, to its own and its ancestors' count
@@ -257,16 +268,8 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 		root.budgetMu.Lock()
 		var spent treeLimit
 		out, short := maxOut, false
-		a.chain(func(x *Agent) {
-			if x.budget.MaxTokens <= 0 {
-				return
-			}
-			x.mu.Lock()
-			left := x.budget.MaxTokens - x.subtree.Total()
-			x.mu.Unlock()
-			if spent.agent == nil || left < spent.left {
-				spent = treeLimit{agent: x, left: left, limit: x.budget.MaxTokens}
-			}
+		a.tokenBudgets(func(x *Agent, left int) {
+			spent.tighter(x, left)
 			free := left - x.reserved - in
 			if free < least {
 				short = true
