@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,28 +41,58 @@ func TestAPluginSeenBeforeStartsOnFirstUse(t *testing.T) {
 	assert.NotZero(t, next.PID("test"), "the first use starts it")
 }
 
+// cacheOnce loads the plugins of dir with a host that keeps their
+// descriptions in cache, and returns the cache's files.
+func cacheOnce(t *testing.T, dir, cache string) []string {
+	t.Helper()
+	first, _ := newHost(t, plugins.Config{CacheDir: cache}, dir)
+	loaded(t, first)
+	require.NoError(t, first.Close())
+	files, err := filepath.Glob(filepath.Join(cache, "*.pb"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	return files
+}
+
 func TestADescriptionCacheThatCannotBeReadIsPassedOver(t *testing.T) {
+	for name, spoil := range map[string]func(path string) error{
+		"garbage":    func(p string) error { return os.WriteFile(p, []byte("not a description"), 0o600) },
+		"named pipe": func(p string) error { _ = os.Remove(p); return syscall.Mkfifo(p, 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyPlugin(t, dir, "test")
+			cache := t.TempDir()
+			files := cacheOnce(t, dir, cache)
+			require.NoError(t, spoil(files[0]))
+
+			h, _ := newHost(t, plugins.Config{CacheDir: cache}, dir)
+			reg := loaded(t, h)
+			_, err := reg.Type("looper")
+			require.NoError(t, err, "the plugin describes itself instead")
+			assert.NotZero(t, h.PID("test"))
+		})
+	}
+}
+
+func TestARebuiltPluginDescribesItselfAgain(t *testing.T) {
 	dir := t.TempDir()
 	bin := copyPlugin(t, dir, "test")
-	sum, err := plugins.Checksum(bin)
-	require.NoError(t, err)
 	cache := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(cache, sum+".pb"), []byte("not a description"), 0o600))
+	cacheOnce(t, dir, cache)
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(bin, later, later), "a new build of the same size")
 
 	h, _ := newHost(t, plugins.Config{CacheDir: cache}, dir)
-	reg := loaded(t, h)
-	_, err = reg.Type("looper")
-	require.NoError(t, err, "the plugin describes itself instead")
-	assert.NotZero(t, h.PID("test"))
+	loaded(t, h)
+	assert.NotZero(t, h.PID("test"), "a binary the cache has not seen is started to describe itself")
 }
 
 func TestALockedOutPluginGetsNothingFromTheCache(t *testing.T) {
 	dir := t.TempDir()
 	bin := copyPlugin(t, dir, "test")
 	cache := t.TempDir()
-	first, _ := newHost(t, plugins.Config{CacheDir: cache}, dir)
-	loaded(t, first)
-	require.NoError(t, first.Close())
+	cacheOnce(t, dir, cache)
 
 	// The project now locks a different checksum: the cached description
 	// of the binary on disk is not used, and the plugin never runs.

@@ -238,7 +238,7 @@ func (p *proc) start() (*running, error) {
 		if p.desc != nil {
 			h.cfg.Logger.Warn("plugin describes itself otherwise than before; its types and tools change at the next load", "plugin", p.bin.Name)
 		}
-		h.storeDescription(p.sum, d)
+		h.storeDescription(p.cacheKey(), d)
 	}
 	p.desc = d
 	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)

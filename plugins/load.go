@@ -182,14 +182,14 @@ func (h *Host) load(ctx context.Context) ([]Info, []error) {
 // starting it.
 func (p *proc) info(ctx context.Context, lock *Lock) Info {
 	in := Info{Binary: p.bin, Status: StatusUnlocked}
-	sum, err := p.checksum()
-	if err != nil {
-		in.err = fmt.Errorf("plugin %s: %w", p.bin.Name, err)
-		in.Error = in.err.Error()
-		return in
-	}
-	in.SHA256 = sum
 	if lock != nil {
+		sum, err := p.checksum()
+		if err != nil {
+			in.err = fmt.Errorf("plugin %s: %w", p.bin.Name, err)
+			in.Error = in.err.Error()
+			return in
+		}
+		in.SHA256 = sum
 		e, ok := lock.Plugins[p.bin.Name]
 		in.Locked = e.SHA256
 		switch {
@@ -205,11 +205,12 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 	// get refuses it, without running it, and says why.
 	p.mu.Lock()
 	if p.desc == nil && (in.Status == StatusLocked || in.Status == StatusUnlocked) {
-		p.desc = p.h.cachedDescription(sum)
+		p.desc = p.h.cachedDescription(p.cacheKey())
 	}
 	d := p.desc
 	p.mu.Unlock()
 	if d == nil {
+		var err error
 		done := make(chan error, 1)
 		go func() {
 			_, err := p.get()
