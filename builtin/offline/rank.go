@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -46,16 +47,18 @@ type qword struct {
 	weight float64
 }
 
-var vocabByStem = func() map[string][]string {
+// vocabByStem is the vocabulary by the stems of its keys, made on first
+// use.
+var vocabByStem = sync.OnceValue(func() map[string][]string {
 	m := make(map[string][]string)
-	for k, vs := range vocabulary {
+	for k, vs := range vocabulary() {
 		s := codeStem(k)
 		for _, v := range vs {
 			m[s] = append(m[s], codeStem(v))
 		}
 	}
 	return m
-}()
+})
 
 // buildQuery turns the task into concepts, most specific first.
 func buildQuery(task string, terms []term) []qword {
@@ -92,7 +95,7 @@ func buildQuery(task string, terms []term) []qword {
 				}
 				s := codeStem(lw)
 				stems := []string{s}
-				for _, v := range vocabByStem[s] {
+				for _, v := range vocabByStem()[s] {
 					if !slices.Contains(stems, v) {
 						stems = append(stems, v)
 					}

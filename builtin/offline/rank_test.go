@@ -28,8 +28,8 @@ func TestCodeStem(t *testing.T) {
 }
 
 func TestVocabulary(t *testing.T) {
-	assert.GreaterOrEqual(t, len(vocabulary), 200, "entries")
-	for k, vs := range vocabulary {
+	assert.GreaterOrEqual(t, len(vocabulary()), 200, "entries")
+	for k, vs := range vocabulary() {
 		assert.Equal(t, strings.ToLower(k), k)
 		assert.NotContains(t, k, " ")
 		assert.NotEmpty(t, vs, k)

@@ -1,12 +1,18 @@
 package offline
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // vocabulary maps the words people use in questions to the words code
 // uses for the same thing. Keys and values are plain lower-case words;
 // both sides are stemmed with codeStem when used. An entry is only a hint
-// for the search: a word always also stands for itself.
-var vocabulary = parseVocabulary(`
+// for the search: a word always also stands for itself. It is parsed on
+// first use, not when the program starts: most commands never search.
+var vocabulary = sync.OnceValue(func() map[string][]string { return parseVocabulary(vocabularyText) })
+
+const vocabularyText = `
 abort: cancel stop kill
 enforce: exceed limit
 enforced: exceed limit
@@ -311,7 +317,7 @@ lowercase: lower
 validate: check verify
 watch: observe subscribe
 wrap: wrapper
-`)
+`
 
 // parseVocabulary reads "word: code words" lines.
 func parseVocabulary(text string) map[string][]string {
