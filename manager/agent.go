@@ -121,16 +121,17 @@ type Agent struct {
 	// which is how many may want a share of what it has left. counted
 	// says whether it is among its ancestors' living; uncounted, that it
 	// ended.
-	reserved   int
-	calls      int
-	living     int
-	counted    bool
-	uncounted  bool
-	groups     []*Group // the groups it spawned
-	bgSpawning int      // background groups being spawned, not yet in groups
-	turns      int
-	notes      []string
-	result     Result
+	reserved    int
+	reservedUSD float64
+	calls       int
+	living      int
+	counted     bool
+	uncounted   bool
+	groups      []*Group // the groups it spawned
+	bgSpawning  int      // background groups being spawned, not yet in groups
+	turns       int
+	notes       []string
+	result      Result
 	// history is the conversation so far, for children whose type
 	// inherits it. Messages below its length are never changed.
 	history []llms.MessageContent

@@ -363,3 +363,79 @@ func TestAChildsAnswerOverItsParentsBudgetIsKeptAndReported(t *testing.T) {
 	assert.Equal(t, "report", res.Output)
 	assert.Positive(t, res.TokensOverBudget)
 }
+
+// costlyModel answers as its script says and writes as much as a call
+// allows (5,000 tokens when nothing caps it), at $1 per million input
+// tokens and $10 per million output tokens, which it reports.
+type costlyModel struct{ script *scripted.Model }
+
+func (p costlyModel) KnowsPrice() bool { return true }
+
+func (p costlyModel) Cost(in, out int) float64 { return (float64(in) + 10*float64(out)) / 1e6 }
+
+func (p costlyModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
+	var opts llms.CallOptions
+	for _, o := range options {
+		o(&opts)
+	}
+	resp, err := p.script.GenerateContent(ctx, msgs, options...)
+	if err != nil {
+		return nil, err
+	}
+	out := opts.MaxTokens
+	if out == 0 {
+		out = 5000
+	}
+	if len(resp.Choices[0].ToolCalls) > 0 {
+		out = 10
+	}
+	resp.Choices[0].GenerationInfo = map[string]any{"PromptTokens": 1, "CompletionTokens": out, "CostUSD": p.Cost(1, out)}
+	return resp, nil
+}
+
+func (p costlyModel) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, p, prompt, options...)
+}
+
+var _ manager.Pricer = costlyModel{}
+
+func TestACostBudgetCapsEachCallLikeATokenBudget(t *testing.T) {
+	// $0.01 buys about 1,000 output tokens. Uncapped, the one answer
+	// would cost $0.05; the call is capped to what the budget has left.
+	script := scripted.New(scripted.Step{Text: "a long answer"})
+	model := costlyModel{script: script}
+	f := newFixture(t, script, func(c *manager.Config) {
+		c.Models = manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })
+	})
+	res := f.run(t, manager.SpawnRequest{Task: "go", Budget: agenttypes.Budget{MaxCostUSD: 0.01}})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	require.Len(t, script.Requests(), 1)
+	assert.Positive(t, script.Requests()[0].MaxTokens, "the call is capped")
+	assert.LessOrEqual(t, res.Usage.CostUSD, 0.01, "spent $%.4f of $0.01", res.Usage.CostUSD)
+}
+
+func TestSiblingsShareTheirParentsCostBudget(t *testing.T) {
+	// Two children answer at once under a parent with $0.02: each may
+	// write only its share, so together they stay within it.
+	var both sync.WaitGroup
+	both.Add(2)
+	meet := scripted.Step{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+		both.Done()
+		both.Wait()
+		return scripted.Step{Text: "report"}
+	}}
+	script := byTask(map[string][]scripted.Step{
+		"parent": {{Calls: []scripted.Call{{Name: "child", Args: `{"task":"c1"}`}, {Name: "child", Args: `{"task":"c2"}`}}}, {Text: "parent done"}},
+		"c1":     {meet},
+		"c2":     {meet},
+	})
+	model := costlyModel{script: script}
+	var mgr *manager.Manager
+	f := newFixture(t, script, func(c *manager.Config) {
+		c.MaxConcurrent = 4
+		c.Models = manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })
+	}, spawnChildTool(&mgr))
+	mgr = f.mgr
+	res := f.run(t, manager.SpawnRequest{Task: "parent", Budget: agenttypes.Budget{MaxCostUSD: 0.02}})
+	assert.LessOrEqual(t, res.Usage.CostUSD, 0.02, "the tree spent $%.4f of $0.02", res.Usage.CostUSD)
+}

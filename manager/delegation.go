@@ -245,7 +245,7 @@ func (p *Agent) askOwnModel(ctx context.Context, system, prompt string, maxToken
 	// The call is p's: held to what p and its ancestors have left, as a
 	// call of its loop is.
 	if x := p.costSpent(); x != nil {
-		return "", fmt.Errorf("%w: cost budget%s of $%g used up", ErrBudgetExceeded, p.whose(x), x.budget.MaxCostUSD)
+		return "", costBudgetError(p, x)
 	}
 	in := countTokens(p.model, system) + countTokens(p.model, prompt) + 2*perMessageTokens
 	maxTokens, release, t, err := p.reserveCall(ctx, in, maxTokens)
@@ -253,7 +253,7 @@ func (p *Agent) askOwnModel(ctx context.Context, system, prompt string, maxToken
 		return "", err
 	}
 	if release == nil {
-		return "", fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, p.whose(t.agent), t.limit)
+		return "", t.err(p)
 	}
 	defer release()
 	resp, err := p.model.GenerateContent(ctx, msgs, llms.WithMaxTokens(maxTokens))

@@ -106,7 +106,7 @@ func (l *loop) run() {
 			return
 		}
 		if release == nil {
-			l.endOnBudget(ReasonBudgetTokens, "token", t.agent, t.limit)
+			a.finish(Failed, t.reason(), t.err(a), l.partialOutput(), nil, true)
 			return
 		}
 		if maxOut > 0 {
@@ -597,7 +597,7 @@ func (l *loop) endOnBudget(reason Reason, what string, x *Agent, limit int) {
 }
 
 func (l *loop) budgetCost(x *Agent) {
-	l.a.finish(Failed, ReasonBudgetCost, fmt.Errorf("%w: cost budget%s of $%.4f used up", ErrBudgetExceeded, l.a.whose(x), x.budget.MaxCostUSD), l.partialOutput(), nil, true)
+	l.a.finish(Failed, ReasonBudgetCost, costBudgetError(l.a, x), l.partialOutput(), nil, true)
 }
 
 func (l *loop) fail(reason Reason, err error) {

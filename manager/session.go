@@ -110,7 +110,7 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 		return nil, s.refuse(ReasonBudgetTurns, fmt.Errorf("%w: turn budget of %d used up", ErrBudgetExceeded, a.budget.MaxTurns))
 	}
 	if x := a.costSpent(); x != nil {
-		return nil, s.refuse(ReasonBudgetCost, fmt.Errorf("%w: cost budget%s of $%g used up", ErrBudgetExceeded, a.whose(x), x.budget.MaxCostUSD))
+		return nil, s.refuse(ReasonBudgetCost, costBudgetError(a, x))
 	}
 	ts, err := s.offered(req.Tools)
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 		return nil, err
 	}
 	if release == nil {
-		return nil, s.refuse(ReasonBudgetTokens, fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit))
+		return nil, s.refuse(t.reason(), t.err(a))
 	}
 	opts := make([]llms.CallOption, 0, 3)
 	if len(ts.specs) > 0 {

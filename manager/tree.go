@@ -179,6 +179,35 @@ type treeLimit struct {
 	agent *Agent // nil: nothing limits
 	left  int    // tokens or tool calls left (negative: past it)
 	limit int
+	cost  bool // the agent's cost budget, not its tokens, is what ran out
+}
+
+// reason and err say which budget a model call was refused on.
+func (t treeLimit) reason() Reason {
+	if t.cost {
+		return ReasonBudgetCost
+	}
+	return ReasonBudgetTokens
+}
+
+func (t treeLimit) err(a *Agent) error {
+	if t.cost {
+		return costBudgetError(a, t.agent)
+	}
+	return fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit)
+}
+
+// costBudgetError says that x's cost budget, which bounds a, is spent.
+func costBudgetError(a, x *Agent) error {
+	return fmt.Errorf("%w: cost budget%s of $%.4f used up", ErrBudgetExceeded, a.whose(x), x.budget.MaxCostUSD)
+}
+
+// Pricer is implemented by models that know their price: what a call
+// with these token counts costs, in USD. Under a cost budget, the manager
+// caps each call's output to what the budget has left, as it does under a
+// token budget.
+type Pricer interface {
+	Cost(inputTokens, outputTokens int) float64
 }
 
 // tokensLeft is how many tokens a and its ancestors still allow, the
@@ -242,11 +271,12 @@ type OutputLimiter interface {
 	OutputLimit() int
 }
 
-// reserveCall holds tokens for one model call of a before it is made: its
-// input, estimated at in tokens, and its output. The output is capped at
-// maxOut (0: no cap of its own), at the model's own limit, and, for every
-// budget of the chain, at a fair share of what that budget has neither
-// spent nor lent to calls in flight: an equal part for each agent of its
+// reserveCall holds tokens (and, for a model with a price, dollars) for
+// one model call of a before it is made: its input, estimated at in
+// tokens, and its output. The output is capped at maxOut (0: no cap of its
+// own), at the model's own limit, and, for every token or cost budget of
+// the chain, at a fair share of what that budget has neither spent nor
+// lent to calls in flight: an equal part for each agent of its
 // subtree that has not ended and has no call in flight. A lone agent gets
 // all that is left; siblings calling at once each get their part and run
 // together, a parent waiting on its children keeps a part to read their
@@ -262,38 +292,72 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 			maxOut = n
 		}
 	}
+	var pricer Pricer
+	if p, ok := a.model.(Pricer); ok && knowsPrice(a.model) {
+		pricer = p
+	}
 	root := a.root
 	least := a.m.cfg.MinOutputTokens
 	for {
 		root.budgetMu.Lock()
-		var spent treeLimit
-		out, short := maxOut, false
-		a.tokenBudgets(func(x *Agent, left int) {
-			spent.tighter(x, left)
-			free := left - x.reserved - in
+		var spent, costOut treeLimit
+		out, short, costLimited := maxOut, false, false
+		// share caps out at x's part of free output tokens, or marks the
+		// call short of them.
+		share := func(x *Agent, free int) {
 			if free < least {
 				short = true
 				return
 			}
-			share := max(free/max(x.living-x.calls, 1), least)
-			if out == 0 || share < out {
-				out = share
+			if s := max(free/max(x.living-x.calls, 1), least); out == 0 || s < out {
+				out = s
 			}
+		}
+		a.tokenBudgets(func(x *Agent, left int) {
+			spent.tighter(x, left)
+			share(x, left-x.reserved-in)
 		})
+		if pricer != nil {
+			// A cost budget caps output as a token budget does, through
+			// the price of an output token.
+			inUSD, perOut := pricer.Cost(in, 0), pricer.Cost(0, 1)
+			a.chain(func(x *Agent) {
+				if x.budget.MaxCostUSD <= 0 || perOut <= 0 {
+					return
+				}
+				costLimited = true
+				x.mu.Lock()
+				left := x.budget.MaxCostUSD - x.subtree.CostUSD
+				x.mu.Unlock()
+				if left-inUSD < float64(least)*perOut {
+					if costOut.agent == nil {
+						costOut = treeLimit{agent: x, cost: true}
+					}
+					return
+				}
+				share(x, int((left-x.reservedUSD-inUSD)/perOut))
+			})
+		}
 		switch {
-		case spent.agent == nil:
+		case spent.agent == nil && !costLimited:
 			root.budgetMu.Unlock()
 			return maxOut, func() {}, treeLimit{}, nil
-		case spent.left-in < least:
+		case spent.agent != nil && spent.left-in < least:
 			root.budgetMu.Unlock()
 			return 0, nil, spent, nil
+		case costOut.agent != nil:
+			root.budgetMu.Unlock()
+			return 0, nil, costOut, nil
 		case !short:
-			n := in + out
-			a.chain(func(x *Agent) { x.reserved += n; x.calls++ })
+			n, usd := in+out, 0.0
+			if pricer != nil {
+				usd = pricer.Cost(in, out)
+			}
+			a.chain(func(x *Agent) { x.reserved += n; x.reservedUSD += usd; x.calls++ })
 			root.budgetMu.Unlock()
 			return out, func() {
 				root.budgetMu.Lock()
-				a.chain(func(x *Agent) { x.reserved -= n; x.calls-- })
+				a.chain(func(x *Agent) { x.reserved -= n; x.reservedUSD -= usd; x.calls-- })
 				if root.freed != nil {
 					close(root.freed)
 					root.freed = nil

@@ -148,6 +148,7 @@ var (
 	_ manager.TokenCounter  = (*Model)(nil)
 	_ manager.PriceKnower   = (*Model)(nil)
 	_ manager.OutputLimiter = (*Model)(nil)
+	_ manager.Pricer        = (*Model)(nil)
 )
 
 // Wrap returns m wrapped.
@@ -346,6 +347,15 @@ func (m *Model) account(ch *llms.ContentChoice, msgs []llms.MessageContent, tool
 // KnowsPrice reports whether the model has a price, which a cost budget
 // needs.
 func (m *Model) KnowsPrice() bool { return m.o.Price != nil }
+
+// Cost is what a call with these token counts costs by the model's price,
+// in USD; 0 when it has none.
+func (m *Model) Cost(inputTokens, outputTokens int) float64 {
+	if m.o.Price == nil {
+		return 0
+	}
+	return m.o.Price.Cost(inputTokens, outputTokens)
+}
 
 // CountTokens counts text's tokens as the model's provider does, where
 // troupe has its tokenizer (OpenAI models), else four characters a token.
