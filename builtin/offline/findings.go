@@ -3,7 +3,6 @@ package offline
 import (
 	"encoding/json"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,15 +68,15 @@ func (f *Finding) UnmarshalJSON(data []byte) error {
 var (
 	// refRe finds `path:line` (also path:line:col, path:line-end and
 	// path#Lline) references.
-	refRe = regexp.MustCompile(`([\p{L}\p{N}_.\-+@~/\\]*[\p{L}\p{N}_])(?::(\d+)(?:[\-–](\d+)|:\d+)?|#L(\d+)(?:-L?(\d+))?)`)
+	refRe = lazyRE(`([\p{L}\p{N}_.\-+@~/\\]*[\p{L}\p{N}_])(?::(\d+)(?:[\-–](\d+)|:\d+)?|#L(\d+)(?:-L?(\d+))?)`)
 	// quotedRefRe finds "path":line and "path":line-end with a Go-quoted path.
-	quotedRefRe = regexp.MustCompile(`("(?:[^"\\]|\\.)*"):(\d+)(?:-(\d+))?`)
+	quotedRefRe = lazyRE(`("(?:[^"\\]|\\.)*"):(\d+)(?:-(\d+))?`)
 	// relevanceRe finds "(relevance 0.87)", "(score: 0.5)", "(relevance 87%)".
-	relevanceRe = regexp.MustCompile(`(?i)\(\s*(?:relevance|score|confidence)\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(%)?\s*\)`)
-	listMarkRe  = regexp.MustCompile(`^\s*(?:>\s*)*(?:[-*+•]|\d+[.)])\s+`)
-	leadRe      = regexp.MustCompile("^(?:\\]\\([^)]*\\)|[`*_\\])]+)*")
-	sepRe       = regexp.MustCompile(`^\s*(?:—|–|-{1,2}|:|\||=>|->|,|;)\s*`)
-	fenceRe     = regexp.MustCompile("^\\s*(?:```|~~~)")
+	relevanceRe = lazyRE(`(?i)\(\s*(?:relevance|score|confidence)\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(%)?\s*\)`)
+	listMarkRe  = lazyRE(`^\s*(?:>\s*)*(?:[-*+•]|\d+[.)])\s+`)
+	leadRe      = lazyRE("^(?:\\]\\([^)]*\\)|[`*_\\])]+)*")
+	sepRe       = lazyRE(`^\s*(?:—|–|-{1,2}|:|\||=>|->|,|;)\s*`)
+	fenceRe     = lazyRE("^\\s*(?:```|~~~)")
 )
 
 // ParseFindings extracts findings from an answer: the offline model's own
@@ -239,7 +238,7 @@ func looksLikePath(p string, backticked bool) bool {
 
 // symbolRe finds the symbol the offline model writes after a reference:
 // " in `func (c *Client) Kill()`", then a dash or the end.
-var symbolRe = regexp.MustCompile("^[`*_]*\\s+in\\s+(`+)\\s?(.+?)\\s?(`+)(?:\\s+—\\s+|\\s*$|\\s+\\()")
+var symbolRe = lazyRE("^[`*_]*\\s+in\\s+(`+)\\s?(.+?)\\s?(`+)(?:\\s+—\\s+|\\s*$|\\s+\\()")
 
 // cutSymbol takes " in `symbol`" from the start of the text after a
 // reference, and returns the symbol and the rest.

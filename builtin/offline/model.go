@@ -264,7 +264,7 @@ func (c *conversation) toolName(r llms.ToolCallResponse) string {
 	return ""
 }
 
-var readCallIDRe = regexp.MustCompile(`^call_2_(\d+)$`)
+var readCallIDRe = lazyRE(`^call_2_(\d+)$`)
 
 // evidence collects the tool output. A read response whose call is not in
 // the messages is matched to the read plan by its ID; the plan is
@@ -463,7 +463,7 @@ func grepTerms(terms []term) []string {
 	return out
 }
 
-var globSafeRe = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
+var globSafeRe = lazyRE(`^[A-Za-z0-9_.\-]+$`)
 
 // globPattern matches file names containing any of the top terms, in the
 // spellings a file name would use: as written, lower case, snake_case.

@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -15,7 +14,7 @@ const maxQuestions = 8
 const maxLabel = 32
 
 // listItemRe finds a bulleted or numbered list item and its text.
-var listItemRe = regexp.MustCompile(`^(\s*)(?:[-*+•]|\d+[.)])\s+(\S.*)$`)
+var listItemRe = lazyRE(`^(\s*)(?:[-*+•]|\d+[.)])\s+(\S.*)$`)
 
 // splitQuestions returns the questions of a task that explicitly asks
 // several things: the items of a bulleted or numbered list, else the

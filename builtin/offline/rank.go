@@ -206,8 +206,8 @@ type lineWords struct {
 }
 
 var (
-	wordRe   = regexp.MustCompile(`[\p{L}\p{N}_]+`)
-	stringRe = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
+	wordRe   = lazyRE(`[\p{L}\p{N}_]+`)
+	stringRe = lazyRE("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
 )
 
 func wordsOf(text string) lineWords {
@@ -255,12 +255,12 @@ func (lw lineWords) count(w qword) int {
 
 // defLine describes a definition line: its name, or "" if it is none.
 var (
-	cFuncRe     = regexp.MustCompile(`^[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;]*$`)
-	shellFuncRe = regexp.MustCompile(`^\s*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)\s*\{?`)
-	methodRe    = regexp.MustCompile(`^\s+(?:(?:public|private|protected|static|async|get|set|override|final|synchronized)\s+)*(?:[\w<>\[\],]+\s+)?([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\([^;]*\)[^;]*\{\s*$`)
-	arrowRe     = regexp.MustCompile(`^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*(?:async\s+)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)\s*(?::[^=]+)?=>`)
-	goFuncRe    = regexp.MustCompile(`^func\s+(?:\([^)]*\)\s*)?([\p{L}_][\p{L}\p{N}_]*)`)
-	controlRe   = regexp.MustCompile(`^\s*(?:if|for|while|switch|return|else|catch|case|do|try|elif|with|sizeof|defer|go)\b`)
+	cFuncRe     = lazyRE(`^[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;]*$`)
+	shellFuncRe = lazyRE(`^\s*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)\s*\{?`)
+	methodRe    = lazyRE(`^\s+(?:(?:public|private|protected|static|async|get|set|override|final|synchronized)\s+)*(?:[\w<>\[\],]+\s+)?([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\([^;]*\)[^;]*\{\s*$`)
+	arrowRe     = lazyRE(`^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*(?:async\s+)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)\s*(?::[^=]+)?=>`)
+	goFuncRe    = lazyRE(`^func\s+(?:\([^)]*\)\s*)?([\p{L}_][\p{L}\p{N}_]*)`)
+	controlRe   = lazyRE(`^\s*(?:if|for|while|switch|return|else|catch|case|do|try|elif|with|sizeof|defer|go)\b`)
 )
 
 // defNameOf returns the name a line of file p defines, or "".

@@ -167,3 +167,11 @@ func TestQuestionsAskForTestsDocsAndExamplesInWholeWords(t *testing.T) {
 	assert.Less(t, plain.pathMult("docs/retry.md"), plain.pathMult("client/retry.go"))
 	assert.Less(t, plain.pathMult("client/retry.pb.go"), plain.pathMult("client/retry.go"), "generated code comes after written code")
 }
+
+// The package's patterns are compiled on first use; each must compile.
+func TestEveryLazyPatternCompiles(t *testing.T) {
+	require.GreaterOrEqual(t, len(lazyPatterns), 30)
+	for _, l := range lazyPatterns {
+		assert.NotPanics(t, func() { l.get() }, l.pattern)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"math"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,18 +32,18 @@ const (
 )
 
 var (
-	readLineRe = regexp.MustCompile(`^\s*(\d+)(?:\t|: |\| |→)(.*)$`)
+	readLineRe = lazyRE(`^\s*(\d+)(?:\t|: |\| |→)(.*)$`)
 
 	// defRes find the name a line defines.
-	defRes = []*regexp.Regexp{
-		regexp.MustCompile(`^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final|abstract|async|sealed|open|data|override|inline|unsafe|extern)\s+)*` +
+	defRes = []*lazyRegexp{
+		lazyRE(`^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final|abstract|async|sealed|open|data|override|inline|unsafe|extern)\s+)*` +
 			`(?:func|type|class|def|const|var|let|interface|struct|enum|trait|fn|function|module|impl|record|object|macro|namespace|typedef|union|val)\s+` +
 			`(?:\([^)]*\)\s*)?\*?([\p{L}_$][\p{L}\p{N}_$]*)`),
-		regexp.MustCompile(`^\s*([\p{L}_][\p{L}\p{N}_]*)(?:\s*,\s*[\p{L}_][\p{L}\p{N}_]*)*\s*:=`),
-		regexp.MustCompile(`^\s*([\p{L}_][\p{L}\p{N}_]*)\s+(?:struct|interface)\s*\{`),
-		regexp.MustCompile(`^\s*#\s*define\s+([\p{L}_][\p{L}\p{N}_]*)`),
+		lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)(?:\s*,\s*[\p{L}_][\p{L}\p{N}_]*)*\s*:=`),
+		lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)\s+(?:struct|interface)\s*\{`),
+		lazyRE(`^\s*#\s*define\s+([\p{L}_][\p{L}\p{N}_]*)`),
 	}
-	commentRe = regexp.MustCompile(`^\s*(?://|#|/\*|\*|--|;;|<!--)`)
+	commentRe = lazyRE(`^\s*(?://|#|/\*|\*|--|;;|<!--)`)
 )
 
 // hit is one line of evidence: from grep, or from a read window.

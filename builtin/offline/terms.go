@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -46,20 +45,20 @@ var (
 	// quotedRes find quoted strings; quote is the byte length of the
 	// quote characters around the first group.
 	quotedRes = []struct {
-		re    *regexp.Regexp
+		re    *lazyRegexp
 		quote int
 	}{
-		{regexp.MustCompile("`([^`\n]+)`"), 1},
-		{regexp.MustCompile(`"([^"\n]+)"`), 1},
-		{regexp.MustCompile(`“([^”\n]+)”`), len("“")},
-		{regexp.MustCompile(`‘([^’\n]+)’`), len("‘")},
+		{lazyRE("`([^`\n]+)`"), 1},
+		{lazyRE(`"([^"\n]+)"`), 1},
+		{lazyRE(`“([^”\n]+)”`), len("“")},
+		{lazyRE(`‘([^’\n]+)’`), len("‘")},
 		// Single quotes only at word boundaries, so that apostrophes
 		// ("don't") do not open a quote.
-		{regexp.MustCompile(`(?:^|[\s(\[{,:;=])'([^'\n]+)'(?:$|[\s)\]},.:;!?])`), 1},
+		{lazyRE(`(?:^|[\s(\[{,:;=])'([^'\n]+)'(?:$|[\s)\]},.:;!?])`), 1},
 	}
-	tokenRe       = regexp.MustCompile(`[\p{L}\p{N}_]+(?:[.\-/][\p{L}\p{N}_]+)*`)
-	singleIdentRe = regexp.MustCompile(`^[\p{L}\p{N}_]+(?:[.\-/:]+[\p{L}\p{N}_]+)*$`)
-	compoundSepRe = regexp.MustCompile(`[.\-/:]+`)
+	tokenRe       = lazyRE(`[\p{L}\p{N}_]+(?:[.\-/][\p{L}\p{N}_]+)*`)
+	singleIdentRe = lazyRE(`^[\p{L}\p{N}_]+(?:[.\-/:]+[\p{L}\p{N}_]+)*$`)
+	compoundSepRe = lazyRE(`[.\-/:]+`)
 )
 
 // stopWords are dropped from tasks: English function words, question
