@@ -7,7 +7,8 @@ import (
 	"sync"
 
 	"github.com/traefik/yaegi/interp"
-	"github.com/traefik/yaegi/stdlib"
+
+	"github.com/troupe-dev/troupe/builtin/script/internal/stdsyms"
 )
 
 // Allowed lists the packages a script may import, besides "troupe".
@@ -33,7 +34,8 @@ var (
 	symbols     interp.Exports
 )
 
-// allowedSymbols is yaegi's standard library cut down to Allowed, without
+// allowedSymbols is the standard library's symbols (only Allowed are
+// extracted, see stdsyms), without
 // the denied symbols, and with every package variable given as a copy a
 // script cannot assign to (time.Local, say, is the host's). Variables that
 // point at shared data (unicode's range tables) are left out, since a copy
@@ -43,7 +45,7 @@ func allowedSymbols() interp.Exports {
 		symbols = interp.Exports{}
 		for _, path := range Allowed {
 			key := path + "/" + pathBase(path)
-			src, ok := stdlib.Symbols[key]
+			src, ok := stdsyms.Symbols[key]
 			if !ok {
 				panic("script: yaegi has no symbols for " + key)
 			}
