@@ -161,9 +161,22 @@ func TestOverTheBudgetOnlyByOneCallsEstimateError(t *testing.T) {
 
 // greedyModel answers as its script says, but reports one input token
 // (below any estimate) and, for an answer, as many output tokens as the
-// call allowed: a model that writes until its cap. It pauses so that siblings' calls
-// overlap. Whatever a budget is passed by is then the manager's doing.
-type greedyModel struct{ script *scripted.Model }
+// call allowed (uncapped, when the call set no cap): a model that writes
+// until its cap. It pauses, when told to, so that siblings' calls overlap.
+// Priced, it costs $1 per million input and $10 per million output tokens,
+// and says so. Whatever a budget is passed by is then the manager's doing.
+type greedyModel struct {
+	script   *scripted.Model
+	pause    time.Duration
+	uncapped int
+	priced   bool
+}
+
+func (g greedyModel) KnowsPrice() bool { return g.priced }
+
+func (g greedyModel) Cost(in, out int) float64 { return (float64(in) + 10*float64(out)) / 1e6 }
+
+var _ manager.Pricer = greedyModel{}
 
 func (g greedyModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
 	var opts llms.CallOptions
@@ -175,15 +188,22 @@ func (g greedyModel) GenerateContent(ctx context.Context, msgs []llms.MessageCon
 		return nil, err
 	}
 	select {
-	case <-time.After(20 * time.Millisecond):
+	case <-time.After(g.pause):
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	out := opts.MaxTokens
+	if out == 0 {
+		out = g.uncapped
+	}
 	if len(resp.Choices[0].ToolCalls) > 0 {
 		out = 10 // asking for tools is short
 	}
-	resp.Choices[0].GenerationInfo = map[string]any{"PromptTokens": 1, "CompletionTokens": out}
+	info := map[string]any{"PromptTokens": 1, "CompletionTokens": out}
+	if g.priced {
+		info["CostUSD"] = g.Cost(1, out)
+	}
+	resp.Choices[0].GenerationInfo = info
 	return resp, nil
 }
 
@@ -201,7 +221,7 @@ func TestSiblingsCallingAtOnceShareTheirParentsTokens(t *testing.T) {
 		"c2":     {{Text: "two"}},
 	})
 	var mgr *manager.Manager
-	greedy := greedyModel{script: script}
+	greedy := greedyModel{script: script, pause: 20 * time.Millisecond}
 	f := newFixture(t, script, func(c *manager.Config) {
 		c.MaxConcurrent = 4
 		c.Models = manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return greedy, nil })
@@ -364,46 +384,11 @@ func TestAChildsAnswerOverItsParentsBudgetIsKeptAndReported(t *testing.T) {
 	assert.Positive(t, res.TokensOverBudget)
 }
 
-// costlyModel answers as its script says and writes as much as a call
-// allows (5,000 tokens when nothing caps it), at $1 per million input
-// tokens and $10 per million output tokens, which it reports.
-type costlyModel struct{ script *scripted.Model }
-
-func (p costlyModel) KnowsPrice() bool { return true }
-
-func (p costlyModel) Cost(in, out int) float64 { return (float64(in) + 10*float64(out)) / 1e6 }
-
-func (p costlyModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
-	var opts llms.CallOptions
-	for _, o := range options {
-		o(&opts)
-	}
-	resp, err := p.script.GenerateContent(ctx, msgs, options...)
-	if err != nil {
-		return nil, err
-	}
-	out := opts.MaxTokens
-	if out == 0 {
-		out = 5000
-	}
-	if len(resp.Choices[0].ToolCalls) > 0 {
-		out = 10
-	}
-	resp.Choices[0].GenerationInfo = map[string]any{"PromptTokens": 1, "CompletionTokens": out, "CostUSD": p.Cost(1, out)}
-	return resp, nil
-}
-
-func (p costlyModel) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, p, prompt, options...)
-}
-
-var _ manager.Pricer = costlyModel{}
-
 func TestACostBudgetCapsEachCallLikeATokenBudget(t *testing.T) {
 	// $0.01 buys about 1,000 output tokens. Uncapped, the one answer
 	// would cost $0.05; the call is capped to what the budget has left.
 	script := scripted.New(scripted.Step{Text: "a long answer"})
-	model := costlyModel{script: script}
+	model := greedyModel{script: script, uncapped: 5000, priced: true}
 	f := newFixture(t, script, func(c *manager.Config) {
 		c.Models = manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })
 	})
@@ -429,7 +414,7 @@ func TestSiblingsShareTheirParentsCostBudget(t *testing.T) {
 		"c1":     {meet},
 		"c2":     {meet},
 	})
-	model := costlyModel{script: script}
+	model := greedyModel{script: script, uncapped: 5000, priced: true}
 	var mgr *manager.Manager
 	f := newFixture(t, script, func(c *manager.Config) {
 		c.MaxConcurrent = 4
