@@ -31,7 +31,8 @@ var (
 
 // Error is a failure a plugin reported, code and all. errors.Is matches
 // troupe's sentinel of its code (agenttypes.ErrBudgetExceeded,
-// agenttypes.ErrToolRefused, context.Canceled, context.DeadlineExceeded)
+// agenttypes.ErrToolRefused, agenttypes.ErrNoParent, context.Canceled,
+// context.DeadlineExceeded)
 // and the sdk's (sdk.ErrNotFound, …).
 type Error struct {
 	Plugin    string
@@ -49,6 +50,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == sdk.CodeBudgetExceeded
 	case agenttypes.ErrToolRefused:
 		return e.Code == sdk.CodeToolRefused
+	case agenttypes.ErrNoParent:
+		return e.Code == sdk.CodeNoParent
 	case context.Canceled:
 		return e.Code == sdk.CodeCanceled
 	case context.DeadlineExceeded:
@@ -93,7 +96,9 @@ func toWire(err error) *pluginv1.Error {
 		code = sdk.CodeBudgetExceeded
 	case errors.Is(err, agenttypes.ErrToolRefused):
 		code = sdk.CodeToolRefused
-	case errors.Is(err, agenttypes.ErrUnknownTool), errors.Is(err, agenttypes.ErrNoParent):
+	case errors.Is(err, agenttypes.ErrNoParent):
+		code = sdk.CodeNoParent
+	case errors.Is(err, agenttypes.ErrUnknownTool):
 		code = sdk.CodeNotFound
 	case errors.Is(err, agenttypes.ErrPluginExited):
 		code = sdk.CodeUnavailable

@@ -208,3 +208,29 @@ func TestAPluginToolKilledMidCallEndsItsAgent(t *testing.T) {
 	assert.Equal(t, "calling the plugin", res.Output, "the partial output is kept")
 	assert.Len(t, model.Requests(), 1, "the model is not asked to work around a dead plugin")
 }
+
+// A plugin's own loop asks the agent's parent through the host; the
+// question reaches the parent's handler with its suggestions, and the
+// answer comes back across the boundary. With no parent, the refusal
+// keeps its meaning (errors.Is) on the way back.
+func TestAPluginLoopAsksItsParent(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	mgr := withManager(t, h, scripted.New(scripted.Step{Block: true}),
+		agenttypes.Type{Name: "lead", Description: "waits for its children"})
+	var asked agenttypes.Question
+	parent, err := mgr.Spawn(ctxTimeout(t, 10*time.Second), manager.SpawnRequest{Type: "lead", Task: "lead", Dir: t.TempDir(),
+		OnQuestion: func(_ context.Context, q manager.QuestionInfo) (agenttypes.Answer, error) {
+			asked = q.Question
+			return agenttypes.Answer{Text: "prioritise OAuth"}, nil
+		}})
+	require.NoError(t, err)
+	res := run(t, mgr, manager.SpawnRequest{Type: "asker", Task: "which auth scheme first?", ParentID: parent.ID()})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	assert.Equal(t, "handler: prioritise OAuth", res.Output)
+	assert.Equal(t, agenttypes.Question{Text: "which auth scheme first?", Suggestions: []string{"OAuth", "API keys"}}, asked)
+	parent.Cancel()
+
+	orphan := run(t, mgr, manager.SpawnRequest{Type: "asker", Task: "anyone?"})
+	assert.Equal(t, manager.Failed, orphan.State)
+	assert.ErrorIs(t, orphan.Err, agenttypes.ErrNoParent, orphan.Error)
+}

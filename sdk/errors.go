@@ -18,6 +18,7 @@ const (
 	CodeNotFound         Code = "not_found"         // no such type, tool or agent
 	CodeBudgetExceeded   Code = "budget_exceeded"   // a budget is used up
 	CodeToolRefused      Code = "tool_refused"      // the agent may not call that tool
+	CodeNoParent         Code = "no_parent"         // a top-level agent asked its parent
 	CodeUnavailable      Code = "unavailable"       // try again later
 	CodeInternal         Code = "internal"          // a bug, a panic
 )
@@ -53,6 +54,7 @@ var (
 	ErrNotFound        error = &sentinel{CodeNotFound}
 	ErrBudgetExceeded  error = &sentinel{CodeBudgetExceeded}
 	ErrToolRefused     error = &sentinel{CodeToolRefused}
+	ErrNoParent        error = &sentinel{CodeNoParent}
 	ErrUnavailable     error = &sentinel{CodeUnavailable}
 	ErrInternal        error = &sentinel{CodeInternal}
 )

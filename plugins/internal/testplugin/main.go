@@ -128,6 +128,16 @@ func main() {
 					return &sdk.RunResponse{Output: strconv.Itoa(n)}, nil
 				}),
 			},
+			{
+				Name: "asker", Description: "Asks its parent the task and answers with the reply.",
+				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+					a, err := s.AskParent(ctx, sdk.Question{Text: req.Task, Suggestions: []string{"OAuth", "API keys"}})
+					if err != nil {
+						return nil, err
+					}
+					return &sdk.RunResponse{Output: a.By + ": " + a.Text}, nil
+				}),
+			},
 			{Name: "plain", Description: "A type the host's own loop runs.", Prompt: "You help.", Tools: []string{"shout"}},
 		},
 	})
