@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -212,6 +213,10 @@ func (p *proc) start() (*running, error) {
 			got, _ := Checksum(p.bin.Path)
 			return fail(fmt.Errorf("%w: plugin %s (%s) has SHA-256 %s but %s lists %s; if the new binary is trusted, write the lock file again (WriteLock)",
 				ErrChecksum, p.bin.Name, p.bin.Path, got, h.cfg.LockFile, lock.Plugins[p.bin.Name].SHA256))
+		}
+		if strings.Contains(err.Error(), "incompatible API version") {
+			return fail(fmt.Errorf("%w: plugin %s (%s) speaks another version of the plugin protocol than this troupe (%d): rebuild it against this troupe's sdk (%v)",
+				ErrStart, p.bin.Name, p.bin.Path, protocol.Version, err))
 		}
 		return fail(fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.bin.Name, p.bin.Path, err))
 	}

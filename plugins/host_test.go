@@ -315,3 +315,19 @@ func TestTheSDKImportsNoGRPC(t *testing.T) {
 	assert.NotContains(t, string(out), "google.golang.org/grpc")
 	assert.NotContains(t, string(out), "hashicorp/go-plugin")
 }
+
+// A plugin built against another version of the protocol is refused at
+// the handshake, with an error that says so and what to do, and leaves no
+// process behind.
+func TestAPluginOfAnotherProtocolVersionIsRefused(t *testing.T) {
+	t.Setenv("TESTPLUGIN_PROTOCOL", "99")
+	dir := t.TempDir()
+	bin := copyPlugin(t, dir, "test")
+	h, _ := newHost(t, plugins.Config{}, dir)
+	problems := h.Load(ctxTimeout(t, 20*time.Second), agenttypes.NewRegistry())
+	require.Len(t, problems, 1)
+	require.ErrorIs(t, problems[0], plugins.ErrStart)
+	assert.Contains(t, problems[0].Error(), "speaks another version of the plugin protocol")
+	assert.Contains(t, problems[0].Error(), "Plugin version: 99")
+	assert.Empty(t, running(bin), "no process is left")
+}

@@ -15,6 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-plugin"
+
+	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	"github.com/troupe-dev/troupe/plugins/protocol"
 	"github.com/troupe-dev/troupe/sdk"
 	"github.com/troupe-dev/troupe/sdk/serve"
 )
@@ -65,6 +69,18 @@ func main() {
 	}
 	if os.Getenv("TESTPLUGIN_EXIT") == "1" {
 		os.Exit(7)
+	}
+	if v := os.Getenv("TESTPLUGIN_PROTOCOL"); v != "" {
+		// A plugin built against another version of the protocol.
+		n, _ := strconv.Atoi(v)
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig: protocol.Handshake,
+			VersionedPlugins: map[int]plugin.PluginSet{n: {protocol.PluginName: &protocol.Plugin{
+				Serve: func(*plugin.GRPCBroker) pluginv1.PluginServer { return pluginv1.UnimplementedPluginServer{} },
+			}}},
+			GRPCServer: plugin.DefaultGRPCServer,
+		})
+		return
 	}
 	serve.Serve(sdk.Plugin{
 		Name:    "test",
