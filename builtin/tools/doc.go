@@ -57,7 +57,13 @@
 //
 // git {args}: runs git with the subcommand diff, log, show, status or
 // blame in the root, which must be the top of a repository (a repository
-// above the root is not used). Flags come from a per-subcommand allow-list;
+// above the root is not used). git reads only the root's own repository:
+// the tool resolves the git directory itself and refuses a .git file or
+// symlink, a commondir, an objects/info/alternates entry (chained ones
+// too) or a symlinked entry of the git directory that points outside the
+// root, with an error saying so; a linked worktree made by `git worktree
+// add`, whose git directory names the root back, is accepted with its
+// main repository. Flags come from a per-subcommand allow-list;
 // options that write files, read outside the repository or run programs
 // (--output, --no-index, --ext-diff, -c, --git-dir, --work-tree,
 // --exec-path, ...) are refused; revisions may not start with '-'; paths

@@ -26,7 +26,9 @@ import (
 //
 //  1. No system or global configuration, and no caller environment
 //     (gitEnv); GIT_WORK_TREE pins the work tree to the root whatever
-//     core.worktree says.
+//     core.worktree says, and GIT_DIR names the git directory that
+//     gitRepoDir resolved and checked to read nothing outside the root
+//     (gitrepo.go).
 //  2. Fixed overrides for every top-level key that names a program or a
 //     file outside the repository, set whether or not the repository
 //     sets them (gitFixedConfig).
@@ -114,12 +116,17 @@ var gitDriverKeys = []struct{ section, variable, value string }{
 // gitConfigListMax caps the listing of the repository's config keys.
 const gitConfigListMax = 1 << 20
 
-// gitSafeEnv returns git's environment for a call in dir: gitEnv plus the
-// overrides for every program-naming key of the repository's
-// configuration. It runs `git config --list`, which reads configuration
-// and nothing else.
+// gitSafeEnv returns git's environment for a call in dir: gitEnv, with
+// the git directory gitRepoDir checked, plus the overrides for every
+// program-naming key of the repository's configuration. It runs `git
+// config --list` in that same environment, which reads configuration and
+// nothing else.
 func gitSafeEnv(ctx context.Context, bin, dir string) ([]string, error) {
-	env := gitEnv(dir)
+	gitDir, err := gitRepoDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	env := gitEnv(dir, gitDir)
 	out := &capWriter{max: gitConfigListMax}
 	stderr := &capWriter{max: gitMaxStderr}
 	cmd := exec.CommandContext(ctx, bin, "config", "--list", "--name-only", "--includes", "-z")
@@ -175,9 +182,11 @@ func gitNeutralValue(key string) (string, bool) {
 	return "", false
 }
 
-// gitEnv is git's base environment: nothing from the caller but PATH, so
-// that no GIT_DIR, pager, askpass or config leaks in.
-func gitEnv(dir string) []string {
+// gitEnv is git's base environment for the work tree dir and the git
+// directory gitDir: nothing from the caller but PATH, so that no GIT_DIR,
+// GIT_COMMON_DIR, GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES,
+// GIT_INDEX_FILE, pager, askpass or config leaks in.
+func gitEnv(dir, gitDir string) []string {
 	return []string{
 		"PATH=" + os.Getenv("PATH"),
 		"GIT_CONFIG_NOSYSTEM=1",
@@ -191,6 +200,9 @@ func gitEnv(dir string) []string {
 		"GIT_PROTOCOL_FROM_USER=0",
 		// The work tree is the root, whatever core.worktree says.
 		"GIT_WORK_TREE=" + dir,
+		// The repository is the one gitRepoDir checked: git does not look
+		// for one, nor follow a .git file itself.
+		"GIT_DIR=" + gitDir,
 		// Only a repository at the root itself: never one above it, whose
 		// files are outside the root.
 		"GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,6 +73,14 @@ func TestGitSafeEnvOverridesEveryProgramKey(t *testing.T) {
 		}
 	}
 	assert.Equal(t, dir, vars["GIT_WORK_TREE"])
+	// The configuration was listed, and the call runs, in the repository
+	// the check resolved: git looks for none itself.
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(real, ".git"), vars["GIT_DIR"])
+	for _, k := range []string{"GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_INDEX_FILE"} {
+		assert.NotContains(t, vars, k)
+	}
 }
 
 func TestGitNeutralValue(t *testing.T) {
