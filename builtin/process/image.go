@@ -1,0 +1,119 @@
+package process
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// MaxImageSize bounds the executables Open reads.
+const MaxImageSize = 1 << 30
+
+// ErrTooLarge is wrapped by Open's error for a file over MaxImageSize.
+var ErrTooLarge = errors.New("executable too large")
+
+// An Image is an executable's bytes, read once and hashed as they were
+// read. A process started from it runs exactly those bytes, whatever
+// happens to the file afterwards: checking a checksum and then running
+// the path would run whatever was renamed into place in between.
+type Image struct {
+	// Path is the file the bytes were read from.
+	Path string
+	// SHA256 is the hex SHA-256 of the bytes.
+	SHA256 string
+
+	// file is a sealed in-memory file (Linux), opened read-only; exe and
+	// dir are a private copy and its directory (elsewhere).
+	file *os.File
+	exe  string
+	dir  string
+}
+
+// Open reads the executable at path into an image. Anything but a regular
+// file, and a file over MaxImageSize, is refused; opening never blocks on
+// a named pipe in the file's place.
+func Open(path string) (*Image, error) {
+	f, fi, err := agenttypes.OpenRegular(nil, path)
+	if errors.Is(err, agenttypes.ErrNotRegular) {
+		return nil, fmt.Errorf("%s is a %s, not an executable file", path, agenttypes.FileKind(fi.Mode()))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > MaxImageSize {
+		return nil, fmt.Errorf("%w: %s is over %d MiB", ErrTooLarge, path, MaxImageSize>>20)
+	}
+	return openImage(f, path)
+}
+
+// Command returns a command that runs the image with args after argv[0],
+// which is the image's Path. The image's file is the command's first
+// ExtraFiles entry (descriptor 3): add others after it. Close the image
+// once the process has started.
+func (im *Image) Command(args ...string) *exec.Cmd {
+	argv := append([]string{im.Path}, args...)
+	if im.file != nil {
+		return &exec.Cmd{Path: "/proc/self/fd/3", Args: argv, ExtraFiles: []*os.File{im.file}}
+	}
+	return &exec.Cmd{Path: im.exe, Args: argv}
+}
+
+// Close frees the image. Processes started from it run on.
+func (im *Image) Close() error {
+	var err error
+	if im.file != nil {
+		err = im.file.Close()
+	}
+	if im.dir != "" {
+		err = errors.Join(err, os.RemoveAll(im.dir))
+	}
+	return err
+}
+
+// copyBytes copies at most MaxImageSize bytes of r to w, hashing them.
+func copyBytes(w io.Writer, r io.Reader, path string) (string, error) {
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(r, MaxImageSize+1))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	if n > MaxImageSize {
+		return "", fmt.Errorf("%w: %s is over %d MiB", ErrTooLarge, path, MaxImageSize>>20)
+	}
+	return sum(h), nil
+}
+
+func sum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
+
+// copyImage makes the image a copy in a directory only this user may
+// write, which no other program knows of.
+func copyImage(r io.Reader, path string) (*Image, error) {
+	dir, err := os.MkdirTemp("", "troupe-exec-")
+	if err != nil {
+		return nil, err
+	}
+	exe := filepath.Join(dir, filepath.Base(path))
+	f, err := os.OpenFile(exe, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o700)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	digest, err := copyBytes(f, r, path)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &Image{Path: path, SHA256: digest, exe: exe, dir: dir}, nil
+}

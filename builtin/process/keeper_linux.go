@@ -1,0 +1,244 @@
+package process
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kept returns a command that runs cmd under a keeper: this program,
+// re-executed, which starts cmd, adopts every process cmd's tree leaves
+// behind (PR_SET_CHILD_SUBREAPER), and kills them all when cmd exits,
+// when the keeper is signalled, or when this program dies, even by
+// SIGKILL (the keeper's parent-death signal is one it can catch). The
+// keeper leads a process group of its own, which cmd's tree shares unless
+// a process leaves it: KillGroup on the returned command's process ends
+// it all. cmd's standard input becomes /dev/null.
+//
+// Without ServeIfKeeper in the program, Kept returns cmd contained as
+// Contain does: its group dies with KillGroup, its own children live on
+// if this program is killed.
+func Kept(cmd *exec.Cmd) *exec.Cmd {
+	exe, err := os.Executable()
+	if !keepers.Load() || err != nil {
+		Contain(cmd)
+		return cmd
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	k := &exec.Cmd{
+		Path: exe,
+		Args: append([]string{"troupe-keeper", cmd.Path}, cmd.Args...),
+		Env: append(env[:len(env):len(env)],
+			envKeeper+"="+strconv.Itoa(os.Getpid()),
+			envKeeperFiles+"="+strconv.Itoa(len(cmd.ExtraFiles))),
+		Dir:        cmd.Dir,
+		ExtraFiles: cmd.ExtraFiles,
+		Stdout:     cmd.Stdout,
+		Stderr:     cmd.Stderr,
+		WaitDelay:  cmd.WaitDelay,
+		// A group of its own, and SIGTERM, which it handles, when this
+		// process dies.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
+	}
+	return k
+}
+
+// serveKeeper runs the keeper when this process was started as one, and
+// reports false otherwise.
+func serveKeeper() bool {
+	parent, ok := os.LookupEnv(envKeeper)
+	if !ok {
+		return false
+	}
+	os.Exit(keep(parent))
+	return true
+}
+
+// keep starts the command in os.Args[1:] (its path, then its argv) and
+// keeps it.
+func keep(parent string) int {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGCHLD)
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0)
+	if strconv.Itoa(os.Getppid()) != parent {
+		return 125 // the parent died before the signal was armed
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "troupe keeper: %v\n", err)
+		return 125
+	}
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "troupe keeper: no command to keep")
+		return 125
+	}
+	n, _ := strconv.Atoi(os.Getenv(envKeeperFiles))
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envKeeper+"=") && !strings.HasPrefix(kv, envKeeperFiles+"=") {
+			env = append(env, kv)
+		}
+	}
+	files := make([]*os.File, 0, n)
+	for i := range n {
+		files = append(files, os.NewFile(uintptr(3+i), "inherited"))
+	}
+	cmd := &exec.Cmd{
+		Path: os.Args[1], Args: os.Args[2:], Env: env,
+		Stdout: os.Stdout, Stderr: os.Stderr, ExtraFiles: files,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "troupe keeper: %v\n", err)
+		return 126
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	target := cmd.Process.Pid
+	done := make(chan int, 1)
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			done <- 0
+		case errors.As(err, &ee) && ee.ExitCode() >= 0:
+			done <- ee.ExitCode()
+		case errors.As(err, &ee):
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				done <- 128 + int(ws.Signal())
+				return
+			}
+			done <- 1
+		default:
+			done <- 1
+		}
+	}()
+	status := 0
+wait:
+	for {
+		select {
+		case status = <-done:
+			break wait
+		case sig := <-sigs:
+			if sig == syscall.SIGCHLD {
+				reapAdopted(target)
+				continue
+			}
+			// Told to stop, or troupe has died: nothing below may live on.
+			_ = cmd.Process.Kill()
+			status = <-done
+			break wait
+		}
+	}
+	killTree()
+	return status
+}
+
+// reapAdopted reaps the exited processes the keeper adopted, leaving the
+// command itself to its Wait.
+func reapAdopted(target int) {
+	self := os.Getpid()
+	for _, p := range processes() {
+		if p.ppid == self && p.pid != target && p.state == 'Z' {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
+// killTree kills every process in the keeper's group and every process it
+// adopted, and reaps them, until none is left: killing one may orphan its
+// children, which then come to the keeper. It gives up after a few
+// seconds of processes that will not die.
+func killTree() {
+	self := os.Getpid()
+	group := syscall.Getpgrp()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		left := false
+		for _, p := range processes() {
+			if p.pid == self || (p.ppid != self && p.pgrp != group) {
+				continue
+			}
+			left = true
+			if p.state != 'Z' {
+				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			}
+			if p.ppid == self {
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+			}
+		}
+		if !left {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+type procStat struct {
+	pid, ppid, pgrp int
+	state           byte
+}
+
+// processes reads every process's parent, group and state from /proc.
+func processes() []procStat {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	out := make([]procStat, 0, len(entries))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := readStat(pid); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readStat parses /proc/PID/stat: "pid (comm) state ppid pgrp ...", where
+// comm may hold spaces and parentheses, so the fields are read after the
+// last ')'.
+func readStat(pid int) (procStat, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data[i+1:]))
+	sc.Split(bufio.ScanWords)
+	var fields []string
+	for len(fields) < 3 && sc.Scan() {
+		fields = append(fields, sc.Text())
+	}
+	if len(fields) < 3 || len(fields[0]) != 1 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(fields[1])
+	pgrp, err2 := strconv.Atoi(fields[2])
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: fields[0][0]}, true
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package process
+
+import "os/exec"
+
+// Kept contains cmd as Contain does: without a parent-death signal that a
+// keeper could catch, no keeper is started.
+func Kept(cmd *exec.Cmd) *exec.Cmd {
+	Contain(cmd)
+	return cmd
+}
+
+func serveKeeper() bool { return false }
