@@ -1,0 +1,89 @@
+package agenttypes
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUntrusted is wrapped by the lookup of a type that a project defines
+// but that is withheld until the user trusts the project: its scripts
+// would run, or it would hide a builtin or user type.
+var ErrUntrusted = errors.New("withheld until the project is trusted")
+
+// Kinds of Grant.
+const (
+	// GrantScripts: the definition carries scripts, which compiling runs.
+	GrantScripts = "scripts"
+	// GrantShadow: the definition has the name of a builtin type or of a
+	// type in the user's own definitions, and would hide it.
+	GrantShadow = "shadow"
+)
+
+// A Grant is one thing a project's definitions would do that needs the
+// user's trust first. Digest pins what is trusted: a changed script or
+// definition has another digest and needs trust again.
+type Grant struct {
+	// Kind is GrantScripts or GrantShadow.
+	Kind string `json:"kind"`
+	// Type is the type's name; File the definition that asks.
+	Type string `json:"type"`
+	File string `json:"file"`
+	// Digest is the hex SHA-256 of the scripts' sources (GrantScripts) or
+	// of the definition file (GrantShadow).
+	Digest string `json:"digest"`
+	// Detail says what trusting allows, in a few words.
+	Detail string `json:"detail"`
+}
+
+// A Withheld type is one a project defines that is not loaded, since the
+// project is not trusted; Grants say what trusting it would allow.
+type Withheld struct {
+	Name   string  `json:"name"`
+	Source string  `json:"source"`
+	Grants []Grant `json:"grants"`
+}
+
+// Error is the error a lookup of the withheld type returns.
+func (w Withheld) Error() error {
+	var why []string
+	for _, g := range w.Grants {
+		why = append(why, g.Detail)
+	}
+	return fmt.Errorf("type %q (%s) is %w: %s", w.Name, w.Source, ErrUntrusted, strings.Join(why, "; "))
+}
+
+// TrustAll trusts every grant: for programs whose project directory is
+// their own.
+func TrustAll(Grant) bool { return true }
+
+// scriptsDigest is the digest of a definition's own scripts: where each
+// came from and its source.
+func scriptsDigest(d *definition) string {
+	h := sha256.New()
+	write := func(parts ...string) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s", len(p), p)
+		}
+	}
+	if d.hooks != nil {
+		write("hooks", d.hooks.File, d.hooks.Source)
+	}
+	for _, st := range d.scriptTools {
+		write("tool", st.Name, st.Script.File, st.Script.Source)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func scriptsDetail(d *definition) string {
+	var parts []string
+	if d.hooks != nil {
+		parts = append(parts, "hooks from "+d.hooks.File)
+	}
+	if n := len(d.scriptTools); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d script tool(s)", n))
+	}
+	return "its scripts run (" + strings.Join(parts, ", ") + ")"
+}
