@@ -32,14 +32,22 @@ type Dir struct {
 // Dirs returns the plugin directories, highest precedence first: the
 // project's .troupe/plugins (when projectRoot is set), each directory of
 // $TROUPE_PLUGIN_PATH, then the user's $XDG_DATA_HOME/troupe/plugins
-// (by default ~/.local/share/troupe/plugins).
+// (by default ~/.local/share/troupe/plugins). A relative directory of
+// $TROUPE_PLUGIN_PATH is the project's: it names a folder of wherever
+// troupe happens to run.
 func Dirs(projectRoot string, getenv func(string) string) []Dir {
 	var dirs []Dir
 	if projectRoot != "" {
 		dirs = append(dirs, Dir{LayerProject, filepath.Join(projectRoot, ".troupe", "plugins")})
 	}
 	for _, p := range filepath.SplitList(getenv("TROUPE_PLUGIN_PATH")) {
-		if p != "" {
+		switch {
+		case p == "":
+		case !filepath.IsAbs(p):
+			// Relative to wherever troupe runs, which may be a repository
+			// just cloned: its plugins are the project's.
+			dirs = append(dirs, Dir{LayerProject, p})
+		default:
 			dirs = append(dirs, Dir{LayerPath, p})
 		}
 	}

@@ -2,14 +2,10 @@ package plugins
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/process"
 	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
 	"github.com/troupe-dev/troupe/plugins/protocol"
 )
@@ -29,9 +27,20 @@ import (
 type Config struct {
 	// Dirs are the plugin directories, highest precedence first; see Dirs.
 	Dirs []Dir
+	// Env are variables every plugin gets ("NAME=value"), beyond the
+	// allow-listed ones of this process's environment (see
+	// process.AllowedEnv). Nothing else passes: an API key reaches a
+	// plugin only if it is named here.
+	Env []string
 	// LockFile is the lock file to verify plugins against; none when empty
-	// or when the file does not exist.
+	// or when the file does not exist. A lock file pins versions: it is
+	// never consent to run a project's plugin (see TrustProject).
 	LockFile string
+	// TrustProject says whether the plugin of the project's directory
+	// (LayerProject) called name may run, given the SHA-256 of the very
+	// bytes that would run. Nil: no project plugin runs, and none is
+	// described. Plugins of the user's own directories need no trust.
+	TrustProject func(name, sha256 string) bool
 	// Logger receives the host's logs and the plugins' own, each with the
 	// plugin's name. Default slog.Default().
 	Logger *slog.Logger
@@ -163,20 +172,21 @@ func (p *proc) get() (*running, error) {
 	return r, nil
 }
 
-// start starts a process of the plugin and checks its description.
+// start starts a process of the plugin and checks its description. The
+// binary is read once, and what runs is the bytes whose checksum the lock
+// file and the project's trust were checked against.
 func (p *proc) start() (*running, error) {
 	h := p.h
 	h.mu.Lock()
 	lock := h.lock
 	h.mu.Unlock()
-	var secure *plugin.SecureConfig
-	if lock != nil {
-		e, ok := lock.Plugins[p.bin.Name]
-		if !ok {
-			return nil, fmt.Errorf("%w: plugin %s (%s) is not in %s; if it is trusted, add it to the lock file (WriteLock)", ErrChecksum, p.bin.Name, p.bin.Path, h.cfg.LockFile)
-		}
-		sum, _ := hex.DecodeString(e.SHA256)
-		secure = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+	im, err := process.Open(p.bin.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
+	}
+	defer im.Close() // once started, the process runs on from its own copy
+	if err := p.allowed(lock, im.SHA256); err != nil {
+		return nil, err
 	}
 	r := &running{p: p, exited: make(chan struct{})}
 	logger := &slogger{l: h.cfg.Logger, name: p.bin.Name, onExit: func(status string) {
@@ -185,15 +195,16 @@ func (p *proc) start() (*running, error) {
 			close(r.exited)
 		})
 	}}
-	cmd := exec.Command(p.bin.Path)
-	cmd.Env = append(os.Environ(),
+	cmd := im.Command()
+	cmd.Env = process.Env(os.Environ(), append(slices.Clone(h.cfg.Env),
 		protocol.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
-		protocol.EnvCancelGrace+"="+h.cfg.CancelGrace.String())
+		protocol.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
+	cmd = process.Kept(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{}),
 		Cmd:              cmd,
-		SecureConfig:     secure,
+		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.cfg.StartTimeout,
 		Logger:           logger,
@@ -204,16 +215,11 @@ func (p *proc) start() (*running, error) {
 	})
 	r.client = client
 	fail := func(err error) (*running, error) {
-		client.Kill()
+		r.kill()
 		return nil, err
 	}
 	rpc, err := client.Client()
 	if err != nil {
-		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-			got, _ := Checksum(p.bin.Path)
-			return fail(fmt.Errorf("%w: plugin %s (%s) has SHA-256 %s but %s lists %s; if the new binary is trusted, write the lock file again (WriteLock)",
-				ErrChecksum, p.bin.Name, p.bin.Path, got, h.cfg.LockFile, lock.Plugins[p.bin.Name].SHA256))
-		}
 		if strings.Contains(err.Error(), "incompatible API version") {
 			return fail(fmt.Errorf("%w: plugin %s (%s) speaks another version of the plugin protocol than this troupe (%d): rebuild it against this troupe's sdk (%v)",
 				ErrStart, p.bin.Name, p.bin.Path, protocol.Version, err))
@@ -250,6 +256,42 @@ func (p *proc) start() (*running, error) {
 	return r, nil
 }
 
+// allowed checks a binary with checksum sum against the lock file, when
+// there is one, and, for a plugin of the project, against the user's
+// trust.
+func (p *proc) allowed(lock *Lock, sum string) error {
+	h := p.h
+	if lock != nil {
+		e, ok := lock.Plugins[p.bin.Name]
+		if !ok {
+			return fmt.Errorf("%w: plugin %s (%s) is not in %s; if it is trusted, add it to the lock file (WriteLock)", ErrChecksum, p.bin.Name, p.bin.Path, h.cfg.LockFile)
+		}
+		if e.SHA256 != sum {
+			return fmt.Errorf("%w: plugin %s (%s) has SHA-256 %s but %s lists %s; if the new binary is trusted, write the lock file again (WriteLock)",
+				ErrChecksum, p.bin.Name, p.bin.Path, sum, h.cfg.LockFile, e.SHA256)
+		}
+	}
+	if p.bin.Layer == LayerProject && (h.cfg.TrustProject == nil || !h.cfg.TrustProject(p.bin.Name, sum)) {
+		return p.untrusted()
+	}
+	return nil
+}
+
+// untrusted is the refusal of a project's plugin the user has not trusted.
+func (p *proc) untrusted() error {
+	return fmt.Errorf("plugin %s (%s) is not run: it is the project's, and %w", p.bin.Name, p.bin.Path, errProjectUntrusted)
+}
+
+// errProjectUntrusted says why a project's plugin does not run, and
+// wraps agenttypes.ErrUntrusted.
+var errProjectUntrusted = fmt.Errorf("its binary is %w", agenttypes.ErrUntrusted)
+
+// kill ends r's process and everything left in its process group.
+func (r *running) kill() {
+	r.client.Kill()
+	_ = process.KillGroup(r.pid)
+}
+
 // ended forgets r, whose process has exited, and kills what is left of
 // it; an exit the host did not ask for counts as a crash.
 func (p *proc) ended(r *running) {
@@ -263,7 +305,7 @@ func (p *proc) endedLocked(r *running) {
 		return
 	}
 	p.cur = nil
-	p.h.bg.Go(r.client.Kill) // the process is gone; this ends go-plugin's goroutines
+	p.h.bg.Go(r.kill) // the process is gone; this ends go-plugin's goroutines and what it left
 	if r.stopping || p.closing {
 		return
 	}
@@ -289,7 +331,7 @@ func (p *proc) stop() {
 	}
 	p.mu.Unlock()
 	if r != nil {
-		r.client.Kill()
+		r.kill()
 	}
 }
 
@@ -319,8 +361,10 @@ func (p *proc) callFailed(ctx context.Context, r *running, err error) error {
 	return fmt.Errorf("plugin %s: %w", p.bin.Name, protocol.TransportError(ctx, err))
 }
 
-// PID is the process ID of the plugin's running process, 0 when none
-// (or when the host has seen it exit).
+// PID is the process ID of the process started for the plugin: the
+// plugin itself, or its keeper when the program serves keepers (see
+// process.ServeIfKeeper). It is 0 when none runs (or when the host has
+// seen it exit).
 func (h *Host) PID(name string) int {
 	h.mu.Lock()
 	p := h.procs[name]

@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -34,7 +35,18 @@ func hostHelper() {
 		fmt.Println("error", problems)
 		os.Exit(1)
 	}
-	fmt.Println("pid", h.PID("test"))
+	// What the plugin itself starts must end with the host too.
+	tool, err := reg.Tool("spawn")
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	spawned, err := tool.Call(ctx, json.RawMessage(`{}`))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("pid", h.PID("test"), spawned)
 	time.Sleep(time.Minute)
 	os.Exit(2)
 }
@@ -51,14 +63,19 @@ func TestPluginsExitWhenTheirHostIsKilled(t *testing.T) {
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err)
 	f := strings.Fields(line)
-	require.Len(t, f, 2, "host said %q", line)
+	require.Len(t, f, 3, "host said %q", line)
 	pid, err := strconv.Atoi(f[1])
 	require.NoError(t, err, "host said %q", line)
+	spawned, err := strconv.Atoi(f[2])
+	require.NoError(t, err, "host said %q", line)
+	t.Cleanup(func() { _ = syscall.Kill(spawned, syscall.SIGKILL) })
 	require.True(t, alive(pid))
+	require.True(t, alive(spawned))
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	start := time.Now()
-	assert.True(t, waitGone(pid, 2*time.Second), "the plugin outlived its host by 2 s")
+	assert.True(t, waitGone(pid, 5*time.Second), "the plugin outlived its host")
+	assert.True(t, waitGone(spawned, 5*time.Second), "a process the plugin started outlived the host")
 	t.Logf("the plugin exited %s after its host", time.Since(start).Round(time.Millisecond))
 }

@@ -21,6 +21,9 @@ const (
 	StatusUnlisted = "unlisted"
 	// StatusMismatch: the binary does not match the lock file; it is refused.
 	StatusMismatch = "mismatch"
+	// StatusUntrusted: a plugin of the project, whose binary the user has
+	// not trusted; it is neither run nor described.
+	StatusUntrusted = "untrusted"
 )
 
 // Info describes a discovered plugin.
@@ -182,7 +185,7 @@ func (h *Host) load(ctx context.Context) ([]Info, []error) {
 // starting it.
 func (p *proc) info(ctx context.Context, lock *Lock) Info {
 	in := Info{Binary: p.bin, Status: StatusUnlocked}
-	if lock != nil {
+	if lock != nil || p.bin.Layer == LayerProject {
 		sum, err := p.checksum()
 		if err != nil {
 			in.err = fmt.Errorf("plugin %s: %w", p.bin.Name, err)
@@ -190,6 +193,15 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 			return in
 		}
 		in.SHA256 = sum
+		if trust := p.h.cfg.TrustProject; p.bin.Layer == LayerProject && (trust == nil || !trust(p.bin.Name, sum)) {
+			in.Status = StatusUntrusted
+			in.err = p.untrusted()
+			in.Error = in.err.Error()
+			return in
+		}
+	}
+	if lock != nil {
+		sum := in.SHA256
 		e, ok := lock.Plugins[p.bin.Name]
 		in.Locked = e.SHA256
 		switch {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/troupe-dev/troupe/builtin/process"
 	"github.com/troupe-dev/troupe/plugins"
 )
 
@@ -25,6 +26,8 @@ import (
 var testPlugin string
 
 func TestMain(m *testing.M) {
+	// Plugins run under keepers: this test binary, re-executed.
+	process.ServeIfKeeper()
 	if os.Getenv(hostHelperEnv) != "" {
 		hostHelper()
 		return
@@ -146,8 +149,11 @@ func running(path string) []int {
 		if err != nil {
 			continue
 		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err == nil && exe == path && alive(pid) {
+		// A plugin runs from a sealed copy of its binary, under the path
+		// it was found at as its argv[0].
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		if err == nil && argv0 == path && alive(pid) {
 			pids = append(pids, pid)
 		}
 	}

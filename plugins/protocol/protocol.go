@@ -28,8 +28,9 @@ var Handshake = plugin.HandshakeConfig{
 
 // Environment the host sets for a plugin.
 const (
-	// EnvHostPID is the host's process ID; the plugin exits when its
-	// parent is no longer that process.
+	// EnvHostPID is the host's process ID. When it is set, the plugin
+	// exits once its parent changes: the host (or the keeper the host
+	// started it under, which dies with the host) is gone.
 	EnvHostPID = "TROUPE_PLUGIN_HOST_PID"
 	// EnvCancelGrace is how long a call may run on after it was cancelled
 	// before the plugin gives up on it and exits, as a Go duration.

@@ -54,8 +54,11 @@ func Serve(p sdk.Plugin) {
 		logger.Error("cannot serve the plugin", "error", err)
 		os.Exit(ExitBadPlugin)
 	}
-	if pid, err := strconv.Atoi(os.Getenv(protocol.EnvHostPID)); err == nil {
-		go watchParent(pid, 250*time.Millisecond, func() {
+	if _, err := strconv.Atoi(os.Getenv(protocol.EnvHostPID)); err == nil {
+		// The parent is troupe, or the keeper troupe started the plugin
+		// under, which dies with it: either way, once it is gone, so is
+		// the host.
+		go watchParent(os.Getppid(), 250*time.Millisecond, func() {
 			logger.Warn("troupe, the host of this plugin, has gone; exiting")
 			os.Exit(ExitHostGone)
 		})

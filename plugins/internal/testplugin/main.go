@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +107,19 @@ func main() {
 			}),
 			tool("refuse", "Fails with a budget error.", func(context.Context, args, sdk.CallRequest) (string, error) {
 				return "", sdk.Errorf(sdk.CodeBudgetExceeded, "the plugin's own budget is used up")
+			}),
+			tool("env", "Lists the plugin's environment, one variable a line.", func(context.Context, args, sdk.CallRequest) (string, error) {
+				env := os.Environ()
+				slices.Sort(env)
+				return strings.Join(env, "\n"), nil
+			}),
+			tool("spawn", "Starts a process of its own that sleeps, and says its process ID.", func(context.Context, args, sdk.CallRequest) (string, error) {
+				cmd := exec.Command("sleep", "300")
+				if err := cmd.Start(); err != nil {
+					return "", err
+				}
+				go func() { _ = cmd.Wait() }()
+				return strconv.Itoa(cmd.Process.Pid), nil
 			}),
 			tool("deadline", "Says how long is left until its deadline.", func(ctx context.Context, _ args, _ sdk.CallRequest) (string, error) {
 				d, ok := ctx.Deadline()
