@@ -65,6 +65,72 @@ type Config struct {
 	Files []string `yaml:"-"`
 	// ModelFrom is the file that set Model.
 	ModelFrom string `yaml:"-"`
+	// Withheld are the project file's settings that send requests or a
+	// key somewhere, held back until Admit lets them apply.
+	Withheld []Setting `yaml:"-"`
+
+	lines map[string]int // "providers.NAME.KEY" → its line in the file
+}
+
+// A Setting is a setting of a project's config file that decides where
+// requests, and the user's key with them, go: a provider's base_url or
+// host, or the variable api_key_env reads the key from. A repository
+// chooses these, so they apply only once the user trusts the project.
+type Setting struct {
+	File     string `json:"file"`
+	Line     int    `json:"line,omitempty"`
+	Provider string `json:"provider"`
+	// Key is base_url, host or api_key_env.
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Name is the setting's key path, as in providers.openai.base_url.
+func (s Setting) Name() string { return "providers." + s.Provider + "." + s.Key }
+
+// Admit applies the withheld settings allow accepts, and returns those
+// still withheld.
+func (c *Config) Admit(allow func(Setting) bool) []Setting {
+	var kept []Setting
+	for _, st := range c.Withheld {
+		if allow == nil || !allow(st) {
+			kept = append(kept, st)
+			continue
+		}
+		p := c.Providers.get(st.Provider)
+		switch st.Key {
+		case "base_url":
+			p.BaseURL = st.Value
+		case "host":
+			p.Host = st.Value
+		case "api_key_env":
+			p.APIKey, p.APIKeyEnv = "", st.Value
+		}
+	}
+	c.Withheld = kept
+	return kept
+}
+
+// withhold moves the settings of a project file that need trust out of c
+// into the returned list.
+func (c *Config) withhold(file string) []Setting {
+	var out []Setting
+	for _, name := range providerNames {
+		p := c.Providers.get(name)
+		for _, f := range []struct {
+			key string
+			v   *string
+		}{{"base_url", &p.BaseURL}, {"host", &p.Host}, {"api_key_env", &p.APIKeyEnv}} {
+			if *f.v == "" {
+				continue
+			}
+			st := Setting{File: file, Provider: name, Key: f.key, Value: *f.v}
+			st.Line = c.lines[st.Name()]
+			out = append(out, st)
+			*f.v = ""
+		}
+	}
+	return out
 }
 
 // Providers holds one section per provider.
@@ -168,7 +234,10 @@ func homeDir(getenv func(string) string) string {
 }
 
 // LoadConfig reads the user and then the project config file, the project
-// overriding the user key by key. A file that does not exist is skipped;
+// overriding the user key by key. The project file's endpoints and key
+// variables are not applied but kept in Withheld: a repository may not
+// point a provider, and the user's key, at a server of its choosing
+// until the user trusts it (Admit). A file that does not exist is skipped;
 // one that cannot be read or does not follow the schema is an error naming
 // the file, the line and the key.
 func LoadConfig(user, project string) (*Config, error) {
@@ -198,6 +267,7 @@ func LoadConfig(user, project string) (*Config, error) {
 						ErrConfig, f.path, name, keyEnv[name], orDefault(user, "the user config"))
 				}
 			}
+			cfg.Withheld = c.withhold(f.path)
 		}
 		cfg.merge(c)
 		cfg.Files = append(cfg.Files, f.path)
@@ -317,6 +387,12 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 	}
 	if err := c.validate(root, bad); err != nil {
 		return nil, err
+	}
+	c.lines = map[string]int{}
+	for _, name := range providerNames {
+		for _, key := range []string{"base_url", "host", "api_key_env"} {
+			c.lines["providers."+name+"."+key] = lineOf(root, "providers", name, key)
+		}
 	}
 	if c.Model != "" {
 		c.ModelFrom = name
