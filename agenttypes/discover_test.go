@@ -27,12 +27,15 @@ func def(name, desc string) string {
 	return fmt.Sprintf("name: %s\ndescription: %s\n", name, desc)
 }
 
+// testSources are the layers of a trusted project and a user, under a
+// fresh directory.
 func testSources(t *testing.T) (agenttypes.Sources, string) {
 	root := t.TempDir()
 	src := agenttypes.Sources{
 		ProjectDir:    filepath.Join(root, "repo"),
 		UserConfigDir: filepath.Join(root, "config"),
 		HomeDir:       filepath.Join(root, "home"),
+		TrustProject:  agenttypes.TrustAll,
 	}
 	return src, root
 }

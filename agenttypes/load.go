@@ -25,7 +25,20 @@ type Sources struct {
 	// HomeDir is the user's home; its .claude/agents directory is part of
 	// the user layer.
 	HomeDir string
+	// TrustProject says whether the project layer may do what a grant
+	// asks: run a definition's scripts, or hide a builtin or user type.
+	// Every grant a definition needs is asked; a definition with one
+	// refused is withheld (see Registry.Withheld), and its name falls to
+	// the layers below. Nil trusts nothing: a project directory is
+	// untrusted input. TrustAll trusts everything.
+	TrustProject func(Grant) bool
 }
+
+// Names of the layers.
+const (
+	LayerProject = "project"
+	LayerUser    = "user"
+)
 
 // Layer is one level of precedence: the directories of the project or of
 // the user. A type in a layer hides types of the same name in the layers
@@ -71,7 +84,7 @@ func (s Sources) Layers() []Layer {
 		}
 		return out
 	}
-	return []Layer{{Name: "project", Dirs: dedupe(project)}, {Name: "user", Dirs: dedupe(user)}}
+	return []Layer{{Name: LayerProject, Dirs: dedupe(project)}, {Name: LayerUser, Dirs: dedupe(user)}}
 }
 
 // SourcesFromEnv returns the Sources for a run in projectDir: the user
@@ -119,6 +132,11 @@ type LoadOptions struct {
 	Registry *Registry
 	// Mode is how strictly files are read; ModeAuto by default.
 	Mode Mode
+	// Untrusted compiles no script, since compiling runs a script's
+	// top-level declarations: each is checked without running it (when
+	// the compiler is a ScriptChecker) and its definition left out with a
+	// warning. Use it for files from a project the user has not trusted.
+	Untrusted bool
 }
 
 // ParseDefinition reads one definition from data, which came from path
@@ -146,6 +164,7 @@ func resolveOne(def *definition, diags Diagnostics, opts LoadOptions) (Type, Dia
 		return Type{}, diags
 	}
 	r := newResolver(map[string]*definition{def.name: def}, opts.Registry, false)
+	r.untrusted = opts.Untrusted
 	t, ok := r.resolve(def.name)
 	diags = append(diags, r.diags...)
 	diags.Sort()
@@ -180,6 +199,7 @@ func LoadFiles(opts LoadOptions, paths ...string) ([]Type, Diagnostics) {
 	byName, ds := uniqueNames(defs)
 	diags = append(diags, ds...)
 	r := newResolver(byName, opts.Registry, false)
+	r.untrusted = opts.Untrusted
 	types := r.all()
 	diags = append(diags, r.diags...)
 	diags.Sort()
@@ -194,19 +214,18 @@ func Load(reg *Registry, src Sources) ([]Type, Diagnostics) {
 }
 
 type loadResult struct {
-	types  []Type
-	broken map[string]error
-	diags  Diagnostics
+	types    []Type
+	broken   map[string]error
+	withheld map[string]Withheld
+	diags    Diagnostics
 }
 
 func load(reg *Registry, src Sources) loadResult {
 	var res loadResult
-	visible := map[string]*definition{} // the winning definition of each name
-	shadows := map[string][]string{}
-	broken := map[string]string{}   // name → file of the definition that failed
-	twice := map[string][2]string{} // name → the files that both define it
-	for _, layer := range src.Layers() {
-		inLayer := map[string][]*definition{}
+	layers := src.Layers()
+	parsed := make([]map[string][]*definition, len(layers))
+	for i, layer := range layers {
+		parsed[i] = map[string][]*definition{}
 		for _, dir := range layer.Dirs {
 			files, ds := listDefinitionFiles(dir)
 			res.diags = append(res.diags, ds...)
@@ -223,10 +242,39 @@ func load(reg *Registry, src Sources) loadResult {
 				def, ds := parseDefinition(f, data, ModeAuto)
 				res.diags = append(res.diags, ds...)
 				if def != nil {
-					inLayer[def.name] = append(inLayer[def.name], def)
+					def.project = layer.Name == LayerProject
+					parsed[i][def.name] = append(parsed[i][def.name], def)
 				}
 			}
 		}
+	}
+	// hides names what a project type of that name would hide: a type of
+	// the user's own definitions, or a builtin one.
+	hides := func(name string) string {
+		for i, layer := range layers {
+			if layer.Name != LayerProject && len(parsed[i][name]) > 0 {
+				return "the user's type " + name + " (" + parsed[i][name][0].path + ")"
+			}
+		}
+		if reg != nil {
+			if _, ok := reg.registered(name); ok {
+				return "the builtin type " + name
+			}
+		}
+		return ""
+	}
+	trust := src.TrustProject
+	if trust == nil {
+		trust = func(Grant) bool { return false }
+	}
+
+	visible := map[string]*definition{} // the winning definition of each name
+	withheld := map[string]Withheld{}
+	shadows := map[string][]string{}
+	broken := map[string]string{}   // name → file of the definition that failed
+	twice := map[string][2]string{} // name → the files that both define it
+	for i, layer := range layers {
+		inLayer := parsed[i]
 		for _, name := range slices.Sorted(maps.Keys(inLayer)) {
 			entries := inLayer[name]
 			kept, ignored, ds := pickDuplicate(entries, layer.Name)
@@ -242,6 +290,14 @@ func load(reg *Registry, src Sources) loadResult {
 				twice[name] = [2]string{entries[0].path, entries[1].path}
 				continue
 			}
+			if kept.project {
+				if w, ok := withhold(kept, hides(name), trust); !ok {
+					// The name goes to the layers below, or to the builtin
+					// type, as if the project did not define it.
+					withheld[name] = w
+					continue
+				}
+			}
 			visible[name] = kept
 			for _, d := range ignored {
 				shadows[name] = append(shadows[name], d.path)
@@ -250,6 +306,7 @@ func load(reg *Registry, src Sources) loadResult {
 	}
 	r := newResolver(visible, reg, true)
 	r.broken = broken
+	r.withheld = withheld
 	for _, t := range r.all() {
 		t.Shadows = shadows[t.Name]
 		if reg != nil {
@@ -261,7 +318,12 @@ func load(reg *Registry, src Sources) loadResult {
 		res.types = append(res.types, t)
 	}
 	res.diags = append(res.diags, r.diags...)
+	res.withheld = r.withheld
 	for name := range r.failed {
+		if w, ok := r.withheld[name]; ok && w.Source == visible[name].path {
+			continue // not broken: held back until trusted
+		}
+		delete(r.withheld, name)
 		broken[name] = visible[name].path
 	}
 	if len(broken) > 0 {
@@ -276,6 +338,31 @@ func load(reg *Registry, src Sources) loadResult {
 	}
 	res.diags.Sort()
 	return res
+}
+
+// withhold asks trust for every grant a project definition needs: to run
+// its scripts, and to hide another type (hidden, when not empty). Every
+// grant is asked, so that a caller that records them sees them all. It
+// reports the definition withheld when any is refused.
+func withhold(d *definition, hidden string, trust func(Grant) bool) (Withheld, bool) {
+	var grants []Grant
+	if hidden != "" {
+		grants = append(grants, Grant{Kind: GrantShadow, Type: d.name, File: d.path, Digest: d.digest, Detail: "it hides " + hidden})
+	}
+	if d.hooks != nil || len(d.scriptTools) > 0 {
+		grants = append(grants, Grant{Kind: GrantScripts, Type: d.name, File: d.path, Digest: scriptsDigest(d), Detail: scriptsDetail(d)})
+	}
+	ok := true
+	for _, g := range grants {
+		if !trust(g) {
+			ok = false
+		}
+	}
+	if ok {
+		d.trusted = true
+		return Withheld{}, true
+	}
+	return Withheld{Name: d.name, Source: d.path, Grants: grants}, false
 }
 
 // pickDuplicate decides between the definitions of one name in one

@@ -2,6 +2,8 @@ package agenttypes
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,6 +130,10 @@ type definition struct {
 	toolAt      []pos // where each script tool is declared
 
 	given map[string]pos // canonical field → where it was given
+
+	digest  string // hex SHA-256 of the file's bytes
+	project bool   // from the project layer: what it runs needs trust
+	trusted bool   // a project definition whose grants were given
 }
 
 func (d *definition) has(field string) bool { _, ok := d.given[field]; return ok }
@@ -160,6 +166,10 @@ func parseDefinition(path string, data []byte, mode Mode) (def *definition, diag
 	def = parseInto(sink, path, data, mode)
 	if def != nil && sink.diags.HasErrors() {
 		def.failed = true
+	}
+	if def != nil {
+		sum := sha256.Sum256(data)
+		def.digest = hex.EncodeToString(sum[:])
 	}
 	return def, sink.diags
 }

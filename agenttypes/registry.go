@@ -25,6 +25,7 @@ type Registry struct {
 	plugins map[string]*Type // offered by plugins; replaced whole, never changed
 	files   map[string]*Type // loaded from files; replaced whole, never changed
 	broken  map[string]error // names whose highest-precedence file did not load
+	held    map[string]Withheld
 	tools   map[string]Tool
 	ptools  map[string]Tool // offered by plugins; replaced whole
 
@@ -120,10 +121,10 @@ func (r *Registry) RegisterType(t Type) error {
 // Reload is the usual way in; this is for callers that load definitions
 // themselves.
 func (r *Registry) SetFileTypes(types []Type) error {
-	return r.setFiles(types, nil)
+	return r.setFiles(types, nil, nil)
 }
 
-func (r *Registry) setFiles(types []Type, broken map[string]error) error {
+func (r *Registry) setFiles(types []Type, broken map[string]error, held map[string]Withheld) error {
 	files := make(map[string]*Type, len(types))
 	for _, t := range types {
 		if err := t.Validate(); err != nil {
@@ -135,7 +136,7 @@ func (r *Registry) setFiles(types []Type, broken map[string]error) error {
 		files[t.Name] = t.clone()
 	}
 	r.mu.Lock()
-	r.files, r.broken = files, broken
+	r.files, r.broken, r.held = files, broken, held
 	r.mu.Unlock()
 	return nil
 }
@@ -149,7 +150,7 @@ func (r *Registry) setFiles(types []Type, broken map[string]error) error {
 // already running keep the types they started with.
 func (r *Registry) Reload(src Sources) Diagnostics {
 	res := load(r, src)
-	if err := r.setFiles(res.types, res.broken); err != nil {
+	if err := r.setFiles(res.types, res.broken, res.withheld); err != nil {
 		// load validated every type already; this is a bug, not bad input.
 		res.diags = append(res.diags, Diagnostic{Severity: SeverityError, Message: err.Error()})
 	}
@@ -179,13 +180,20 @@ func (r *Registry) RegisterTool(tool Tool) error {
 // registered one. The value is shared and must not be modified. An unknown
 // name fails with ErrUnknownType, saying which name was likely meant (or,
 // when there are few, which there are); a name whose definition file has
-// errors fails with ErrInvalid, naming the file.
+// errors fails with ErrInvalid, naming the file; a type the project
+// defines but that is withheld fails with ErrUntrusted, saying why.
 func (r *Registry) Type(name string) (*Type, error) {
 	t, ok, broken := r.find(name)
 	if broken != nil {
 		return nil, broken
 	}
 	if !ok {
+		r.mu.RLock()
+		w, held := r.held[name]
+		r.mu.RUnlock()
+		if held {
+			return nil, w.Error()
+		}
 		var names []string
 		for _, t := range r.Types() {
 			names = append(names, t.Name)
@@ -237,6 +245,29 @@ func (r *Registry) hasTool(name string) bool {
 		_, ok = r.ptools[name]
 	}
 	return ok
+}
+
+// Withheld returns the types the project defines that the last Reload
+// held back, since TrustProject refused what they need, sorted by name.
+// A withheld type that would have hidden another leaves that one in
+// place.
+func (r *Registry) Withheld() []Withheld {
+	r.mu.RLock()
+	out := make([]Withheld, 0, len(r.held))
+	for _, w := range r.held {
+		out = append(out, w)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Withheld) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// registered looks name up among the types registered with RegisterType.
+func (r *Registry) registered(name string) (*Type, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.types[name]
+	return t, ok
 }
 
 // Tool returns the tool registered under name.

@@ -32,7 +32,7 @@ func TestPluginTypesSitBetweenFilesAndBuiltins(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".troupe", "agents"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".troupe", "agents", "plan.yaml"), []byte("name: plan\ndescription: file\nprompt: p\n"), 0o644))
-	diags := reg.Reload(agenttypes.Sources{ProjectDir: dir})
+	diags := reg.Reload(agenttypes.Sources{ProjectDir: dir, TrustProject: agenttypes.TrustAll})
 	require.Empty(t, diags.Errors())
 
 	got, err := reg.Type("explore")

@@ -19,6 +19,12 @@ type resolver struct {
 
 	broken  map[string]string // names that must not resolve → the file at fault
 	scripts ScriptCompiler    // nil: a definition with a script is refused
+	// withheld are the types held back until the project is trusted; a
+	// definition that extends one is withheld with it.
+	withheld map[string]Withheld
+	// untrusted: no script is compiled; each is checked without running
+	// it, and its definition withheld.
+	untrusted bool
 
 	diags  Diagnostics
 	done   map[string]*Type
@@ -27,7 +33,7 @@ type resolver struct {
 }
 
 func newResolver(defs map[string]*definition, reg *Registry, baseOnly bool) *resolver {
-	r := &resolver{defs: defs, done: map[string]*Type{}, failed: map[string]bool{}}
+	r := &resolver{defs: defs, done: map[string]*Type{}, failed: map[string]bool{}, withheld: map[string]Withheld{}}
 	r.base = func(string) (*Type, bool) { return nil, false }
 	r.tools = func(name string) bool { return slices.Contains(DefaultTools, name) }
 	r.names = func() []string { return slices.Collect(maps.Keys(defs)) }
@@ -135,6 +141,10 @@ func (r *resolver) parent(d *definition) (*Type, bool) {
 		r.stack = append(r.stack, d.name)
 		pt, ok := r.resolve(pd.name)
 		r.stack = r.stack[:len(r.stack)-1]
+		if w, held := r.withheld[pd.name]; !ok && held {
+			r.withholdChild(d, w)
+			return nil, false
+		}
 		if !ok {
 			if !r.failed[d.name] { // not already reported as part of a cycle
 				r.errorf(d, at, "extends %q, which has errors (see %s)", d.extends, pd.path)
@@ -147,12 +157,26 @@ func (r *resolver) parent(d *definition) (*Type, bool) {
 		r.errorf(d, at, "extends %q, which has errors (see %s)", d.extends, where)
 		return nil, false
 	}
+	if w, ok := r.withheld[d.extends]; ok {
+		r.withholdChild(d, w)
+		return nil, false
+	}
 	if t, ok := r.base(d.extends); ok {
 		return t, true
 	}
 	names := slices.DeleteFunc(r.names(), func(n string) bool { return n == d.name })
 	r.errorf(d, at, "extends unknown type %q%s", d.extends, whatThereIs(d.extends, names, "types"))
 	return nil, false
+}
+
+// withholdChild withholds d, which extends the withheld type w: trusting
+// what w needs loads both.
+func (r *resolver) withholdChild(d *definition, w Withheld) {
+	grants := slices.Clone(w.Grants)
+	for i := range grants {
+		grants[i].Detail = fmt.Sprintf("it extends %s, and %s", w.Name, grants[i].Detail)
+	}
+	r.withheld[d.name] = Withheld{Name: d.name, Source: d.path, Grants: grants}
 }
 
 // build makes the Type of d, starting from parent when it has one.
@@ -195,7 +219,9 @@ func (r *resolver) build(d *definition, parent *Type) (*Type, bool) {
 		t.Tools = r.available(d)
 	}
 	t.Tools = slices.DeleteFunc(t.Tools, func(name string) bool { return slices.Contains(d.disallowed, name) })
-	r.compileScripts(d, &t)
+	if withheld := r.compileScripts(d, &t); withheld {
+		return nil, false
+	}
 	switch {
 	case t.Description != "":
 	case !d.has("description"):
@@ -248,18 +274,34 @@ func (r *resolver) available(d *definition) []string {
 // that extends another keeps the parent's hooks (Prompt, Result,
 // BeforeTool) unless it has a script: or script_file: of its own, and the
 // parent's script tools unless it has script_tools of its own; each of
-// the two is inherited on its own.
-func (r *resolver) compileScripts(d *definition, t *Type) {
+// the two is inherited on its own. It reports whether d was withheld
+// rather than compiled.
+func (r *resolver) compileScripts(d *definition, t *Type) (withheld bool) {
 	if d.hooks == nil && len(d.scriptTools) == 0 {
-		return
+		return false
 	}
 	for i, st := range d.scriptTools {
 		if r.tools(st.Name) {
 			r.errorf(d, d.toolAt[i], "script tool %q has the name of a tool troupe already has; give it another name", st.Name)
-			return
+			return false
 		}
 	}
 	scripts := &Scripts{Hooks: d.hooks, Tools: d.scriptTools}
+	if r.untrusted || (d.project && !d.trusted) {
+		// Compiling runs a script's top-level declarations: only a check
+		// that runs nothing is allowed here.
+		if c, ok := r.scripts.(ScriptChecker); ok {
+			ds := c.Check(d.name, scripts)
+			r.diags = append(r.diags, ds...)
+			if ds.HasErrors() {
+				return false
+			}
+		}
+		r.withheld[d.name] = Withheld{Name: d.name, Source: d.path, Grants: []Grant{
+			{Kind: GrantScripts, Type: d.name, File: d.path, Digest: scriptsDigest(d), Detail: scriptsDetail(d)}}}
+		r.warnf(d, d.at("name"), "the scripts were checked but not compiled, which would run them: this definition is not trusted")
+		return true
+	}
 	if r.scripts == nil {
 		at := d.at("script")
 		if !d.has("script") {
@@ -269,12 +311,12 @@ func (r *resolver) compileScripts(d *definition, t *Type) {
 			at = d.at("script_tools")
 		}
 		r.errorf(d, at, "%v", errNoCompiler)
-		return
+		return false
 	}
 	hooks, diags := r.scripts.Compile(context.Background(), d.name, scripts)
 	r.diags = append(r.diags, diags...)
 	if diags.HasErrors() || hooks == nil {
-		return
+		return false
 	}
 	if parent := t.Hooks; parent != nil {
 		if d.hooks == nil {
@@ -304,4 +346,5 @@ func (r *resolver) compileScripts(d *definition, t *Type) {
 			t.Tools = append(t.Tools, st.Name)
 		}
 	}
+	return false
 }

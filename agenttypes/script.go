@@ -105,6 +105,13 @@ type ScriptCompiler interface {
 	Compile(ctx context.Context, typeName string, s *Scripts) (*Hooks, Diagnostics)
 }
 
+// ScriptChecker is a ScriptCompiler that can also check scripts without
+// running any of their code: the loader uses it for definitions it may
+// not compile, since compiling runs a script's top-level declarations.
+type ScriptChecker interface {
+	Check(typeName string, s *Scripts) Diagnostics
+}
+
 var (
 	compilerMu sync.RWMutex
 	compiler   ScriptCompiler

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// project makes a repository holding the shop sources and the two example
+// exampleRepo makes a repository holding the shop sources and the two example
 // definitions: a YAML type in .troupe/agents and a Claude Code type in
 // .claude/agents.
-func project(t *testing.T) string {
+func exampleRepo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS(shop)))
@@ -32,7 +32,7 @@ func project(t *testing.T) string {
 }
 
 func TestFileTypesAreListedAndRun(t *testing.T) {
-	repo := project(t)
+	repo := exampleRepo(t)
 	o := troupe(t, "types", "list", "--repo", repo)
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Regexp(t, `(?m)^todo-finder\s+\S*\.troupe/agents/todo-finder\.yaml`, o.stdout)
@@ -62,9 +62,18 @@ func TestProjectTypeShadowsBuiltin(t *testing.T) {
 	dir := filepath.Join(repo, ".troupe", "agents")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "explore.yaml"), []byte("name: explore\ndescription: my own explore\nextends: explore\n"), 0o644))
+	// Untrusted, the project's explore hides nothing, and says why.
 	o := troupe(t, "types", "list", "--repo", repo)
 	require.Equal(t, 0, o.code, o.stderr)
+	assert.Regexp(t, `(?m)^explore\s+builtin\s`, o.stdout)
+	assert.Regexp(t, `(?m)^  explore\s+\S*explore\.yaml\s+it hides the builtin type explore`, o.stdout)
+	assert.Contains(t, o.stderr, "1 type hiding another")
+
+	trustRepo(t, repo)
+	o = troupe(t, "types", "list", "--repo", repo)
+	require.Equal(t, 0, o.code, o.stderr)
 	assert.Regexp(t, `(?m)^explore\s+\S*explore\.yaml\s+builtin\s+my own explore`, o.stdout)
+	assert.NotContains(t, o.stdout, "Not loaded")
 }
 
 func TestBrokenDefinitionIsReportedNotFatal(t *testing.T) {

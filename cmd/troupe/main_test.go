@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,14 +38,33 @@ func (c cleanupAfter) Run() int {
 
 var shop = filepath.Join("..", "..", "testdata", "repos", "shop")
 
-// isolate keeps a test away from the user's own agent definitions and
-// configuration.
+// isolated remembers each test's home, so that the commands one test runs
+// share it: what one trusts, the next finds trusted.
+var isolated sync.Map // *testing.T → home
+
+// isolate keeps a test away from the user's own agent definitions,
+// configuration, plugins and trusted projects.
 func isolate(t *testing.T) {
 	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
+	home, ok := isolated.Load(t)
+	if !ok {
+		home = t.TempDir()
+		isolated.Store(t, home)
+		t.Cleanup(func() { isolated.Delete(t) })
+	}
+	t.Setenv("HOME", home.(string))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home.(string), ".config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home.(string), ".local", "state"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home.(string), ".local", "share"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home.(string), ".cache"))
+}
+
+// trustRepo trusts the project at repo as it is, as the user would.
+func trustRepo(t *testing.T, repo string) {
+	t.Helper()
+	o := troupe(t, "trust", "--repo", repo)
+	require.Equal(t, 0, o.code, o.stderr)
+	require.Contains(t, o.stdout, "trusted ")
 }
 
 type outcome struct {

@@ -12,18 +12,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/trust"
 	"github.com/troupe-dev/troupe/plugins"
 )
 
-// plugins returns the plugin host of the project at root, made on first
-// use: plugins from the project's .troupe/plugins, $TROUPE_PLUGIN_PATH
-// and the user's data directory, checked against the project's
-// .troupe/plugins.lock when there is one.
-func (a *app) plugins(root string) *plugins.Host {
+// plugins returns the plugin host of the project p, made on first use:
+// plugins from the project's .troupe/plugins, $TROUPE_PLUGIN_PATH and the
+// user's data directory, checked against the project's
+// .troupe/plugins.lock when there is one. The project's own plugins run
+// only once the user trusts the project, and only the binaries trusted.
+func (a *app) plugins(p *project) *plugins.Host {
 	if a.host == nil {
 		a.host = plugins.New(plugins.Config{
-			Dirs:     plugins.Dirs(root, a.getenv),
-			LockFile: plugins.LockPath(root),
+			Dirs:     plugins.Dirs(p.root, a.getenv),
+			LockFile: plugins.LockPath(p.root),
+			TrustProject: func(name, sum string) bool {
+				return p.allows(trust.KindPlugin, name, sum)
+			},
 			CacheDir: a.pluginCacheDir(),
 			Logger:   a.logger(),
 		})
@@ -71,7 +76,9 @@ func (a *app) pluginsCommand() *cobra.Command {
 		Short: "List the plugins, or lock their checksums",
 		Long: "Plugins are executables named troupe-plugin-NAME in the project's .troupe/plugins,\n" +
 			"the folders of $TROUPE_PLUGIN_PATH, or ${XDG_DATA_HOME:-~/.local/share}/troupe/plugins.\n" +
-			"When the project has a .troupe/plugins.lock, only the plugins it lists, unchanged, run.",
+			"The project's own run only once you trust the project ('troupe trust').\n" +
+			"When the project has a .troupe/plugins.lock, only the plugins it lists, unchanged, run;\n" +
+			"the lock file pins versions, it is not consent.",
 	}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.PersistentFlags().StringVar(&repo, "repo", ".", "project whose plugins and lock file are read")
@@ -84,8 +91,9 @@ func (a *app) pluginsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			infos, problems := a.plugins(agenttypes.FindProjectRoot(dir)).List(cmd.Context())
-			return a.printPlugins(infos, problems, asJSON)
+			p := a.project(dir)
+			infos, problems := a.plugins(p).List(cmd.Context())
+			return a.printPlugins(p, infos, problems, asJSON)
 		},
 	}
 	lock := &cobra.Command{
@@ -128,7 +136,7 @@ func (a *app) pluginsCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printPlugins(infos []plugins.Info, problems []error, asJSON bool) error {
+func (a *app) printPlugins(p *project, infos []plugins.Info, problems []error, asJSON bool) error {
 	if asJSON {
 		if infos == nil {
 			infos = []plugins.Info{}
@@ -163,22 +171,26 @@ func (a *app) printPlugins(infos []plugins.Info, problems []error, asJSON bool) 
 		}
 	}
 	_ = tw.Flush()
-	hint := false
+	hint, untrusted := false, false
 	for _, in := range infos {
 		hint = hint || in.Status == plugins.StatusMismatch || in.Status == plugins.StatusUnlisted
+		untrusted = untrusted || in.Status == plugins.StatusUntrusted
 	}
 	shown := map[string]bool{}
 	for _, in := range infos {
 		shown[in.Error] = true
 	}
-	for _, p := range problems {
-		if !shown[p.Error()] {
-			fmt.Fprintf(a.stderr, "troupe: %v\n", p)
+	for _, err := range problems {
+		if !shown[err.Error()] {
+			fmt.Fprintf(a.stderr, "troupe: %v\n", err)
 		}
-		hint = hint || needsLock(p)
+		hint = hint || needsLock(err)
 	}
 	if hint {
 		fmt.Fprintln(a.stderr, lockHint)
+	}
+	if untrusted {
+		fmt.Fprintf(a.stderr, "troupe: the project's own plugins run only once you trust it: '%s' shows what it would run and trusts it\n", trustHint(p.root))
 	}
 	return nil
 }

@@ -47,6 +47,7 @@ func runWith(t *testing.T, env map[string]string, config string, args ...string)
 	for _, k := range []string{"TROUPE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"} {
 		t.Setenv(k, "")
 	}
+	isolate(t)
 	xdg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", xdg)
 	if config != "" {

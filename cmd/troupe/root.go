@@ -63,6 +63,10 @@ type app struct {
 	// host runs the plugins a command uses; execute stops them when the
 	// command ends.
 	host *plugins.Host
+	// proj is the project the command works in, read once; warned is set
+	// once what of it is left out for want of trust has been said.
+	proj   *project
+	warned bool
 }
 
 // newApp returns the app of a real process: stdin, the environment and
@@ -116,7 +120,7 @@ func exitCode(ctx context.Context, err error) int {
 // was wrong. cobra's own argument and flag errors arrive as usageError
 // (see typedUsage).
 func isUsage(err error) bool {
-	for _, target := range []error{manager.ErrBadRequest, manager.ErrUnknownType, manager.ErrModel, agenttypes.ErrUnknownTool, agenttypes.ErrInvalid, manager.ErrDepthExceeded, models.ErrConfig} {
+	for _, target := range []error{manager.ErrBadRequest, manager.ErrUnknownType, manager.ErrModel, agenttypes.ErrUnknownTool, agenttypes.ErrInvalid, agenttypes.ErrUntrusted, manager.ErrDepthExceeded, models.ErrConfig} {
 		if errors.Is(err, target) {
 			return true
 		}
@@ -181,7 +185,7 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.pluginsCommand(), a.runsCommand(), a.versionCommand())
+	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.pluginsCommand(), a.trustCommand(), a.runsCommand(), a.versionCommand())
 	typedUsage(root)
 	return root
 }
@@ -219,28 +223,34 @@ func unwrapPath(err error) error {
 // registry returns a registry with the builtin tools and types, the
 // types and tools of plugins, and the types defined in files: the
 // project's (.troupe/agents and .claude/agents at the root of the project
-// holding dir) over the user's over plugins' over the builtin ones. A
-// definition with errors, or a plugin that is refused or does not start,
-// is reported and left out; the rest load.
+// holding dir) over the user's over plugins' over the builtin ones. What
+// the project names that would run (its plugins, its definitions'
+// scripts) and its types that would hide builtin or user ones are left
+// out until the user trusts the project. A definition with errors, or a
+// plugin that is refused or does not start, is reported and left out;
+// the rest load.
 func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	reg := agenttypes.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, err
 	}
-	if a.scripts == nil {
-		a.scripts = script.New(script.Options{InProcess: splitList(a.getenv("TROUPE_SCRIPTS_IN_PROCESS")), Logger: a.logger()})
-	}
-	reg.SetScriptCompiler(a.scripts)
-	root := agenttypes.FindProjectRoot(dir)
+	reg.SetScriptCompiler(a.scriptHost())
+	p := a.project(dir)
+	a.warnUntrusted(p)
 	hint := false
-	for _, err := range a.plugins(root).Load(context.Background(), reg) {
+	for _, err := range a.plugins(p).Load(context.Background(), reg) {
+		if errors.Is(err, agenttypes.ErrUntrusted) {
+			continue // said once, by warnUntrusted
+		}
 		fmt.Fprintf(a.stderr, "troupe: %v (left out; 'troupe plugins list' shows the plugins)\n", err)
 		hint = hint || needsLock(err)
 	}
 	if hint {
 		fmt.Fprintln(a.stderr, lockHint)
 	}
-	diags := reg.Reload(agenttypes.SourcesFromEnv(root))
+	src := agenttypes.SourcesFromEnv(p.root)
+	src.TrustProject = func(g agenttypes.Grant) bool { return p.allows(g.Kind, g.Type, g.Digest) }
+	diags := reg.Reload(src)
 	for _, d := range diags.Errors() {
 		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)
 	}
@@ -250,14 +260,30 @@ func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	return reg, nil
 }
 
+// scriptHost runs the definitions' scripts; made once, closed when the
+// command ends.
+func (a *app) scriptHost() *script.Host {
+	if a.scripts == nil {
+		a.scripts = script.New(script.Options{InProcess: splitList(a.getenv("TROUPE_SCRIPTS_IN_PROCESS")), Logger: a.logger()})
+	}
+	return a.scripts
+}
+
 // resolver reads the model configuration: the environment and the config
 // files (the user's, and the project's above dir). A config file that does
-// not parse is bad configuration (exit 2).
+// not parse is bad configuration (exit 2). The project's endpoints and
+// key variables apply only once the user trusts the project.
 func (a *app) resolver(dir string) (models.Resolver, error) {
 	r, err := models.Load(a.getenv, dir)
 	if err != nil {
 		return models.Resolver{}, usageError{err}
 	}
+	p := a.project(dir)
+	a.warnUntrusted(p)
+	r.Config.Admit(func(st models.Setting) bool {
+		it := settingItem(st)
+		return p.allows(it.Kind, it.Name, it.Digest)
+	})
 	r.Logger = a.logger()
 	return r, nil
 }
@@ -312,6 +338,11 @@ func lookupHint(err error, reg *agenttypes.Registry, name string) error {
 	var names []string
 	var list string
 	switch {
+	case errors.Is(err, agenttypes.ErrUntrusted):
+		if strings.Contains(err.Error(), "troupe trust") {
+			return usageError{err}
+		}
+		return usageError{fmt.Errorf("%w; '%s' shows what it would run and trusts it", err, trustHint(agenttypes.FindProjectRoot(".")))}
 	case errors.Is(err, agenttypes.ErrUnknownType):
 		for _, t := range reg.Types() {
 			names = append(names, t.Name)

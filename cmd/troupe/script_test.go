@@ -97,6 +97,12 @@ func TestScriptExamplesRunThroughTheCLI(t *testing.T) {
 	repo := scriptRepo(t, map[string]string{"verdict.yaml": "example:verdict.yaml", "todo-count.yaml": "example:todo-count.yaml"})
 	o := troupe(t, "types", "list", "--repo", repo)
 	require.Equal(t, 0, o.code, o.stderr)
+	assert.Regexp(t, `(?m)^  verdict\s.*its scripts run`, o.stdout, "untrusted, scripted types are listed as not loaded")
+	assert.NotRegexp(t, `(?m)^verdict\s`, o.stdout)
+
+	trustRepo(t, repo)
+	o = troupe(t, "types", "list", "--repo", repo)
+	require.Equal(t, 0, o.code, o.stderr)
 	assert.Regexp(t, `(?m)^verdict\s`, o.stdout)
 	assert.Regexp(t, `(?m)^todo-count\s`, o.stdout)
 
@@ -149,6 +155,7 @@ func TestHostileScriptsFailTheirAgentOnly(t *testing.T) {
 	repo := scriptRepo(t, defs)
 	for _, h := range hostile {
 		t.Run(h.name, func(t *testing.T) {
+			trustRepo(t, repo)
 			srv := newChatServer(t, "never asked")
 			o, res := runScripted(t, srv, repo, "hostile-"+h.name, "go")
 			require.Equal(t, 1, o.code, o.stderr)

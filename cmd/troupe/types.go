@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/trust"
 )
 
 func (a *app) typesCommand() *cobra.Command {
@@ -35,8 +37,16 @@ func (a *app) typesCommand() *cobra.Command {
 				return err
 			}
 			types := reg.Types()
+			held := reg.Withheld()
 			if asJSON {
-				return writeJSON(a.stdout, types)
+				out := make([]any, 0, len(types)+len(held))
+				for _, t := range types {
+					out = append(out, t)
+				}
+				for _, w := range held {
+					out = append(out, withheldJSON{Name: w.Name, Source: w.Source, Withheld: w.Grants})
+				}
+				return writeJSON(a.stdout, out)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSOURCE\tSHADOWS\tDESCRIPTION")
@@ -47,7 +57,11 @@ func (a *app) typesCommand() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, relPath(t.Source), shadows, clip(firstSentence(t.Description), 80))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			a.listUntrusted(a.project(dir), held)
+			return nil
 		},
 	}, &cobra.Command{
 		Use:   "show NAME",
@@ -89,7 +103,11 @@ func (a *app) typesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, paths...)
+			// Compiling a script runs its top-level declarations: files of
+			// a project the user has not trusted are checked, not compiled.
+			p := a.project(dir)
+			untrusted := !p.verdict.Trusted && slices.ContainsFunc(paths, func(f string) bool { return underDir(p.root, f) })
+			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, Untrusted: untrusted}, paths...)
 			diags.Sort()
 			if asJSON {
 				if err := writeJSON(a.stdout, map[string]any{"types": len(types), "diagnostics": diags}); err != nil {
@@ -108,6 +126,53 @@ func (a *app) typesCommand() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// withheldJSON is a withheld type in types list --json: its name and
+// source, as a type has, and what it needs trust for.
+type withheldJSON struct {
+	Name     string             `json:"name"`
+	Source   string             `json:"source"`
+	Withheld []agenttypes.Grant `json:"withheld"`
+}
+
+// listUntrusted lists, after the types, what the project defines or ships
+// that is left out until the user trusts it.
+func (a *app) listUntrusted(p *project, held []agenttypes.Withheld) {
+	var plugins []string
+	for _, it := range p.items {
+		if it.Kind == trust.KindPlugin && !p.allows(it.Kind, it.Name, it.Digest) {
+			plugins = append(plugins, it.Name)
+		}
+	}
+	if len(held) == 0 && len(plugins) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stdout, "\nNot loaded until you trust this project ('%s' shows what would run):\n", trustHint(p.root))
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, w := range held {
+		var why []string
+		for _, g := range w.Grants {
+			why = append(why, g.Detail)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", w.Name, relPath(w.Source), strings.Join(why, "; "))
+	}
+	for _, it := range p.items {
+		if it.Kind == trust.KindPlugin && slices.Contains(plugins, it.Name) {
+			fmt.Fprintf(tw, "  plugin %s\t%s\tits types and tools are unknown until it runs\n", it.Name, relPath(it.Path))
+		}
+	}
+	_ = tw.Flush()
+}
+
+// underDir reports whether path is at or below dir.
+func underDir(dir, path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(dir, abs)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // definitionPaths expands folders into the definition files below them.

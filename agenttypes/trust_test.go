@@ -1,0 +1,199 @@
+package agenttypes_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// countingScripts compiles as fakeScripts does and counts what it was
+// asked to compile and to check, by type.
+type countingScripts struct {
+	mu       sync.Mutex
+	compiled []string
+	checked  []string
+}
+
+func (c *countingScripts) Compile(ctx context.Context, name string, s *agenttypes.Scripts) (*agenttypes.Hooks, agenttypes.Diagnostics) {
+	c.mu.Lock()
+	c.compiled = append(c.compiled, name)
+	c.mu.Unlock()
+	return fakeScripts{}.Compile(ctx, name, s)
+}
+
+func (c *countingScripts) Check(name string, s *agenttypes.Scripts) agenttypes.Diagnostics {
+	c.mu.Lock()
+	c.checked = append(c.checked, name)
+	c.mu.Unlock()
+	return nil
+}
+
+const scripted = "name: hooked\ndescription: d.\nscript: |\n  package hooks\n  from the project\n"
+
+// untrustedSources are the layers of a project nobody trusted, and a user.
+func untrustedSources(t *testing.T) agenttypes.Sources {
+	src, _ := testSources(t)
+	src.TrustProject = nil
+	return src
+}
+
+func TestAnUntrustedProjectsScriptsAreNeverCompiled(t *testing.T) {
+	src := untrustedSources(t)
+	layout(t, src.ProjectDir, map[string]string{
+		".troupe/agents/hooked.yaml": scripted,
+		".troupe/agents/child.yaml":  "name: child\ndescription: d.\nextends: hooked\n",
+		".troupe/agents/plain.yaml":  def("plain", "No scripts."),
+	})
+	reg := testRegistry(t)
+	scripts := &countingScripts{}
+	reg.SetScriptCompiler(scripts)
+	diags := reg.Reload(src)
+	require.False(t, diags.HasErrors(), diags.String())
+
+	assert.Empty(t, scripts.compiled, "compiling runs a script's top-level declarations")
+	_, err := reg.Type("plain")
+	assert.NoError(t, err, "a definition without scripts loads untrusted")
+
+	_, err = reg.Type("hooked")
+	require.ErrorIs(t, err, agenttypes.ErrUntrusted)
+	assert.Contains(t, err.Error(), filepath.Join(".troupe", "agents", "hooked.yaml"))
+	assert.Contains(t, err.Error(), "its scripts run")
+	_, err = reg.Type("child")
+	require.ErrorIs(t, err, agenttypes.ErrUntrusted, "a type extending a withheld one is withheld with it")
+	assert.Contains(t, err.Error(), "it extends hooked")
+
+	var names []string
+	for _, w := range reg.Withheld() {
+		names = append(names, w.Name)
+	}
+	assert.Equal(t, []string{"child", "hooked"}, names)
+	for _, tp := range reg.Types() {
+		assert.NotContains(t, []string{"hooked", "child"}, tp.Name, "withheld types are not listed as types")
+	}
+}
+
+func TestTheUsersOwnScriptsNeedNoTrust(t *testing.T) {
+	src := untrustedSources(t)
+	layout(t, src.UserConfigDir, map[string]string{"troupe/agents/hooked.yaml": scripted})
+	reg := testRegistry(t)
+	scripts := &countingScripts{}
+	reg.SetScriptCompiler(scripts)
+	require.False(t, reg.Reload(src).HasErrors())
+	assert.Equal(t, []string{"hooked"}, scripts.compiled)
+	_, err := reg.Type("hooked")
+	assert.NoError(t, err)
+}
+
+func TestAnUntrustedProjectTypeNeverHidesABuiltinOrUserType(t *testing.T) {
+	src := untrustedSources(t)
+	layout(t, src.ProjectDir, map[string]string{
+		".troupe/agents/explore.yaml": def("explore", "The project's explore."),
+		".claude/agents/mine.md":      "---\nname: mine\ndescription: The project's mine.\n---\nproject prompt\n",
+	})
+	layout(t, src.UserConfigDir, map[string]string{"troupe/agents/mine.yaml": def("mine", "The user's mine.")})
+	reg := testRegistry(t)
+	require.False(t, reg.Reload(src).HasErrors())
+
+	explore, err := reg.Type("explore")
+	require.NoError(t, err)
+	assert.Equal(t, "builtin", explore.Source, "the builtin stays")
+	mine, err := reg.Type("mine")
+	require.NoError(t, err)
+	assert.Equal(t, "The user's mine.", mine.Description)
+
+	held := reg.Withheld()
+	require.Len(t, held, 2)
+	assert.Equal(t, "explore", held[0].Name)
+	require.Len(t, held[0].Grants, 1)
+	assert.Equal(t, agenttypes.GrantShadow, held[0].Grants[0].Kind)
+	assert.Contains(t, held[0].Grants[0].Detail, "the builtin type explore")
+	assert.Contains(t, held[1].Grants[0].Detail, "the user's type mine")
+
+	// Trusted, both take their names, and say whom they hide.
+	src.TrustProject = agenttypes.TrustAll
+	require.False(t, reg.Reload(src).HasErrors())
+	explore, err = reg.Type("explore")
+	require.NoError(t, err)
+	assert.Equal(t, "The project's explore.", explore.Description)
+	assert.Contains(t, explore.Shadows, "builtin")
+	assert.Empty(t, reg.Withheld())
+}
+
+func TestTrustIsAskedForEveryGrantAndPinnedToContent(t *testing.T) {
+	src := untrustedSources(t)
+	layout(t, src.ProjectDir, map[string]string{
+		// Both hides the builtin and has scripts: two grants.
+		".troupe/agents/explore.yaml": "name: explore\ndescription: d.\nscript: |\n  package hooks\n  mine\n",
+		".troupe/agents/hooked.yaml":  scripted,
+	})
+	var mu sync.Mutex
+	var asked []agenttypes.Grant
+	src.TrustProject = func(g agenttypes.Grant) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, g)
+		return false
+	}
+	reg := testRegistry(t)
+	scripts := &countingScripts{}
+	reg.SetScriptCompiler(scripts)
+	require.False(t, reg.Reload(src).HasErrors())
+	kinds := map[string][]string{}
+	for _, g := range asked {
+		kinds[g.Type] = append(kinds[g.Type], g.Kind)
+		assert.Len(t, g.Digest, 64)
+	}
+	assert.ElementsMatch(t, []string{agenttypes.GrantShadow, agenttypes.GrantScripts}, kinds["explore"], "a caller recording grants sees them all")
+	assert.Equal(t, []string{agenttypes.GrantScripts}, kinds["hooked"])
+
+	// Trust exactly what was asked: everything loads.
+	given := slices.Clone(asked)
+	src.TrustProject = func(g agenttypes.Grant) bool { return slices.Contains(given, g) }
+	require.False(t, reg.Reload(src).HasErrors())
+	_, err := reg.Type("hooked")
+	require.NoError(t, err)
+	assert.Contains(t, scripts.compiled, "hooked")
+
+	// A changed script has another digest: withheld again, not compiled.
+	layout(t, src.ProjectDir, map[string]string{".troupe/agents/hooked.yaml": scripted + "  and more\n"})
+	scripts.compiled = nil
+	require.False(t, reg.Reload(src).HasErrors())
+	_, err = reg.Type("hooked")
+	require.ErrorIs(t, err, agenttypes.ErrUntrusted)
+	assert.NotContains(t, scripts.compiled, "hooked")
+}
+
+func TestUntrustedFilesAreCheckedNotCompiled(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "hooked.yaml", scripted)
+	reg := testRegistry(t)
+	scripts := &countingScripts{}
+	reg.SetScriptCompiler(scripts)
+	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, Untrusted: true}, path)
+	require.False(t, diags.HasErrors(), diags.String())
+	assert.Empty(t, types)
+	assert.Empty(t, scripts.compiled)
+	assert.Equal(t, []string{"hooked"}, scripts.checked)
+	require.Len(t, diags.Warnings(), 1)
+	assert.Contains(t, diags.Warnings()[0].Message, "not compiled")
+
+	types, diags = agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, path)
+	require.False(t, diags.HasErrors(), diags.String())
+	assert.Len(t, types, 1)
+	assert.Equal(t, []string{"hooked"}, scripts.compiled)
+}
+
+func TestWithheldErrorSaysWhy(t *testing.T) {
+	w := agenttypes.Withheld{Name: "x", Source: "x.yaml", Grants: []agenttypes.Grant{{Detail: "its scripts run"}}}
+	err := w.Error()
+	assert.True(t, errors.Is(err, agenttypes.ErrUntrusted))
+	assert.Equal(t, `type "x" (x.yaml) is withheld until the project is trusted: its scripts run`, err.Error())
+}
