@@ -122,8 +122,9 @@ func ExampleRegistry_Reload() {
 // The manager checks a JSON answer against the type's output schema.
 func ExampleOutput_Validate() {
 	out := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"type":"object","required":["answer"]}`)}
-	fmt.Println(out.Validate(map[string]any{"answer": "42"}))
-	err := out.Validate(map[string]any{"guess": "42"})
+	ctx := context.Background() // the agent's context: checking stops when it ends
+	fmt.Println(out.Validate(ctx, map[string]any{"answer": "42"}))
+	err := out.Validate(ctx, map[string]any{"guess": "42"})
 	fmt.Println(errors.Is(err, agenttypes.ErrBadOutput))
 	fmt.Println(err)
 	// Output:

@@ -2,6 +2,7 @@ package agenttypes
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,8 @@ import (
 var printer = message.NewPrinter(language.English)
 
 // ErrBadOutput is wrapped by Output.Validate and Output.Parse when an answer
-// does not match the type's output schema.
+// does not match the type's output schema, or took too long to check
+// against it.
 var ErrBadOutput = errors.New("answer does not match the output schema")
 
 // schemaURL names the one resource each compiled output schema holds.
@@ -33,10 +35,20 @@ var schemaCache = struct {
 
 const maxCachedSchemas = 256
 
+// maxIdleInstances is how many compilations of one schema are kept for
+// reuse; more are made when more validations of it run at once.
+const maxIdleInstances = 4
+
+// A compiledSchema is a schema checked once and compiled as often as
+// validations of it overlap: each validation takes an instance of its own,
+// whose meter counts its work alone.
 type compiledSchema struct {
 	once sync.Once
-	sch  *jsonschema.Schema
+	raw  json.RawMessage
 	err  error
+
+	mu   sync.Mutex
+	idle []*schemaInstance
 }
 
 // noLoader refuses every URL, so a schema's $ref can reach neither the file
@@ -47,7 +59,9 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("%s: output schemas may not refer to other documents; put the definitions under $defs", url)
 }
 
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+// compileSchema checks raw (see checkSchemaSize) and compiles it, once per
+// distinct schema.
+func compileSchema(raw json.RawMessage) (*compiledSchema, error) {
 	key := sha256.Sum256(raw)
 	schemaCache.Lock()
 	c, ok := schemaCache.m[key]
@@ -55,26 +69,55 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 		if len(schemaCache.m) >= maxCachedSchemas {
 			clear(schemaCache.m)
 		}
-		c = &compiledSchema{}
+		c = &compiledSchema{raw: bytes.Clone(raw)}
 		schemaCache.m[key] = c
 	}
 	schemaCache.Unlock()
 	c.once.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.raw))
 		if err != nil {
 			c.err = fmt.Errorf("not valid JSON: %w", err)
 			return
 		}
-		comp := jsonschema.NewCompiler()
-		comp.UseLoader(noLoader{})
-		comp.DefaultDraft(jsonschema.Draft2020)
-		if err := comp.AddResource(schemaURL, doc); err != nil {
+		if c.err = checkSchemaSize(doc); c.err != nil {
+			return
+		}
+		in, err := compileInstance(doc)
+		if err != nil {
 			c.err = err
 			return
 		}
-		c.sch, c.err = comp.Compile(schemaURL)
+		c.idle = append(c.idle, in)
 	})
-	return c.sch, c.err
+	return c, c.err
+}
+
+// validate checks v against the schema within ctx and the work budget;
+// see schemaInstance.validate.
+func (c *compiledSchema) validate(ctx context.Context, v any) (err, stop error) {
+	c.mu.Lock()
+	var in *schemaInstance
+	if n := len(c.idle); n > 0 {
+		in, c.idle = c.idle[n-1], c.idle[:n-1]
+	}
+	c.mu.Unlock()
+	if in == nil {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.raw))
+		if err == nil {
+			in, err = compileInstance(doc)
+		}
+		if err != nil { // it compiled once already
+			return fmt.Errorf("the schema does not compile again: %w", err), nil
+		}
+	}
+	defer func() {
+		c.mu.Lock()
+		if len(c.idle) < maxIdleInstances {
+			c.idle = append(c.idle, in)
+		}
+		c.mu.Unlock()
+	}()
+	return in.validate(ctx, v)
 }
 
 // checkSchema reports why raw is not a usable schema, in one line.
@@ -98,12 +141,15 @@ func oneLine(s string) string {
 // strings, numbers, booleans, nil; or any value that marshals to JSON)
 // against the schema. It returns nil when Format is not json or there is no
 // schema. The error wraps ErrBadOutput and says, in words a model can act
-// on, which parts of the answer are wrong.
-func (o Output) Validate(v any) error {
+// on, which parts of the answer are wrong, or that the answer took too long
+// to check (a schema whose cost explodes with the answer's nesting).
+// Checking stops when ctx ends, with an error wrapping ctx.Err(), so a run
+// out of time or cancelled is not mistaken for a bad answer.
+func (o Output) Validate(ctx context.Context, v any) error {
 	if o.Format != OutputJSON || len(o.Schema) == 0 {
 		return nil
 	}
-	sch, err := compileSchema(o.Schema)
+	c, err := compileSchema(o.Schema)
 	if err != nil {
 		return fmt.Errorf("%w: the type's output schema is unusable: %s", ErrInvalid, oneLine(err.Error()))
 	}
@@ -111,15 +157,22 @@ func (o Output) Validate(v any) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadOutput, err)
 	}
-	if err := sch.Validate(v); err != nil {
+	err, stop := c.validate(ctx, v)
+	switch {
+	case errors.Is(stop, errSchemaWork):
+		return fmt.Errorf("%w: the answer took too long to check against the schema; reply with a smaller, less deeply nested answer", ErrBadOutput)
+	case stop != nil:
+		return fmt.Errorf("checking the answer against the output schema stopped: %w", stop)
+	case err != nil:
 		return fmt.Errorf("%w: %s", ErrBadOutput, describeValidation(err))
 	}
 	return nil
 }
 
 // Parse reads an answer as JSON (allowing a Markdown code fence around it)
-// and validates it. With Format text it returns the answer unchanged.
-func (o Output) Parse(answer string) (any, error) {
+// and validates it within ctx, as Validate does. With Format text it
+// returns the answer unchanged.
+func (o Output) Parse(ctx context.Context, answer string) (any, error) {
 	if o.Format != OutputJSON {
 		return answer, nil
 	}
@@ -134,7 +187,7 @@ func (o Output) Parse(answer string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the answer is not valid JSON (%v); reply with only the JSON value", ErrBadOutput, err)
 	}
-	if err := o.Validate(v); err != nil {
+	if err := o.Validate(ctx, v); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -142,8 +195,10 @@ func (o Output) Parse(answer string) (any, error) {
 
 // ValidateArgs checks a tool call's arguments against the tool's declared
 // parameters, a JSON schema; empty parameters take any JSON object. The
-// error says, in words a model can act on, which arguments are wrong.
-func ValidateArgs(params, args json.RawMessage) error {
+// error says, in words a model can act on, which arguments are wrong, or
+// that they took too long to check. Checking stops when ctx ends, with an
+// error wrapping ctx.Err().
+func ValidateArgs(ctx context.Context, params, args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -157,11 +212,17 @@ func ValidateArgs(params, args json.RawMessage) error {
 	if len(params) == 0 {
 		return nil
 	}
-	sch, err := compileSchema(params)
+	c, err := compileSchema(params)
 	if err != nil {
 		return fmt.Errorf("the tool's parameters are not a usable schema: %s", oneLine(err.Error()))
 	}
-	if err := sch.Validate(v); err != nil {
+	err, stop := c.validate(ctx, v)
+	switch {
+	case errors.Is(stop, errSchemaWork):
+		return errors.New("the arguments took too long to check against the tool's parameters; send smaller, less deeply nested arguments")
+	case stop != nil:
+		return fmt.Errorf("checking the arguments against the tool's parameters stopped: %w", stop)
+	case err != nil:
 		return fmt.Errorf("the arguments do not match the tool's parameters: %s", describeValidation(err))
 	}
 	return nil

@@ -27,6 +27,7 @@ var findingsSchema = json.RawMessage(`{
 }`)
 
 func TestOutputValidate(t *testing.T) {
+	ctx := t.Context()
 	out := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: findingsSchema}
 	type finding struct {
 		Path string `json:"path"`
@@ -50,7 +51,7 @@ func TestOutputValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := out.Validate(tt.v)
+			err := out.Validate(ctx, tt.v)
 			if tt.msg == "" {
 				assert.NoError(t, err)
 				return
@@ -59,28 +60,30 @@ func TestOutputValidate(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.msg)
 		})
 	}
-	assert.NoError(t, agenttypes.Output{Format: agenttypes.OutputText, Schema: findingsSchema}.Validate(42), "text output is not checked")
-	assert.NoError(t, agenttypes.Output{Format: agenttypes.OutputJSON}.Validate(42), "no schema, nothing to check")
-	err := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"type": 5}`)}.Validate(1)
+	assert.NoError(t, agenttypes.Output{Format: agenttypes.OutputText, Schema: findingsSchema}.Validate(ctx, 42), "text output is not checked")
+	assert.NoError(t, agenttypes.Output{Format: agenttypes.OutputJSON}.Validate(ctx, 42), "no schema, nothing to check")
+	err := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"type": 5}`)}.Validate(ctx, 1)
 	assert.ErrorIs(t, err, agenttypes.ErrInvalid)
 }
 
 func TestOutputParse(t *testing.T) {
+	ctx := t.Context()
 	out := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: findingsSchema}
-	v, err := out.Parse("```json\n{\"findings\": [{\"path\": \"a.go\", \"line\": 12}]}\n```")
+	v, err := out.Parse(ctx, "```json\n{\"findings\": [{\"path\": \"a.go\", \"line\": 12}]}\n```")
 	require.NoError(t, err)
 	assert.Equal(t, json.Number("12"), v.(map[string]any)["findings"].([]any)[0].(map[string]any)["line"], "numbers keep their precision")
-	_, err = out.Parse("I found it in a.go")
+	_, err = out.Parse(ctx, "I found it in a.go")
 	require.ErrorIs(t, err, agenttypes.ErrBadOutput)
 	assert.Contains(t, err.Error(), "not valid JSON")
-	_, err = out.Parse(`{"findings": "none"}`)
+	_, err = out.Parse(ctx, `{"findings": "none"}`)
 	assert.ErrorIs(t, err, agenttypes.ErrBadOutput)
-	text, err := agenttypes.Output{}.Parse("plain")
+	text, err := agenttypes.Output{}.Parse(ctx, "plain")
 	require.NoError(t, err)
 	assert.Equal(t, "plain", text)
 }
 
 func TestSchemaRefsStayInside(t *testing.T) {
+	ctx := t.Context()
 	for _, ref := range []string{"file:///etc/passwd", "https://example.com/s.json", "other.json"} {
 		typ := agenttypes.Type{Name: "a", Description: "d", Output: agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"$ref": "` + ref + `"}`)}}
 		err := typ.Validate()
@@ -90,23 +93,25 @@ func TestSchemaRefsStayInside(t *testing.T) {
 	local := agenttypes.Type{Name: "a", Description: "d", Output: agenttypes.Output{Format: agenttypes.OutputJSON,
 		Schema: json.RawMessage(`{"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n"}`)}}
 	require.NoError(t, local.Validate())
-	assert.NoError(t, local.Output.Validate(3))
-	assert.ErrorIs(t, local.Output.Validate("3"), agenttypes.ErrBadOutput)
+	assert.NoError(t, local.Output.Validate(ctx, 3))
+	assert.ErrorIs(t, local.Output.Validate(ctx, "3"), agenttypes.ErrBadOutput)
 }
 
 func TestSchemaCacheConcurrent(t *testing.T) {
+	ctx := t.Context()
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {
 			out := agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(`{"type": "integer", "maximum": ` + string(rune('0'+i%4)) + `}`)}
-			assert.NoError(t, out.Validate(0))
-			assert.ErrorIs(t, out.Validate(10), agenttypes.ErrBadOutput)
+			assert.NoError(t, out.Validate(ctx, 0))
+			assert.ErrorIs(t, out.Validate(ctx, 10), agenttypes.ErrBadOutput)
 		})
 	}
 	wg.Wait()
 }
 
 func TestValidateArgs(t *testing.T) {
+	ctx := t.Context()
 	params := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"max":{"type":"integer","minimum":1}},"required":["path"]}`)
 	for _, tc := range []struct {
 		name, params, args, want string
@@ -121,7 +126,7 @@ func TestValidateArgs(t *testing.T) {
 		{"no arguments is an empty object", `{"type":"object","properties":{}}`, ``, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := agenttypes.ValidateArgs(json.RawMessage(tc.params), json.RawMessage(tc.args))
+			err := agenttypes.ValidateArgs(ctx, json.RawMessage(tc.params), json.RawMessage(tc.args))
 			if tc.want == "" {
 				assert.NoError(t, err)
 				return

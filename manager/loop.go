@@ -352,7 +352,7 @@ func (l *loop) parseOutput(content string) (any, error) {
 	a := l.a
 	var data any
 	if a.typ.Output.Format == agenttypes.OutputJSON {
-		v, err := a.typ.Output.Parse(content)
+		v, err := a.typ.Output.Parse(l.ctx, content)
 		if err != nil {
 			return nil, err
 		}

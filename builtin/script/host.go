@@ -224,7 +224,7 @@ func (t *scriptTool) Spec() agenttypes.ToolSpec { return t.spec }
 // Call checks the arguments against the tool's declared parameters before
 // the script sees them, so a script's Run may trust their shape.
 func (t *scriptTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
-	if err := agenttypes.ValidateArgs(t.spec.Parameters, args); err != nil {
+	if err := agenttypes.ValidateArgs(ctx, t.spec.Parameters, args); err != nil {
 		return "", err
 	}
 	var m map[string]any
