@@ -82,6 +82,10 @@ func compileSchema(raw json.RawMessage) (*compiledSchema, error) {
 		if c.err = checkSchemaSize(doc); c.err != nil {
 			return
 		}
+		if c.err = compilePlain(doc); c.err != nil {
+			return
+		}
+		doc, _ = jsonschema.UnmarshalJSON(bytes.NewReader(c.raw)) // a compiler's own copy
 		in, err := compileInstance(doc)
 		if err != nil {
 			c.err = err
@@ -90,6 +94,22 @@ func compileSchema(raw json.RawMessage) (*compiledSchema, error) {
 		c.idle = append(c.idle, in)
 	})
 	return c, c.err
+}
+
+// compilePlain compiles doc as the library does by default, to check it
+// against its draft's whole metaschema: the metered compilation asserts
+// vocabularies, and then checks a schema against its draft's vocabularies
+// alone, which leave out the deprecated keywords (definitions,
+// dependencies, $recursiveRef).
+func compilePlain(doc any) error {
+	comp := jsonschema.NewCompiler()
+	comp.UseLoader(noLoader{})
+	comp.DefaultDraft(jsonschema.Draft2020)
+	if err := comp.AddResource(schemaURL, doc); err != nil {
+		return err
+	}
+	_, err := comp.Compile(schemaURL)
+	return err
 }
 
 // validate checks v against the schema within ctx and the work budget;

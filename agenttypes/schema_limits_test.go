@@ -331,3 +331,13 @@ func TestConcurrentChecksOfOneSchema(t *testing.T) {
 	})
 	wg.Wait()
 }
+
+// The deprecated keywords are checked at load as they always were.
+func TestMalformedDeprecatedKeywordsAreRefused(t *testing.T) {
+	for _, schema := range []string{`{"definitions": 5}`, `{"dependencies": 5}`, `{"$recursiveRef": 5}`} {
+		typ := agenttypes.Type{Name: "a", Description: "d", Output: agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(schema)}}
+		err := typ.Validate()
+		require.ErrorIs(t, err, agenttypes.ErrInvalid, schema)
+		assert.Contains(t, err.Error(), "breaks the rules of JSON Schema", schema)
+	}
+}
