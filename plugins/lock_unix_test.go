@@ -32,3 +32,22 @@ func TestALockFileThatIsANamedPipeIsRefused(t *testing.T) {
 		t.Fatal("reading the lock file blocked on a named pipe")
 	}
 }
+
+// A named pipe in a plugin's place is refused at once, not hashed: every
+// command hashes the project's plugins to decide on trust.
+func TestChecksumOfANamedPipeIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), plugins.Prefix+"pipe")
+	require.NoError(t, syscall.Mkfifo(path, 0o700))
+	done := make(chan error, 1)
+	go func() {
+		_, err := plugins.Checksum(path)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "is a named pipe, not an executable file")
+	case <-time.After(5 * time.Second):
+		t.Fatal("hashing a plugin blocked on a named pipe")
+	}
+}
