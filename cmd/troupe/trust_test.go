@@ -243,6 +243,14 @@ func TestACloneRunsNothingItShips(t *testing.T) {
 		require.Equal(t, 0, o.code, "%v: %s", args, o.stderr)
 		assert.NotContains(t, o.stdout+o.stderr, scriptRanMarker, "%v", args)
 	}
+	// Validating the repository's definitions checks their scripts without
+	// running them.
+	o = cmdIn(t, "types", "validate", filepath.Join(c.dir, ".troupe", "agents"), "--repo", c.dir)
+	assert.Equal(t, 0, o.code, o.stdout+o.stderr)
+	assert.Contains(t, o.stdout, "checked but not compiled")
+	assert.NotContains(t, o.stdout+o.stderr, scriptRanMarker)
+	assert.NotContains(t, o.stdout+o.stderr, "ran past their time")
+
 	o = cmdIn(t, "types", "show", "boom", "--repo", c.dir)
 	assert.Equal(t, exitUsage, o.code)
 	assert.Contains(t, o.stderr, "withheld until the project is trusted")
