@@ -225,23 +225,23 @@ func (g *Group) Wait(ctx context.Context) ([]Result, error) {
 // order (the final one for those that ended, status running for the
 // others) and whether all have ended.
 func (g *Group) Collect() *agenttypes.CollectResponse {
-	resp := &agenttypes.CollectResponse{Group: g.id, Results: make([]agenttypes.ChildResult, len(g.agents))}
+	resp := &agenttypes.CollectResponse{Group: g.id, Results: make([]agenttypes.ChildResult, len(g.agents)), Done: true}
 	for i, a := range g.agents {
 		select {
 		case <-a.done:
 			resp.Results[i] = ChildResultOf(a.label, a.resultNow())
 		default:
+			// Done says what these results say: the group's own done
+			// closes a moment after its last agent's, on that agent's
+			// goroutine, and a caller that waited for the agents may get
+			// here in between.
+			resp.Done = false
 			info := a.Info()
 			resp.Results[i] = agenttypes.ChildResult{
 				Label: a.label, ID: a.id, Type: info.Type, Model: info.Model, Status: agenttypes.ChildRunning,
 				Usage: info.Usage, ToolCalls: info.ToolCalls, Turns: info.Turns,
 			}
 		}
-	}
-	select {
-	case <-g.done:
-		resp.Done = true
-	default:
 	}
 	return resp
 }
