@@ -17,5 +17,15 @@
 // and a plugin that crashes Config.MaxCrashes times in Config.CrashWindow
 // is disabled until the next Load. Host.Close stops every process.
 //
+// Containment: a plugin of the project's own folder runs only when
+// Config.TrustProject trusts the SHA-256 of its binary, whatever the lock
+// file says, and a checked plugin runs from the very bytes that were
+// checked (see process.Open). Every plugin gets an allow-listed
+// environment (process.Env) with no API key, and runs in a process group
+// that is killed whole when it ends. A program that calls
+// process.ServeIfKeeper first in main also runs each plugin under a
+// keeper, so that nothing the plugin starts outlives the program, even
+// when the program is killed with SIGKILL.
+//
 // The wire protocol is in plugins/proto; the plugin side is sdk/serve.
 package plugins

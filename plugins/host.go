@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,14 +181,11 @@ func (p *proc) start() (*running, error) {
 	h.mu.Lock()
 	lock := h.lock
 	h.mu.Unlock()
-	im, err := process.Open(p.bin.Path)
+	cmd, done, err := p.command(lock)
 	if err != nil {
-		return nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
-	}
-	defer im.Close() // once started, the process runs on from its own copy
-	if err := p.allowed(lock, im.SHA256); err != nil {
 		return nil, err
 	}
+	defer done() // once started, the process runs on from its own copy
 	r := &running{p: p, exited: make(chan struct{})}
 	logger := &slogger{l: h.cfg.Logger, name: p.bin.Name, onExit: func(status string) {
 		r.exitOnce.Do(func() {
@@ -195,7 +193,6 @@ func (p *proc) start() (*running, error) {
 			close(r.exited)
 		})
 	}}
-	cmd := im.Command()
 	cmd.Env = process.Env(os.Environ(), append(slices.Clone(h.cfg.Env),
 		protocol.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
 		protocol.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
@@ -254,6 +251,26 @@ func (p *proc) start() (*running, error) {
 	p.desc = d
 	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)
 	return r, nil
+}
+
+// command is the command that starts the plugin. When the lock file or
+// the user's trust has a say, the binary is read once and checked, and the
+// command runs those very bytes; otherwise (a plugin of the user's own
+// folders, and no lock file) it runs the binary as it is.
+// done frees what the command needed to start.
+func (p *proc) command(lock *Lock) (cmd *exec.Cmd, done func(), err error) {
+	if lock == nil && p.bin.Layer != LayerProject {
+		return exec.Command(p.bin.Path), func() {}, nil
+	}
+	im, err := process.Open(p.bin.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
+	}
+	if err := p.allowed(lock, im.SHA256); err != nil {
+		im.Close()
+		return nil, nil, err
+	}
+	return im.Command(), func() { _ = im.Close() }, nil
 }
 
 // allowed checks a binary with checksum sum against the lock file, when

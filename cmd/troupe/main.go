@@ -14,11 +14,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/troupe-dev/troupe/builtin/process"
 	"github.com/troupe-dev/troupe/builtin/script"
 )
 
 func main() {
-	// The script host is this binary, re-executed: it serves and exits.
+	// A plugin's keeper and the script host are this binary, re-executed:
+	// each does its work and exits.
+	process.ServeIfKeeper()
 	script.ServeIfChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {

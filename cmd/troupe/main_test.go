@@ -17,12 +17,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/troupe-dev/troupe/builtin/process"
 	"github.com/troupe-dev/troupe/builtin/script"
 	"github.com/troupe-dev/troupe/manager"
 )
 
 func TestMain(m *testing.M) {
-	script.ServeIfChild() // scripts' child processes are this test binary
+	// Plugins' keepers and scripts' child processes are this test binary.
+	process.ServeIfKeeper()
+	script.ServeIfChild()
 	goleak.VerifyTestMain(cleanupAfter{m})
 }
 

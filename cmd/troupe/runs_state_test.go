@@ -107,14 +107,7 @@ func TestRunsListSaysWhatBecameOfEachRun(t *testing.T) {
 // TestKilledRunShowsInterrupted runs the real command as a process on a
 // model that never answers, kills it with SIGKILL, and lists the runs.
 func TestKilledRunShowsInterrupted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "troupe")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
-
+	bin := troupeBinary(t)
 	srv, received := holdingServer(t)
 
 	runs := filepath.Join(t.TempDir(), "runs")

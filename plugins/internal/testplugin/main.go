@@ -147,6 +147,22 @@ func main() {
 				}),
 			},
 			{
+				Name: "spawner", Description: "Starts a process that sleeps, writes the plugin's and that process's IDs to the file its task names, and blocks until cancelled.",
+				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+					cmd := exec.Command("sleep", "300")
+					if err := cmd.Start(); err != nil {
+						return nil, err
+					}
+					go func() { _ = cmd.Wait() }()
+					pids := fmt.Sprintf("%d %d\n", os.Getpid(), cmd.Process.Pid)
+					if err := os.WriteFile(req.Task, []byte(pids), 0o644); err != nil {
+						return nil, err
+					}
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}),
+			},
+			{
 				Name: "stepper", Description: "Makes as many model calls as its task says, for benchmarks.",
 				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
 					n, _ := strconv.Atoi(req.Task)
