@@ -2,6 +2,7 @@ package plugins_test
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -39,13 +40,28 @@ func samples(b *testing.B, min int, unit string, fn func()) {
 	b.ReportMetric(float64(total)/float64(n), "ns/op")
 }
 
-// BenchmarkColdStart: discover a plugin, start its process, handshake and
-// Describe it, set its types in a registry.
+// BenchmarkColdStart: discover a plugin, start its process (under a
+// keeper), handshake and Describe it, set its types in a registry.
 func BenchmarkColdStart(b *testing.B) {
+	coldStart(b, plugins.Config{}, pluginDir(b, "test"))
+}
+
+// BenchmarkColdStartChecked: the same for a plugin checked against a lock
+// file: its binary is read once into a sealed image and hashed, and runs
+// from that image.
+func BenchmarkColdStartChecked(b *testing.B) {
 	dir := pluginDir(b, "test")
+	lock := filepath.Join(b.TempDir(), "plugins.lock")
+	if _, err := plugins.WriteLock(lock, []plugins.Binary{{Name: "test", Path: filepath.Join(dir, plugins.Prefix+"test")}}); err != nil {
+		b.Fatal(err)
+	}
+	coldStart(b, plugins.Config{LockFile: lock}, dir)
+}
+
+func coldStart(b *testing.B, cfg plugins.Config, dir string) {
 	var hosts []*plugins.Host
 	samples(b, 20, "ms", func() {
-		h, _ := newHost(b, plugins.Config{}, dir)
+		h, _ := newHost(b, cfg, dir)
 		if problems := h.Load(context.Background(), agenttypes.NewRegistry()); len(problems) > 0 {
 			b.Fatal(problems)
 		}

@@ -104,13 +104,13 @@ func New(cfg Config) *Host {
 type proc struct {
 	h   *Host
 	bin Binary
-	// stamp is the binary's size and time when desc was read; sum its
-	// SHA-256, once computed.
+	// stamp is the binary's size and time when desc was read.
 	stamp string
-	sum   string
 
-	mu       sync.Mutex
-	cur      *running
+	mu  sync.Mutex
+	cur *running
+	// img is the binary, read and checked, for the next start; see image.
+	img      *process.Image
 	desc     *pluginv1.DescribeResponse
 	crashes  []time.Time
 	disabled error
@@ -257,14 +257,17 @@ func (p *proc) start() (*running, error) {
 // the user's trust has a say, the binary is read once and checked, and the
 // command runs those very bytes; otherwise (a plugin of the user's own
 // folders, and no lock file) it runs the binary as it is.
-// done frees what the command needed to start.
+// done frees what the command needed to start. p.mu is held.
 func (p *proc) command(lock *Lock) (cmd *exec.Cmd, done func(), err error) {
 	if lock == nil && p.bin.Layer != LayerProject {
 		return exec.Command(p.bin.Path), func() {}, nil
 	}
-	im, err := process.Open(p.bin.Path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
+	im := p.img // read when the plugin was described, if it was
+	p.img = nil
+	if im == nil {
+		if im, err = process.Open(p.bin.Path); err != nil {
+			return nil, nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
+		}
 	}
 	if err := p.allowed(lock, im.SHA256); err != nil {
 		im.Close()
@@ -345,6 +348,10 @@ func (p *proc) stop() {
 	p.cur = nil
 	if r != nil {
 		r.stopping = true
+	}
+	if p.img != nil {
+		_ = p.img.Close()
+		p.img = nil
 	}
 	p.mu.Unlock()
 	if r != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/process"
 	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
 )
 
@@ -186,12 +187,13 @@ func (h *Host) load(ctx context.Context) ([]Info, []error) {
 func (p *proc) info(ctx context.Context, lock *Lock) Info {
 	in := Info{Binary: p.bin, Status: StatusUnlocked}
 	if lock != nil || p.bin.Layer == LayerProject {
-		sum, err := p.checksum()
+		im, err := p.image()
 		if err != nil {
 			in.err = fmt.Errorf("plugin %s: %w", p.bin.Name, err)
 			in.Error = in.err.Error()
 			return in
 		}
+		sum := im.SHA256
 		in.SHA256 = sum
 		if trust := p.h.cfg.TrustProject; p.bin.Layer == LayerProject && (trust == nil || !trust(p.bin.Name, sum)) {
 			in.Status = StatusUntrusted
@@ -253,23 +255,21 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 	return in
 }
 
-// checksum is the SHA-256 of p's binary, computed once for the binary
-// as discovered (its size and time, p.stamp).
-func (p *proc) checksum() (string, error) {
+// image is p's binary read and hashed, once: it is kept, so that the
+// process started next runs the very bytes whose checksum was shown and
+// checked, without reading them again.
+func (p *proc) image() (*process.Image, error) {
 	p.mu.Lock()
-	sum := p.sum
-	p.mu.Unlock()
-	if sum != "" {
-		return sum, nil
+	defer p.mu.Unlock()
+	if p.img != nil {
+		return p.img, nil
 	}
-	sum, err := Checksum(p.bin.Path)
+	im, err := process.Open(p.bin.Path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	p.mu.Lock()
-	p.sum = sum
-	p.mu.Unlock()
-	return sum, nil
+	p.img = im
+	return im, nil
 }
 
 // typeOf is the registry's form of a type the plugin offers.

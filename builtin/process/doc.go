@@ -8,10 +8,10 @@
 //     caller's variables (PATH, HOME, locale, temporary directory and the
 //     like) and what the caller names; nothing else, so a provider's API
 //     key never reaches a plugin by accident.
-//   - The bytes that run. Open reads an executable once, into a sealed
-//     in-memory file on Linux (a private copy elsewhere), while hashing
-//     it; the process runs from that image, so a binary swapped after its
-//     checksum was checked never runs.
+//   - The bytes that run. Open opens an executable once and hashes it; the
+//     process is started from that very open file on Linux (from a private
+//     copy elsewhere), so a binary renamed into place after its checksum
+//     was checked never runs.
 //   - The process tree. Contain puts a process in a process group of its
 //     own, which KillGroup ends whole, with a parent-death signal where
 //     the platform has one. A program that calls ServeIfKeeper first in

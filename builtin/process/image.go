@@ -20,18 +20,19 @@ const MaxImageSize = 1 << 30
 // ErrTooLarge is wrapped by Open's error for a file over MaxImageSize.
 var ErrTooLarge = errors.New("executable too large")
 
-// An Image is an executable's bytes, read once and hashed as they were
-// read. A process started from it runs exactly those bytes, whatever
-// happens to the file afterwards: checking a checksum and then running
-// the path would run whatever was renamed into place in between.
+// An Image is an executable, opened once and hashed as it was read. A
+// process started from it runs that file, whatever is renamed into its
+// path afterwards: checking a checksum and then running the path would run
+// whatever was put there in between. (Rewriting the file's own bytes in
+// place takes write permission on the plugin itself.)
 type Image struct {
 	// Path is the file the bytes were read from.
 	Path string
 	// SHA256 is the hex SHA-256 of the bytes.
 	SHA256 string
 
-	// file is a sealed in-memory file (Linux), opened read-only; exe and
-	// dir are a private copy and its directory (elsewhere).
+	// file is the executable, open (Linux); exe and dir are a private
+	// copy and its directory (elsewhere).
 	file *os.File
 	exe  string
 	dir  string
@@ -48,11 +49,11 @@ func Open(path string) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	if fi.Size() > MaxImageSize {
+		f.Close()
 		return nil, fmt.Errorf("%w: %s is over %d MiB", ErrTooLarge, path, MaxImageSize>>20)
 	}
-	return openImage(f, path)
+	return openImage(f, path) // takes f
 }
 
 // Command returns a command that runs the image with args after argv[0],

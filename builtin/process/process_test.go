@@ -52,7 +52,7 @@ func TestAnImageRunsTheBytesItHashedWhateverReplacesTheFile(t *testing.T) {
 	assert.Equal(t, hex.EncodeToString(want[:]), im.SHA256)
 
 	// Another binary renamed into place, as an attacker racing the check
-	// would do; and the old file's bytes changed, for good measure.
+	// would do.
 	other := filepath.Join(dir, "other")
 	script(t, other, "swapped")
 	require.NoError(t, os.Rename(other, path))
