@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -79,8 +80,12 @@ func scriptsDigest(d *definition) string {
 
 func scriptsDetail(d *definition) string {
 	var parts []string
-	if d.hooks != nil {
-		parts = append(parts, "hooks from "+d.hooks.File)
+	switch {
+	case d.hooks == nil:
+	case d.hooks.File == d.path:
+		parts = append(parts, "hooks")
+	default:
+		parts = append(parts, "hooks from "+filepath.Base(d.hooks.File))
 	}
 	if n := len(d.scriptTools); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d script tool(s)", n))
