@@ -120,6 +120,7 @@ type proc struct {
 // running is one process of a plugin.
 type running struct {
 	p      *proc
+	cmd    *exec.Cmd // as started: the keeper, or the plugin
 	client *plugin.Client
 	conn   *protocol.Conn
 	pid    int
@@ -197,10 +198,11 @@ func (p *proc) start() (*running, error) {
 		protocol.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
 		protocol.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
 	cmd = process.Kept(cmd)
+	r.cmd = cmd
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{}),
-		Cmd:              cmd,
+		RunnerFunc:       runnerFunc(cmd, p.bin.Path, h.cfg.CancelGrace),
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.cfg.StartTimeout,
@@ -228,8 +230,8 @@ func (p *proc) start() (*running, error) {
 		return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
 	}
 	r.conn = raw.(*protocol.Conn)
-	if rc := client.ReattachConfig(); rc != nil {
-		r.pid = rc.Pid
+	if cmd.Process != nil {
+		r.pid = cmd.Process.Pid
 	}
 	// Every process describes itself, so a description from the cache is
 	// checked against the process that now serves it.
@@ -307,9 +309,12 @@ func (p *proc) untrusted() error {
 var errProjectUntrusted = fmt.Errorf("its binary is %w", agenttypes.ErrUntrusted)
 
 // kill ends r's process and everything left in its process group.
+// (go-plugin asks it to exit, then its runner, keptRunner, stops it).
 func (r *running) kill() {
 	r.client.Kill()
-	_ = process.KillGroup(r.pid)
+	if r.cmd.Process != nil {
+		_ = process.KillGroup(r.cmd.Process.Pid)
+	}
 }
 
 // ended forgets r, whose process has exited, and kills what is left of

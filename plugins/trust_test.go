@@ -110,15 +110,48 @@ func TestABinarySwappedAfterItsCheckNeverRuns(t *testing.T) {
 	assert.NoFileExists(t, marker, "the swapped-in binary ran")
 }
 
+// What a plugin starts ends with it, in its process group or not.
 func TestWhatAPluginStartsEndsWithIt(t *testing.T) {
 	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
 	reg := loaded(t, h)
-	out, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "spawn", `{}`)
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(out)
+	var pids []int
+	for _, text := range []string{"", "escape"} {
+		out, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "spawn", `{"text":"`+text+`"}`)
+		require.NoError(t, err)
+		pid, err := strconv.Atoi(out)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		require.True(t, alive(pid))
+		pids = append(pids, pid)
+	}
+	require.NoError(t, h.Close())
+	assert.True(t, waitGone(pids[0], 5*time.Second), "the plugin's own process outlived it")
+	assert.True(t, waitGone(pids[1], 5*time.Second), "the plugin's own process in a session of its own outlived it")
+}
+
+// A plugin that never completes its start is stopped whole, and promptly:
+// a process it left in its group holding its output open does not hold
+// the host, and one it put in a session of its own dies too.
+func TestAPluginThatNeverStartsLeavesNothingBehind(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(t.TempDir(), "escaped")
+	script := "#!/bin/sh\nsetsid sleep 303 > /dev/null 2>&1 &\necho $! > " + pidFile + "\nsleep 15\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, plugins.Prefix+"stuck"), []byte(script), 0o755))
+	h, _ := newHost(t, plugins.Config{StartTimeout: 500 * time.Millisecond}, dir)
+	problems := h.Load(ctxTimeout(t, 30*time.Second), agenttypes.NewRegistry())
+	require.Len(t, problems, 1)
+	data, err := os.ReadFile(pidFile)
+	require.NoError(t, err, "the script started its process")
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	require.True(t, alive(pid))
-	require.NoError(t, h.Close())
-	assert.True(t, waitGone(pid, 5*time.Second), "the plugin's own process outlived it")
+	closed := make(chan error, 1)
+	go func() { closed <- h.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("closing the host waited on a process the plugin left behind")
+	}
+	assert.True(t, waitGone(pid, 5*time.Second), "a process in a session of its own outlived a plugin that never started")
 }

@@ -10,3 +10,6 @@ func Contain(cmd *exec.Cmd) {}
 // KillGroup does nothing where there are no process groups; the caller
 // kills the process itself.
 func KillGroup(pid int) error { return nil }
+
+// Terminate does nothing here; the caller kills the process itself.
+func Terminate(pid int) error { return nil }

@@ -34,3 +34,16 @@ func KillGroup(pid int) error {
 	}
 	return err
 }
+
+// Terminate asks the process pid to stop (SIGTERM): a keeper then kills
+// what it keeps and exits. A process already gone is not an error.
+func Terminate(pid int) error {
+	if pid <= 0 {
+		return nil
+	}
+	err := syscall.Kill(pid, syscall.SIGTERM)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}

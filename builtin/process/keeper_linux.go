@@ -23,14 +23,14 @@ import (
 // SIGKILL (the keeper's parent-death signal is one it can catch). The
 // keeper leads a process group of its own, which cmd's tree shares unless
 // a process leaves it: KillGroup on the returned command's process ends
-// it all. cmd's standard input becomes /dev/null.
+// it all. cmd's standard input becomes /dev/null; its environment is
+// cmd.Env, or this process's when that is nil, as for any exec.Cmd.
 //
 // Without ServeIfKeeper in the program, Kept returns cmd contained as
 // Contain does: its group dies with KillGroup, its own children live on
 // if this program is killed.
 func Kept(cmd *exec.Cmd) *exec.Cmd {
-	exe, err := os.Executable()
-	if !keepers.Load() || err != nil {
+	if !keepers.Load() {
 		Contain(cmd)
 		return cmd
 	}
@@ -39,7 +39,9 @@ func Kept(cmd *exec.Cmd) *exec.Cmd {
 		env = os.Environ()
 	}
 	k := &exec.Cmd{
-		Path: exe,
+		// This very program, even if its file was replaced since it
+		// started.
+		Path: "/proc/self/exe",
 		Args: append([]string{"troupe-keeper", cmd.Path}, cmd.Args...),
 		Env: append(env[:len(env):len(env)],
 			envKeeper+"="+strconv.Itoa(os.Getpid()),
@@ -52,6 +54,11 @@ func Kept(cmd *exec.Cmd) *exec.Cmd {
 		// A group of its own, and SIGTERM, which it handles, when this
 		// process dies.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
+	}
+	if k.WaitDelay == 0 {
+		// A process that left the tree's group may hold the keeper's
+		// output open: Wait must not wait for it.
+		k.WaitDelay = 2 * time.Second
 	}
 	return k
 }

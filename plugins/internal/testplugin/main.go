@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -113,8 +114,11 @@ func main() {
 				slices.Sort(env)
 				return strings.Join(env, "\n"), nil
 			}),
-			tool("spawn", "Starts a process of its own that sleeps, and says its process ID.", func(context.Context, args, sdk.CallRequest) (string, error) {
+			tool("spawn", "Starts a process of its own that sleeps, and says its process ID; with text \"escape\", in a session of its own.", func(_ context.Context, a args, _ sdk.CallRequest) (string, error) {
 				cmd := exec.Command("sleep", "300")
+				if a.Text == "escape" {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				}
 				if err := cmd.Start(); err != nil {
 					return "", err
 				}
