@@ -199,6 +199,7 @@ func runGit(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (string
 		return "", err
 	}
 	cmd := exec.CommandContext(ctx, bin, argv...)
+	contain(cmd)
 	cmd.Dir = root.Dir()
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/troupe-dev/troupe/builtin/process"
 )
 
 // How the git tool keeps git from running anything the repository names.
@@ -130,6 +132,7 @@ func gitSafeEnv(ctx context.Context, bin, dir string) ([]string, error) {
 	out := &capWriter{max: gitConfigListMax}
 	stderr := &capWriter{max: gitMaxStderr}
 	cmd := exec.CommandContext(ctx, bin, "config", "--list", "--name-only", "--includes", "-z")
+	contain(cmd)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = out, stderr
 	cmd.WaitDelay = 2 * time.Second
@@ -180,6 +183,13 @@ func gitNeutralValue(key string) (string, bool) {
 		return "false", true // pager.<command> may name a program
 	}
 	return "", false
+}
+
+// contain makes git die with troupe, and a cancelled call end git and
+// anything it started.
+func contain(cmd *exec.Cmd) {
+	process.Contain(cmd)
+	cmd.Cancel = func() error { return process.KillGroup(cmd.Process.Pid) }
 }
 
 // gitEnv is git's base environment for the work tree dir and the git

@@ -57,8 +57,13 @@ func Serve(p sdk.Plugin) {
 	if _, err := strconv.Atoi(os.Getenv(protocol.EnvHostPID)); err == nil {
 		// The parent is troupe, or the keeper troupe started the plugin
 		// under, which dies with it: either way, once it is gone, so is
-		// the host.
-		go watchParent(os.Getppid(), 250*time.Millisecond, func() {
+		// the host. A plugin already orphaned has no host to serve.
+		parent := os.Getppid()
+		if parent == 1 {
+			logger.Warn("troupe, the host of this plugin, has gone; exiting")
+			os.Exit(ExitHostGone)
+		}
+		go watchParent(parent, 250*time.Millisecond, func() {
 			logger.Warn("troupe, the host of this plugin, has gone; exiting")
 			os.Exit(ExitHostGone)
 		})
