@@ -607,7 +607,7 @@ func TestExampleDefinitions(t *testing.T) {
 func TestScriptWithoutCompilerIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	p := write(t, dir, "s.yaml", "name: s\ndescription: scripted.\nscript: |\n  package hooks\n")
-	_, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{}, p)
+	_, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{TrustScripts: agenttypes.TrustAll}, p)
 	require.True(t, diags.HasErrors())
 	assert.Contains(t, diags.String(), "s.yaml:3:1: this program runs no scripts")
 }

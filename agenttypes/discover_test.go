@@ -49,11 +49,12 @@ func TestLayers(t *testing.T) {
 	assert.Equal(t, "user", layers[1].Name)
 	assert.Equal(t, []string{filepath.Join(root, "config", "troupe", "agents"), filepath.Join(root, "home", ".claude", "agents")}, layers[1].Dirs)
 
-	// Working in the home directory: ~/.claude/agents is the project's.
+	// Working in the home directory: ~/.claude/agents stays the user's,
+	// whose definitions need no trust; ~/.troupe/agents is the project's.
 	same := agenttypes.Sources{ProjectDir: src.HomeDir, HomeDir: src.HomeDir}
 	layers = same.Layers()
-	assert.Len(t, layers[0].Dirs, 2)
-	assert.Empty(t, layers[1].Dirs)
+	assert.Equal(t, []string{filepath.Join(src.HomeDir, ".troupe", "agents")}, layers[0].Dirs)
+	assert.Equal(t, []string{filepath.Join(src.HomeDir, ".claude", "agents")}, layers[1].Dirs)
 
 	assert.Empty(t, agenttypes.Sources{}.Layers()[0].Dirs)
 }

@@ -32,6 +32,10 @@ type Sources struct {
 	// the layers below. Nil trusts nothing: a project directory is
 	// untrusted input. TrustAll trusts everything.
 	TrustProject func(Grant) bool
+	// ProjectSource reports whether a type of that source (as "plugin:NAME")
+	// is the project's own, which a project type may hide without trust.
+	// Nil: none is.
+	ProjectSource func(source string) bool
 }
 
 // Names of the layers.
@@ -52,9 +56,9 @@ type Layer struct {
 
 // Layers returns the layers src names, highest precedence first: project
 // (.troupe/agents, then .claude/agents), then user
-// ($XDG_CONFIG_HOME/troupe/agents, then ~/.claude/agents). A directory
-// that is already part of an earlier layer (the project is the home
-// directory) is not searched twice.
+// ($XDG_CONFIG_HOME/troupe/agents, then ~/.claude/agents). A directory of
+// both layers (the project is the home directory) is searched once, as
+// the user's.
 func (s Sources) Layers() []Layer {
 	var project, user []string
 	if s.ProjectDir != "" {
@@ -66,6 +70,8 @@ func (s Sources) Layers() []Layer {
 	if s.HomeDir != "" {
 		user = append(user, filepath.Join(s.HomeDir, ".claude", "agents"))
 	}
+	// A directory that is the user's (the project is the home directory)
+	// stays the user's: what the user installed needs no trust.
 	seen := map[string]bool{}
 	dedupe := func(dirs []string) []string {
 		var out []string
@@ -84,7 +90,8 @@ func (s Sources) Layers() []Layer {
 		}
 		return out
 	}
-	return []Layer{{Name: LayerProject, Dirs: dedupe(project)}, {Name: LayerUser, Dirs: dedupe(user)}}
+	userDirs := dedupe(user)
+	return []Layer{{Name: LayerProject, Dirs: dedupe(project)}, {Name: LayerUser, Dirs: userDirs}}
 }
 
 // SourcesFromEnv returns the Sources for a run in projectDir: the user
@@ -132,11 +139,13 @@ type LoadOptions struct {
 	Registry *Registry
 	// Mode is how strictly files are read; ModeAuto by default.
 	Mode Mode
-	// Untrusted compiles no script, since compiling runs a script's
-	// top-level declarations: each is checked without running it (when
-	// the compiler is a ScriptChecker) and its definition left out with a
-	// warning. Use it for files from a project the user has not trusted.
-	Untrusted bool
+	// TrustScripts says whether a definition's scripts may be compiled,
+	// which runs their top-level declarations. A definition whose scripts
+	// are not trusted is checked without running anything (when the
+	// compiler is a ScriptChecker) and left out with a warning. Nil
+	// trusts none: name the files you trust, or pass TrustAll for your
+	// own.
+	TrustScripts func(Grant) bool
 }
 
 // ParseDefinition reads one definition from data, which came from path
@@ -164,7 +173,7 @@ func resolveOne(def *definition, diags Diagnostics, opts LoadOptions) (Type, Dia
 		return Type{}, diags
 	}
 	r := newResolver(map[string]*definition{def.name: def}, opts.Registry, false)
-	r.untrusted = opts.Untrusted
+	r.trustScripts = trustScripts(opts)
 	t, ok := r.resolve(def.name)
 	diags = append(diags, r.diags...)
 	diags.Sort()
@@ -199,11 +208,18 @@ func LoadFiles(opts LoadOptions, paths ...string) ([]Type, Diagnostics) {
 	byName, ds := uniqueNames(defs)
 	diags = append(diags, ds...)
 	r := newResolver(byName, opts.Registry, false)
-	r.untrusted = opts.Untrusted
+	r.trustScripts = trustScripts(opts)
 	types := r.all()
 	diags = append(diags, r.diags...)
 	diags.Sort()
 	return types, diags
+}
+
+func trustScripts(opts LoadOptions) func(Grant) bool {
+	if opts.TrustScripts == nil {
+		return func(Grant) bool { return false }
+	}
+	return opts.TrustScripts
 }
 
 // Load discovers and resolves the definitions src names, without changing
@@ -220,49 +236,92 @@ type loadResult struct {
 	diags    Diagnostics
 }
 
-func load(reg *Registry, src Sources) loadResult {
-	var res loadResult
-	layers := src.Layers()
-	parsed := make([]map[string][]*definition, len(layers))
-	for i, layer := range layers {
-		parsed[i] = map[string][]*definition{}
+// layered is every definition file src names, parsed, layer by layer.
+type layered struct {
+	layers []Layer
+	parsed []map[string][]*definition // by layer, then name
+	diags  Diagnostics
+}
+
+func parseLayers(src Sources) layered {
+	l := layered{layers: src.Layers()}
+	l.parsed = make([]map[string][]*definition, len(l.layers))
+	for i, layer := range l.layers {
+		l.parsed[i] = map[string][]*definition{}
 		for _, dir := range layer.Dirs {
 			files, ds := listDefinitionFiles(dir)
-			res.diags = append(res.diags, ds...)
+			l.diags = append(l.diags, ds...)
 			for _, f := range files {
 				data, diag := readDefinitionFile(f)
 				if diag != nil {
-					res.diags = append(res.diags, *diag)
+					l.diags = append(l.diags, *diag)
 					continue
 				}
 				if isMarkdown(f) && !hasFrontMatter(data) {
-					res.diags = append(res.diags, Diagnostic{File: f, Severity: SeverityWarning, Message: "skipped: no front matter, so not an agent definition (start it with a \"---\" line to make it one)"})
+					l.diags = append(l.diags, Diagnostic{File: f, Severity: SeverityWarning, Message: "skipped: no front matter, so not an agent definition (start it with a \"---\" line to make it one)"})
 					continue
 				}
 				def, ds := parseDefinition(f, data, ModeAuto)
-				res.diags = append(res.diags, ds...)
+				l.diags = append(l.diags, ds...)
 				if def != nil {
 					def.project = layer.Name == LayerProject
-					parsed[i][def.name] = append(parsed[i][def.name], def)
+					l.parsed[i][def.name] = append(l.parsed[i][def.name], def)
 				}
 			}
 		}
 	}
-	// hides names what a project type of that name would hide: a type of
-	// the user's own definitions, or a builtin one.
-	hides := func(name string) string {
-		for i, layer := range layers {
-			if layer.Name != LayerProject && len(parsed[i][name]) > 0 {
-				return "the user's type " + name + " (" + parsed[i][name][0].path + ")"
-			}
+	return l
+}
+
+// hides names what a project type called name would hide: a type of the
+// user's own definitions, a type of a plugin that is not the project's
+// own, or a builtin type; "" when nothing.
+func (l layered) hides(reg *Registry, src Sources, name string) string {
+	for i, layer := range l.layers {
+		if layer.Name != LayerProject && len(l.parsed[i][name]) > 0 {
+			return "the user's type " + name + " (" + l.parsed[i][name][0].path + ")"
 		}
-		if reg != nil {
-			if _, ok := reg.registered(name); ok {
-				return "the builtin type " + name
-			}
-		}
+	}
+	if reg == nil {
 		return ""
 	}
+	base, ok := reg.baseType(name)
+	switch {
+	case !ok:
+		return ""
+	case src.ProjectSource != nil && src.ProjectSource(base.Source):
+		return "" // the project's own plugin's
+	case strings.HasPrefix(base.Source, "plugin:"):
+		return "the type " + name + " of " + base.Source
+	}
+	return "the builtin type " + name
+}
+
+// Grants lists what the project layer of src needs trust for, as Reload
+// with src would ask TrustProject: every grant of every project
+// definition. Nothing is compiled or resolved; reg (which may be nil)
+// says which types a project type would hide.
+func Grants(reg *Registry, src Sources) []Grant {
+	l := parseLayers(src)
+	var out []Grant
+	for i, layer := range l.layers {
+		if layer.Name != LayerProject {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(l.parsed[i])) {
+			if kept, _, _ := pickDuplicate(l.parsed[i][name], layer.Name); kept != nil {
+				out = append(out, grantsFor(kept, l.hides(reg, src, name))...)
+			}
+		}
+	}
+	return out
+}
+
+func load(reg *Registry, src Sources) loadResult {
+	var res loadResult
+	l := parseLayers(src)
+	layers, parsed := l.layers, l.parsed
+	res.diags = append(res.diags, l.diags...)
 	trust := src.TrustProject
 	if trust == nil {
 		trust = func(Grant) bool { return false }
@@ -291,7 +350,7 @@ func load(reg *Registry, src Sources) loadResult {
 				continue
 			}
 			if kept.project {
-				if w, ok := withhold(kept, hides(name), trust); !ok {
+				if w, ok := withhold(kept, l.hides(reg, src, name), trust); !ok {
 					// The name goes to the layers below, or to the builtin
 					// type, as if the project did not define it.
 					withheld[name] = w
@@ -340,11 +399,9 @@ func load(reg *Registry, src Sources) loadResult {
 	return res
 }
 
-// withhold asks trust for every grant a project definition needs: to run
-// its scripts, and to hide another type (hidden, when not empty). Every
-// grant is asked, so that a caller that records them sees them all. It
-// reports the definition withheld when any is refused.
-func withhold(d *definition, hidden string, trust func(Grant) bool) (Withheld, bool) {
+// grantsFor is every grant a project definition needs: to hide another
+// type (hidden, when not empty), and to run its scripts.
+func grantsFor(d *definition, hidden string) []Grant {
 	var grants []Grant
 	if hidden != "" {
 		grants = append(grants, Grant{Kind: GrantShadow, Type: d.name, File: d.path, Digest: d.digest, Detail: "it hides " + hidden})
@@ -352,6 +409,15 @@ func withhold(d *definition, hidden string, trust func(Grant) bool) (Withheld, b
 	if d.hooks != nil || len(d.scriptTools) > 0 {
 		grants = append(grants, Grant{Kind: GrantScripts, Type: d.name, File: d.path, Digest: scriptsDigest(d), Detail: scriptsDetail(d)})
 	}
+	return grants
+}
+
+// withhold asks trust for every grant a project definition needs: to run
+// its scripts, and to hide another type (hidden, when not empty). Every
+// grant is asked, so that a caller that records them sees them all. It
+// reports the definition withheld when any is refused.
+func withhold(d *definition, hidden string, trust func(Grant) bool) (Withheld, bool) {
+	grants := grantsFor(d, hidden)
 	ok := true
 	for _, g := range grants {
 		if !trust(g) {

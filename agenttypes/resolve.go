@@ -22,9 +22,11 @@ type resolver struct {
 	// withheld are the types held back until the project is trusted; a
 	// definition that extends one is withheld with it.
 	withheld map[string]Withheld
-	// untrusted: no script is compiled; each is checked without running
-	// it, and its definition withheld.
-	untrusted bool
+	// trustScripts decides, for files loaded on their own (LoadFiles),
+	// whose scripts are compiled; the others are checked without running
+	// them, and withheld. Nil for a Reload, whose project definitions
+	// were decided on before (definition.trusted).
+	trustScripts func(Grant) bool
 
 	diags  Diagnostics
 	done   map[string]*Type
@@ -157,12 +159,14 @@ func (r *resolver) parent(d *definition) (*Type, bool) {
 		r.errorf(d, at, "extends %q, which has errors (see %s)", d.extends, where)
 		return nil, false
 	}
+	// A withheld name falls to the type below it, for extends as for a
+	// lookup; with nothing below, what extends it waits with it.
+	if t, ok := r.base(d.extends); ok {
+		return t, true
+	}
 	if w, ok := r.withheld[d.extends]; ok {
 		r.withholdChild(d, w)
 		return nil, false
-	}
-	if t, ok := r.base(d.extends); ok {
-		return t, true
 	}
 	names := slices.DeleteFunc(r.names(), func(n string) bool { return n == d.name })
 	r.errorf(d, at, "extends unknown type %q%s", d.extends, whatThereIs(d.extends, names, "types"))
@@ -172,11 +176,7 @@ func (r *resolver) parent(d *definition) (*Type, bool) {
 // withholdChild withholds d, which extends the withheld type w: trusting
 // what w needs loads both.
 func (r *resolver) withholdChild(d *definition, w Withheld) {
-	grants := slices.Clone(w.Grants)
-	for i := range grants {
-		grants[i].Detail = fmt.Sprintf("it extends %s, and %s", w.Name, grants[i].Detail)
-	}
-	r.withheld[d.name] = Withheld{Name: d.name, Source: d.path, Grants: grants}
+	r.withheld[d.name] = Withheld{Name: d.name, Source: d.path, Extends: w.Name, Grants: slices.Clone(w.Grants)}
 }
 
 // build makes the Type of d, starting from parent when it has one.
@@ -287,7 +287,12 @@ func (r *resolver) compileScripts(d *definition, t *Type) (withheld bool) {
 		}
 	}
 	scripts := &Scripts{Hooks: d.hooks, Tools: d.scriptTools}
-	if r.untrusted || (d.project && !d.trusted) {
+	grant := Grant{Kind: GrantScripts, Type: d.name, File: d.path, Digest: scriptsDigest(d), Detail: scriptsDetail(d)}
+	untrusted := d.project && !d.trusted
+	if r.trustScripts != nil {
+		untrusted = !r.trustScripts(grant)
+	}
+	if untrusted {
 		// Compiling runs a script's top-level declarations: only a check
 		// that runs nothing is allowed here.
 		if c, ok := r.scripts.(ScriptChecker); ok {
@@ -297,8 +302,7 @@ func (r *resolver) compileScripts(d *definition, t *Type) (withheld bool) {
 				return false
 			}
 		}
-		r.withheld[d.name] = Withheld{Name: d.name, Source: d.path, Grants: []Grant{
-			{Kind: GrantScripts, Type: d.name, File: d.path, Digest: scriptsDigest(d), Detail: scriptsDetail(d)}}}
+		r.withheld[d.name] = Withheld{Name: d.name, Source: d.path, Grants: []Grant{grant}}
 		r.warnf(d, d.at("name"), "the scripts were checked but not compiled, which would run them: this definition is not trusted")
 		return true
 	}

@@ -67,7 +67,7 @@ func TestExtendingTypeKeepsItsParentsHooksUnlessItDeclaresItsOwn(t *testing.T) {
 		write(t, dir, "hooked.yaml", "name: hooked\nextends: parent\nscript: |\n  package hooks\n  hooked hooks\n"),
 		write(t, dir, "tooled.yaml", "name: tooled\nextends: parent\nscript_tools:\n"+tool("tooled_tool")),
 	}
-	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, paths...)
+	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: agenttypes.TrustAll}, paths...)
 	require.False(t, diags.HasErrors(), diags.String())
 	byName := map[string]agenttypes.Type{}
 	for _, typ := range types {

@@ -42,18 +42,29 @@ type Grant struct {
 // A Withheld type is one a project defines that is not loaded, since the
 // project is not trusted; Grants say what trusting it would allow.
 type Withheld struct {
-	Name   string  `json:"name"`
-	Source string  `json:"source"`
-	Grants []Grant `json:"grants"`
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// Extends is the withheld type this one extends, whose grants these
+	// are; empty when they are its own.
+	Extends string  `json:"extends,omitempty"`
+	Grants  []Grant `json:"grants"`
 }
 
-// Error is the error a lookup of the withheld type returns.
-func (w Withheld) Error() error {
+// Why says in a few words why the type is withheld.
+func (w Withheld) Why() string {
 	var why []string
 	for _, g := range w.Grants {
 		why = append(why, g.Detail)
 	}
-	return fmt.Errorf("type %q (%s) is %w: %s", w.Name, w.Source, ErrUntrusted, strings.Join(why, "; "))
+	if w.Extends != "" {
+		return fmt.Sprintf("it extends %s, for which %s", w.Extends, strings.Join(why, "; "))
+	}
+	return strings.Join(why, "; ")
+}
+
+// Error is the error a lookup of the withheld type returns.
+func (w Withheld) Error() error {
+	return fmt.Errorf("type %q (%s) is %w: %s", w.Name, w.Source, ErrUntrusted, w.Why())
 }
 
 // TrustAll trusts every grant: for programs whose project directory is

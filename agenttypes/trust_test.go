@@ -68,7 +68,7 @@ func TestAnUntrustedProjectsScriptsAreNeverCompiled(t *testing.T) {
 	assert.Contains(t, err.Error(), "its scripts run")
 	_, err = reg.Type("child")
 	require.ErrorIs(t, err, agenttypes.ErrUntrusted, "a type extending a withheld one is withheld with it")
-	assert.Contains(t, err.Error(), "it extends hooked")
+	assert.Contains(t, err.Error(), "it extends hooked, for which its scripts run")
 
 	var names []string
 	for _, w := range reg.Withheld() {
@@ -171,13 +171,15 @@ func TestTrustIsAskedForEveryGrantAndPinnedToContent(t *testing.T) {
 	assert.NotContains(t, scripts.compiled, "hooked")
 }
 
+// Files loaded on their own compile only the scripts the caller trusts:
+// the zero LoadOptions compiles none.
 func TestUntrustedFilesAreCheckedNotCompiled(t *testing.T) {
 	dir := t.TempDir()
 	path := write(t, dir, "hooked.yaml", scripted)
 	reg := testRegistry(t)
 	scripts := &countingScripts{}
 	reg.SetScriptCompiler(scripts)
-	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, Untrusted: true}, path)
+	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, path)
 	require.False(t, diags.HasErrors(), diags.String())
 	assert.Empty(t, types)
 	assert.Empty(t, scripts.compiled)
@@ -185,7 +187,9 @@ func TestUntrustedFilesAreCheckedNotCompiled(t *testing.T) {
 	require.Len(t, diags.Warnings(), 1)
 	assert.Contains(t, diags.Warnings()[0].Message, "not compiled")
 
-	types, diags = agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, path)
+	types, diags = agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: func(g agenttypes.Grant) bool {
+		return g.Kind == agenttypes.GrantScripts && g.Type == "hooked" && g.File == path
+	}}, path)
 	require.False(t, diags.HasErrors(), diags.String())
 	assert.Len(t, types, 1)
 	assert.Equal(t, []string{"hooked"}, scripts.compiled)
@@ -196,4 +200,71 @@ func TestWithheldErrorSaysWhy(t *testing.T) {
 	err := w.Error()
 	assert.True(t, errors.Is(err, agenttypes.ErrUntrusted))
 	assert.Equal(t, `type "x" (x.yaml) is withheld until the project is trusted: its scripts run`, err.Error())
+}
+
+// A user's type that extends a builtin type keeps extending it when the
+// project defines a withheld type of that name: an untrusted project
+// takes nothing of the user's away.
+func TestAWithheldNameFallsToTheTypeBelowForExtendsToo(t *testing.T) {
+	src := untrustedSources(t)
+	layout(t, src.ProjectDir, map[string]string{".troupe/agents/explore.yaml": "name: explore\ndescription: d.\nscript: |\n  package hooks\n  x\n"})
+	layout(t, src.UserConfigDir, map[string]string{"troupe/agents/mine.yaml": "name: mine\ndescription: Mine.\nextends: explore\n"})
+	reg := testRegistry(t)
+	reg.SetScriptCompiler(&countingScripts{})
+	require.False(t, reg.Reload(src).HasErrors())
+	mine, err := reg.Type("mine")
+	require.NoError(t, err)
+	assert.Equal(t, "explore", mine.Extends)
+	assert.Equal(t, "You explore {{.Dir}}.", mine.Prompt, "the builtin explore's")
+}
+
+func TestAProjectTypeHidingAPluginsTypeNeedsTrustUnlessThePluginIsTheProjects(t *testing.T) {
+	src := untrustedSources(t)
+	layout(t, src.ProjectDir, map[string]string{".troupe/agents/looper.yaml": def("looper", "The project's looper.")})
+	reg := testRegistry(t)
+	require.NoError(t, reg.SetPlugins([]agenttypes.Type{{Name: "looper", Description: "The plugin's looper.", Source: "plugin:users"}}, nil))
+	require.False(t, reg.Reload(src).HasErrors())
+	looper, err := reg.Type("looper")
+	require.NoError(t, err)
+	assert.Equal(t, "plugin:users", looper.Source, "the user's plugin's type stays")
+	held := reg.Withheld()
+	require.Len(t, held, 1)
+	assert.Contains(t, held[0].Grants[0].Detail, "the type looper of plugin:users")
+	assert.Equal(t, held[0].Grants, agenttypes.Grants(reg, src), "Grants lists what Reload asks")
+
+	// The project's own plugin's type is the project's to hide.
+	src.ProjectSource = func(source string) bool { return source == "plugin:users" }
+	require.False(t, reg.Reload(src).HasErrors())
+	looper, err = reg.Type("looper")
+	require.NoError(t, err)
+	assert.Equal(t, "The project's looper.", looper.Description)
+	assert.Empty(t, agenttypes.Grants(reg, src))
+}
+
+func TestGrantsCompilesNothing(t *testing.T) {
+	src := untrustedSources(t)
+	layout(t, src.ProjectDir, map[string]string{".troupe/agents/hooked.yaml": scripted})
+	layout(t, src.UserConfigDir, map[string]string{"troupe/agents/own.yaml": "name: own\ndescription: d.\nscript: |\n  package hooks\n  mine\n"})
+	reg := testRegistry(t)
+	scripts := &countingScripts{}
+	reg.SetScriptCompiler(scripts)
+	grants := agenttypes.Grants(reg, src)
+	require.Len(t, grants, 1)
+	assert.Equal(t, "hooked", grants[0].Type)
+	assert.Empty(t, scripts.compiled, "not even the user's own scripts")
+	assert.Empty(t, scripts.checked)
+}
+
+// Working in the home directory, the user's own ~/.claude/agents need no
+// trust.
+func TestTheHomeDirectoryAsAProjectKeepsTheUsersDefinitionsTheirs(t *testing.T) {
+	home := t.TempDir()
+	src := agenttypes.Sources{ProjectDir: home, HomeDir: home}
+	layout(t, home, map[string]string{".claude/agents/own.md": "---\nname: own\ndescription: d.\n---\nprompt\n", ".claude/agents/explore.md": "---\nname: explore\ndescription: My explore.\n---\nprompt\n"})
+	reg := testRegistry(t)
+	require.False(t, reg.Reload(src).HasErrors())
+	explore, err := reg.Type("explore")
+	require.NoError(t, err)
+	assert.Equal(t, "My explore.", explore.Description, "the user's own type hides the builtin without trust")
+	assert.Empty(t, reg.Withheld())
 }

@@ -81,7 +81,7 @@ func TestScriptToolsConform(t *testing.T) {
 			reg := agenttypes.NewRegistry()
 			require.NoError(t, builtin.Register(reg))
 			reg.SetScriptCompiler(h)
-			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, path)
+			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: agenttypes.TrustAll}, path)
 			require.False(t, diags.HasErrors(), diags.String())
 			require.Len(t, types, 1)
 			tool, ok := types[0].Hooks.Tool("count_todos")

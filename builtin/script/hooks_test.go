@@ -151,7 +151,7 @@ func TestForbiddenScriptsAreRefusedAtLoadThroughTheGoAPI(t *testing.T) {
 			def := "name: bad-" + name + "\ndescription: forbidden\nneeds_language_model: true\nscript: |\n" + indentBlock(src) + "\n"
 			path := filepath.Join(dir, name+".yaml")
 			require.NoError(t, os.WriteFile(path, []byte(def), 0o644))
-			_, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, path)
+			_, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: agenttypes.TrustAll}, path)
 			require.True(t, diags.HasErrors(), "a forbidden script loads")
 			text := diags.String()
 			assert.Contains(t, text, c.want)

@@ -61,7 +61,7 @@ func scriptedManager(t *testing.T, h *script.Host, model *scripted.Model, defs m
 		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
 		paths = append(paths, p)
 	}
-	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg}, paths...)
+	types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: agenttypes.TrustAll}, paths...)
 	require.False(t, diags.HasErrors(), diags.String())
 	require.NoError(t, reg.SetFileTypes(types))
 	mgr, err := manager.New(manager.Config{

@@ -88,9 +88,18 @@ func TestBrokenDefinitionIsReportedNotFatal(t *testing.T) {
 }
 
 func TestTypesValidate(t *testing.T) {
-	o := troupe(t, "types", "validate", filepath.Join("..", "..", "examples", "agents"))
+	examples := filepath.Join("..", "..", "examples", "agents")
+	o := troupe(t, "types", "validate", examples)
 	assert.Equal(t, 0, o.code, o.stdout+o.stderr)
-	assert.Contains(t, o.stderr, "4 files, 4 types, 0 errors")
+	assert.Contains(t, o.stderr, "4 files, 2 types, 0 errors, 2 warnings", "nobody trusted the two scripted ones: they are checked, not compiled")
+	assert.Contains(t, o.stdout, "verdict.yaml:9:1: warning: the scripts were checked but not compiled")
+
+	// The user's own definitions' scripts compile.
+	own := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "troupe", "agents")
+	require.NoError(t, os.CopyFS(own, os.DirFS(examples)))
+	o = troupe(t, "types", "validate", own)
+	assert.Equal(t, 0, o.code, o.stdout+o.stderr)
+	assert.Contains(t, o.stderr, "4 files, 4 types, 0 errors, 0 warnings")
 
 	bad := filepath.Join("..", "..", "testdata", "agents", "bad")
 	o = troupe(t, "types", "validate", bad)

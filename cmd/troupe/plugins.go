@@ -16,18 +16,19 @@ import (
 	"github.com/troupe-dev/troupe/plugins"
 )
 
-// plugins returns the plugin host of the project p, made on first use:
-// plugins from the project's .troupe/plugins, $TROUPE_PLUGIN_PATH and the
-// user's data directory, checked against the project's
+// plugins returns the plugin host of the project at root, made on first
+// use: plugins from the project's .troupe/plugins, $TROUPE_PLUGIN_PATH and
+// the user's data directory, checked against the project's
 // .troupe/plugins.lock when there is one. The project's own plugins run
 // only once the user trusts the project, and only the binaries trusted.
-func (a *app) plugins(p *project) *plugins.Host {
+func (a *app) plugins(root string) *plugins.Host {
 	if a.host == nil {
 		a.host = plugins.New(plugins.Config{
-			Dirs:     plugins.Dirs(p.root, a.getenv),
-			LockFile: plugins.LockPath(p.root),
+			Dirs:     plugins.Dirs(root, a.getenv),
+			LockFile: plugins.LockPath(root),
 			TrustProject: func(name, sum string) bool {
-				return p.allows(trust.KindPlugin, name, sum)
+				p := a.proj
+				return p != nil && p.root == root && p.allows(trust.KindPlugin, name, sum)
 			},
 			CacheDir: a.pluginCacheDir(),
 			Logger:   a.logger(),
@@ -92,7 +93,7 @@ func (a *app) pluginsCommand() *cobra.Command {
 				return err
 			}
 			p := a.project(dir)
-			infos, problems := a.plugins(p).List(cmd.Context())
+			infos, problems := a.plugins(p.root).List(cmd.Context())
 			return a.printPlugins(p, infos, problems, asJSON)
 		},
 	}

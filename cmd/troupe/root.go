@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	"github.com/troupe-dev/troupe/builtin"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/builtin/script"
@@ -230,15 +229,14 @@ func unwrapPath(err error) error {
 // plugin that is refused or does not start, is reported and left out;
 // the rest load.
 func (a *app) registry(dir string) (*agenttypes.Registry, error) {
-	reg := agenttypes.NewRegistry()
-	if err := builtin.Register(reg); err != nil {
-		return nil, err
-	}
-	reg.SetScriptCompiler(a.scriptHost())
 	p := a.project(dir)
+	if p.fatal != nil {
+		return nil, p.fatal
+	}
 	a.warnUntrusted(p)
+	reg := p.reg
 	hint := false
-	for _, err := range a.plugins(p).Load(context.Background(), reg) {
+	for _, err := range p.pluginProblems {
 		if errors.Is(err, agenttypes.ErrUntrusted) {
 			continue // said once, by warnUntrusted
 		}
@@ -248,9 +246,7 @@ func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	if hint {
 		fmt.Fprintln(a.stderr, lockHint)
 	}
-	src := agenttypes.SourcesFromEnv(p.root)
-	src.TrustProject = func(g agenttypes.Grant) bool { return p.allows(g.Kind, g.Type, g.Digest) }
-	diags := reg.Reload(src)
+	diags := reg.Reload(p.sources())
 	for _, d := range diags.Errors() {
 		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)
 	}
@@ -334,7 +330,7 @@ func modelHint(err error, r models.Resolver, used models.Choice) error {
 // lookupHint adds to an unknown type or tool the command that lists them,
 // and the likely name when name looks like a typo of one. The library's
 // messages speak of Go; the commands are the command line's to name.
-func lookupHint(err error, reg *agenttypes.Registry, name string) error {
+func (a *app) lookupHint(err error, reg *agenttypes.Registry, name string) error {
 	var names []string
 	var list string
 	switch {
@@ -342,7 +338,11 @@ func lookupHint(err error, reg *agenttypes.Registry, name string) error {
 		if strings.Contains(err.Error(), "troupe trust") {
 			return usageError{err}
 		}
-		return usageError{fmt.Errorf("%w; '%s' shows what it would run and trusts it", err, trustHint(agenttypes.FindProjectRoot(".")))}
+		root := agenttypes.FindProjectRoot(".")
+		if a.proj != nil {
+			root = a.proj.root
+		}
+		return usageError{fmt.Errorf("%w; '%s' shows what it would run and trusts it", err, trustHint(root))}
 	case errors.Is(err, agenttypes.ErrUnknownType):
 		for _, t := range reg.Types() {
 			names = append(names, t.Name)

@@ -122,7 +122,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		_ = mgr.Close(context.Background())
 		progress.wait(context.Background())
-		return lookupHint(modelHint(err, resolver, used), reg, typeName)
+		return a.lookupHint(modelHint(err, resolver, used), reg, typeName)
 	}
 	// Only an accepted run prunes: a refused command changes nothing on disk.
 	if runs != "" {

@@ -174,7 +174,11 @@ func TestHostileScriptsFailTheirAgentOnly(t *testing.T) {
 }
 
 func TestRefusedScriptsFailValidationWithTheirLine(t *testing.T) {
-	dir := t.TempDir()
+	// The user's own definitions, whose scripts are compiled, so that what
+	// only compiling finds is found too.
+	isolate(t)
+	dir := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "troupe", "agents")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	cases := map[string]struct{ src, want string }{
 		"exec.yaml":      {"package hooks\n\nimport \"os/exec\"\n\nfunc Prompt(t troupe.Task) (string, error) { return exec.Command(\"sh\").String(), nil }\n", `exec.yaml:8:10: import "os/exec" is not allowed`},
 		"unsafe.yaml":    {"package hooks\n\nimport \"unsafe\"\n\nfunc Result(s string) (any, error) { return unsafe.Sizeof(s), nil }\n", `unsafe.yaml:8:10: import "unsafe" is not allowed`},

@@ -34,7 +34,7 @@ func (a *app) toolsCommand() *cobra.Command {
 			if typeName != "" {
 				t, err := reg.Type(typeName)
 				if err != nil {
-					return lookupHint(usageError{err}, reg, typeName)
+					return a.lookupHint(usageError{err}, reg, typeName)
 				}
 				for _, name := range t.Tools {
 					tool, err := reg.Tool(name)
@@ -80,7 +80,7 @@ func (a *app) toolsCommand() *cobra.Command {
 			}
 			tool, err := reg.Tool(args[0])
 			if err != nil {
-				return lookupHint(usageError{err}, reg, args[0])
+				return a.lookupHint(usageError{err}, reg, args[0])
 			}
 			if !json.Valid([]byte(args[1])) {
 				return usagef("JSON_ARGS is not valid JSON: %s; quote it, for example '{\"pattern\":\"Spawn\"}'", args[1])

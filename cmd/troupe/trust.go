@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -30,14 +31,37 @@ type project struct {
 	record  *trust.Record
 	verdict trust.Verdict
 	// problem is why trust could not be read; the project then counts as
-	// untrusted.
-	problem error
+	// untrusted. fatal is why the registry could not be made.
+	problem, fatal error
+	// reg holds the builtin types and the types of the plugins allowed
+	// to run; pluginProblems is what loading those plugins reported.
+	reg            *agenttypes.Registry
+	pluginProblems []error
 }
 
 // allows reports whether what kind, name and digest name may run: only
 // when the whole project is trusted as it is, and this very item is.
 func (p *project) allows(kind, name, digest string) bool {
 	return p.verdict.Trusted && p.record.Allows(kind, name, digest)
+}
+
+// ownPlugin reports whether a type's source is a plugin of the project.
+func (p *project) ownPlugin(source string) bool {
+	for _, it := range p.items {
+		if it.Kind == trust.KindPlugin && source == "plugin:"+it.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// sources are where the project's and the user's definitions are, with
+// what the project is trusted to do.
+func (p *project) sources() agenttypes.Sources {
+	src := agenttypes.SourcesFromEnv(p.root)
+	src.ProjectSource = p.ownPlugin
+	src.TrustProject = func(g agenttypes.Grant) bool { return p.allows(g.Kind, g.Type, g.Digest) }
+	return src
 }
 
 // trustStore is where the user's consent is kept.
@@ -47,17 +71,30 @@ func (a *app) trustStore() (trust.Store, error) {
 }
 
 // project reads what the project at dir names and whether it is trusted,
-// once per command. It runs nothing: plugins are hashed, definitions
-// parsed, the config read.
+// once per command, and loads the plugins it may run. Deciding runs
+// nothing of the project's: its plugins are hashed, its definitions
+// parsed, its config read; the plugins of the user's own folders are
+// loaded first, for its types may hide theirs.
 func (a *app) project(dir string) *project {
 	root := agenttypes.FindProjectRoot(dir)
 	if a.proj != nil && a.proj.root == root {
 		return a.proj
 	}
 	p := &project{root: root}
+	a.proj = p // the plugin host asks it; nothing of the project is trusted yet
 	p.items = append(p.items, a.pluginItems(root)...)
 	p.items = append(p.items, configItems(a.getenv, dir)...)
-	p.items = append(p.items, a.definitionItems(root)...)
+	p.reg = agenttypes.NewRegistry()
+	if err := builtin.Register(p.reg); err != nil {
+		p.fatal = err
+		return p
+	}
+	p.reg.SetScriptCompiler(a.scriptHost())
+	host := a.plugins(root)
+	p.pluginProblems = host.Load(context.Background(), p.reg)
+	for _, g := range agenttypes.Grants(p.reg, p.sources()) {
+		p.items = append(p.items, trust.Item{Kind: g.Kind, Name: g.Type, Path: g.File, Digest: g.Digest, Detail: g.Detail})
+	}
 	store, err := a.trustStore()
 	if err == nil {
 		p.record, err = store.Get(root)
@@ -67,7 +104,10 @@ func (a *app) project(dir string) *project {
 	if err != nil {
 		p.verdict.Trusted = false
 	}
-	a.proj = p
+	if p.verdict.Trusted && slices.ContainsFunc(p.items, func(it trust.Item) bool { return it.Kind == trust.KindPlugin }) {
+		// Trusted: the project's plugins join.
+		p.pluginProblems = host.Load(context.Background(), p.reg)
+	}
 	return p
 }
 
@@ -113,22 +153,29 @@ func settingItem(st models.Setting) trust.Item {
 	return it
 }
 
-// definitionItems are what the project's definitions need trust for:
-// scripts to run, builtin or user types to hide. Nothing is compiled.
-func (a *app) definitionItems(root string) []trust.Item {
-	reg := agenttypes.NewRegistry()
-	if err := builtin.Register(reg); err != nil {
-		return nil
-	}
-	reg.SetScriptCompiler(a.scriptHost())
-	var out []trust.Item
-	src := agenttypes.SourcesFromEnv(root)
-	src.TrustProject = func(g agenttypes.Grant) bool {
-		out = append(out, trust.Item{Kind: g.Kind, Name: g.Type, Path: g.File, Digest: g.Digest, Detail: g.Detail})
+// trustsScripts reports whether the scripts of a definition file may be
+// compiled, wherever the file is: the user's own definitions' may, and
+// another's only when the user trusted those very scripts in the
+// project that holds them.
+func (a *app) trustsScripts(g agenttypes.Grant) bool {
+	file, err := filepath.EvalSymlinks(g.File)
+	if err != nil {
 		return false
 	}
-	agenttypes.Load(reg, src)
-	return out
+	src := agenttypes.SourcesFromEnv("")
+	for _, layer := range src.Layers() {
+		for _, dir := range layer.Dirs {
+			if real, err := filepath.EvalSymlinks(dir); err == nil && underDir(real, file) {
+				return true
+			}
+		}
+	}
+	store, err := a.trustStore()
+	if err != nil {
+		return false
+	}
+	rec, err := store.Get(agenttypes.FindProjectRoot(filepath.Dir(file)))
+	return err == nil && rec.Allows(g.Kind, g.Type, g.Digest)
 }
 
 // trustHint is what to run to review and trust the project at root.
@@ -203,7 +250,7 @@ func (a *app) trustCommand() *cobra.Command {
 			"hide builtin ones. 'troupe trust' shows each of them (binaries with their SHA-256) and\n" +
 			"records your consent in your own state directory, never in the project. A change to\n" +
 			"anything trusted (a new binary, an edited script or endpoint) needs trust again.\n" +
-			"On a terminal it asks first.",
+			"When its input is a terminal it asks first; otherwise running it is the consent.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := a.trustStore()
@@ -262,8 +309,14 @@ func (a *app) trust(ctx context.Context, store trust.Store, dir string) error {
 	fmt.Fprintf(a.stdout, "%s would run or receive these once trusted:\n\n", p.root)
 	writeItems(a.stdout, p.root, p.items, p.verdict)
 	fmt.Fprintln(a.stdout)
-	if a.isTerminal(a.stdin) && a.isTerminal(a.stderr) {
-		fmt.Fprint(a.stderr, "Trust this project as it is now? [y/N] ")
+	// Someone at a terminal is asked, wherever the output goes; a command
+	// whose input is not a terminal was run on purpose, by a script.
+	if a.isTerminal(a.stdin) {
+		prompt := a.stderr
+		if !a.isTerminal(a.stderr) {
+			prompt = a.stdout
+		}
+		fmt.Fprint(prompt, "Trust this project as it is now? [y/N] ")
 		answer, err := bufio.NewReader(io.LimitReader(a.stdin, 256)).ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) || ctx.Err() != nil {
 			return exitError{exitInterrupted}

@@ -251,6 +251,12 @@ func TestACloneRunsNothingItShips(t *testing.T) {
 	assert.NotContains(t, o.stdout+o.stderr, scriptRanMarker)
 	assert.NotContains(t, o.stdout+o.stderr, "ran past their time")
 
+	// So does validating them from another project, or with no project.
+	o = cmdIn(t, "types", "validate", filepath.Join(c.dir, ".troupe", "agents", "boom.yaml"), "--repo", shop)
+	assert.Equal(t, 0, o.code, o.stdout+o.stderr)
+	assert.Contains(t, o.stdout, "checked but not compiled")
+	assert.NotContains(t, o.stdout+o.stderr, scriptRanMarker)
+
 	o = cmdIn(t, "types", "show", "boom", "--repo", c.dir)
 	assert.Equal(t, exitUsage, o.code)
 	assert.Contains(t, o.stderr, "withheld until the project is trusted")

@@ -78,7 +78,7 @@ func (a *app) typesCommand() *cobra.Command {
 			}
 			t, err := reg.Type(args[0])
 			if err != nil {
-				return lookupHint(usageError{err}, reg, args[0])
+				return a.lookupHint(usageError{err}, reg, args[0])
 			}
 			if asJSON {
 				return writeJSON(a.stdout, t)
@@ -103,11 +103,9 @@ func (a *app) typesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// Compiling a script runs its top-level declarations: files of
-			// a project the user has not trusted are checked, not compiled.
-			p := a.project(dir)
-			untrusted := !p.verdict.Trusted && slices.ContainsFunc(paths, func(f string) bool { return underDir(p.root, f) })
-			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, Untrusted: untrusted}, paths...)
+			// Compiling a script runs its top-level declarations: scripts
+			// the user has not trusted are checked, not compiled.
+			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: a.trustsScripts}, paths...)
 			diags.Sort()
 			if asJSON {
 				if err := writeJSON(a.stdout, map[string]any{"types": len(types), "diagnostics": diags}); err != nil {
@@ -151,11 +149,7 @@ func (a *app) listUntrusted(p *project, held []agenttypes.Withheld) {
 	fmt.Fprintf(a.stdout, "\nNot loaded until you trust this project ('%s' shows what would run):\n", trustHint(p.root))
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	for _, w := range held {
-		var why []string
-		for _, g := range w.Grants {
-			why = append(why, g.Detail)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", w.Name, relPath(w.Source), strings.Join(why, "; "))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", w.Name, relPath(w.Source), w.Why())
 	}
 	for _, it := range p.items {
 		if it.Kind == trust.KindPlugin && slices.Contains(plugins, it.Name) {
