@@ -126,6 +126,7 @@ func (h *Host) proc(name string) *proc {
 
 func (h *Host) load(ctx context.Context) ([]Info, []error) {
 	bins, problems := Discover(h.cfg.Dirs)
+	bins = h.yieldUntrusted(bins)
 	var lock *Lock
 	if h.cfg.LockFile != "" {
 		l, err := ReadLock(h.cfg.LockFile)
@@ -179,6 +180,42 @@ func (h *Host) load(ctx context.Context) ([]Info, []error) {
 		}
 	}
 	return infos, problems
+}
+
+// yieldUntrusted gives the name of a project's plugin that is not trusted
+// back to the plugin of the user's own folders it would hide: a project
+// cannot switch off the user's plugin by shipping one of the same name.
+// The project's binary is then listed among the ones it shadows.
+func (h *Host) yieldUntrusted(bins []Binary) []Binary {
+	var others map[string]Binary
+	for i, b := range bins {
+		if b.Layer != LayerProject || len(b.Shadows) == 0 {
+			continue
+		}
+		if trust := h.cfg.TrustProject; trust != nil {
+			if sum, err := Checksum(b.Path); err == nil && trust(b.Name, sum) {
+				continue
+			}
+		}
+		if others == nil {
+			var dirs []Dir
+			for _, d := range h.cfg.Dirs {
+				if d.Layer != LayerProject {
+					dirs = append(dirs, d)
+				}
+			}
+			found, _ := Discover(dirs)
+			others = map[string]Binary{}
+			for _, o := range found {
+				others[o.Name] = o
+			}
+		}
+		if o, ok := others[b.Name]; ok {
+			o.Shadows = append([]string{b.Path}, o.Shadows...)
+			bins[i] = o
+		}
+	}
+	return bins
 }
 
 // info describes p: from what the plugin said of itself before, in this

@@ -155,3 +155,28 @@ func TestAPluginThatNeverStartsLeavesNothingBehind(t *testing.T) {
 	}
 	assert.True(t, waitGone(pid, 5*time.Second), "a process in a session of its own outlived a plugin that never started")
 }
+
+// A project cannot switch off the user's own plugin by shipping one of the
+// same name: untrusted, it yields the name; trusted, it takes it.
+func TestAnUntrustedProjectPluginYieldsItsNameToTheUsers(t *testing.T) {
+	project := t.TempDir()
+	projectBin := copyPlugin(t, project, "test")
+	sum, err := plugins.Checksum(projectBin)
+	require.NoError(t, err)
+	users := pluginDir(t, "test")
+	dirs := []plugins.Dir{{Layer: plugins.LayerProject, Path: project}, {Layer: plugins.LayerUser, Path: users}}
+
+	h, _ := newHost(t, plugins.Config{Dirs: dirs})
+	reg := agenttypes.NewRegistry()
+	require.Empty(t, h.Load(ctxTimeout(t, 10*time.Second), reg))
+	infos, _ := h.List(ctxTimeout(t, 10*time.Second))
+	require.Len(t, infos, 1)
+	assert.Equal(t, filepath.Join(users, plugins.Prefix+"test"), infos[0].Path, "the user's plugin runs")
+	assert.Equal(t, []string{projectBin}, infos[0].Shadows)
+	assert.Empty(t, running(projectBin))
+
+	trusted, _ := newHost(t, plugins.Config{Dirs: dirs, TrustProject: func(_, s string) bool { return s == sum }})
+	infos, _ = trusted.List(ctxTimeout(t, 10*time.Second))
+	require.Len(t, infos, 1)
+	assert.Equal(t, projectBin, infos[0].Path, "trusted, the project's plugin takes its name")
+}
