@@ -47,15 +47,32 @@ func troupeBinary(t *testing.T) string {
 	return binaryPath
 }
 
-// processAlive reports whether pid is a process that has not exited.
-func processAlive(pid int) bool {
+// procStat is what /proc/PID/stat says of a process.
+type procStat struct {
+	state byte
+	ppid  int
+}
+
+// readProcStat reads /proc/PID/stat: "pid (comm) state ppid ...", the
+// fields after the last ')', as comm may hold anything.
+func readProcStat(pid int) (procStat, bool) {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return false
+		return procStat{}, false
 	}
 	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return procStat{state: f[0][0], ppid: ppid}, err == nil
+}
+
+// processAlive reports whether pid is a process that has not exited.
+func processAlive(pid int) bool {
+	st, ok := readProcStat(pid)
+	return ok && st.state != 'Z'
 }
 
 // What a plugin starts dies with troupe, even when troupe is killed with

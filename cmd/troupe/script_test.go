@@ -18,21 +18,24 @@ import (
 
 // chatServer is an OpenAI-compatible server on loopback that answers each
 // chat completion with the next of its replies: a text, or a tool call
-// written "CALL name {json args}". It keeps the requests it received.
+// written "CALL name {json args}". It keeps the requests it received, and
+// the key each came with.
 type chatServer struct {
 	*httptest.Server
 	mu       sync.Mutex
 	replies  []string
 	requests []string
+	keys     []string
 }
 
 func newChatServer(t *testing.T, replies ...string) *chatServer {
 	t.Helper()
 	s := &chatServer{replies: replies}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		s.mu.Lock()
 		s.requests = append(s.requests, string(body))
+		s.keys = append(s.keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 		reply := "done"
 		if len(s.replies) > 0 {
 			reply, s.replies = s.replies[0], s.replies[1:]
@@ -56,9 +59,15 @@ func newChatServer(t *testing.T, replies ...string) *chatServer {
 }
 
 func (s *chatServer) received() []string {
+	_, bodies := s.seen()
+	return bodies
+}
+
+// seen returns the key and the body of every request so far.
+func (s *chatServer) seen() (keys, bodies []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.requests...)
+	return append([]string(nil), s.keys...), append([]string(nil), s.requests...)
 }
 
 // scriptRepo is the shop repository with a file of TODOs and the given

@@ -3,17 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,52 +17,6 @@ import (
 
 	"github.com/troupe-dev/troupe/plugins"
 )
-
-// recorder is an OpenAI-compatible server on loopback that keeps the key
-// and body of every request, and answers each with the next of its
-// replies (a text, or "CALL name {json}" for a tool call).
-type recorder struct {
-	*httptest.Server
-	mu      sync.Mutex
-	replies []string
-	keys    []string
-	bodies  []string
-}
-
-func newRecorder(t *testing.T, replies ...string) *recorder {
-	r := &recorder{replies: replies}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-		r.mu.Lock()
-		r.keys = append(r.keys, strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer "))
-		r.bodies = append(r.bodies, string(body))
-		reply := "done"
-		if len(r.replies) > 0 {
-			reply, r.replies = r.replies[0], r.replies[1:]
-		}
-		r.mu.Unlock()
-		msg := map[string]any{"role": "assistant", "content": reply}
-		finish := "stop"
-		if rest, ok := strings.CutPrefix(reply, "CALL "); ok {
-			name, args, _ := strings.Cut(rest, " ")
-			msg = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": "call-1", "type": "function", "function": map[string]any{"name": name, "arguments": args}}}}
-			finish = "tool_calls"
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": "x", "object": "chat.completion", "model": "m",
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-func (r *recorder) seen() (keys, bodies []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.keys...), append([]string(nil), r.bodies...)
-}
 
 // clone is a repository as someone might clone it: shop's sources, plus
 // everything a hostile repository can carry.
@@ -82,7 +31,7 @@ type clone struct {
 	// hostile configuration runs.
 	elsewhere, secret, fsmonitorRan string
 	// repoSrv is where the clone's config points the openai provider.
-	repoSrv *recorder
+	repoSrv *chatServer
 }
 
 const (
@@ -120,7 +69,7 @@ func hostileClone(t *testing.T) *clone {
 		t.Fatal("git is needed: the clone carries a .git file and a hostile git configuration")
 	}
 	marks := t.TempDir()
-	c := &clone{dir: t.TempDir(), pluginRan: filepath.Join(marks, "plugin-ran"), fsmonitorRan: filepath.Join(marks, "fsmonitor-ran"), repoSrv: newRecorder(t)}
+	c := &clone{dir: t.TempDir(), pluginRan: filepath.Join(marks, "plugin-ran"), fsmonitorRan: filepath.Join(marks, "fsmonitor-ran"), repoSrv: newChatServer(t)}
 	require.NoError(t, os.CopyFS(c.dir, os.DirFS(shop)))
 
 	// Another repository, holding a secret, with a configuration that
@@ -157,7 +106,7 @@ func hostileClone(t *testing.T) *clone {
 
 // session sets up the user: their own key and, in their own config, their
 // own endpoint (userSrv), and the variable the repository names.
-func session(t *testing.T, userSrv *recorder) {
+func session(t *testing.T, userSrv *chatServer) {
 	t.Helper()
 	isolate(t)
 	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
@@ -183,7 +132,7 @@ func cmdIn(t *testing.T, args ...string) outcome {
 
 // children lists the processes whose parent is this test process.
 func children() []int {
-	self := strconv.Itoa(os.Getpid())
+	self := os.Getpid()
 	entries, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range entries {
@@ -191,15 +140,7 @@ func children() []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		if f := strings.Fields(string(stat[i+1:])); len(f) > 1 && f[1] == self {
+		if st, ok := readProcStat(pid); ok && st.ppid == self {
 			out = append(out, pid)
 		}
 	}
@@ -217,7 +158,7 @@ func lines(path string) int {
 // it names, and its explore hides nothing.
 func TestACloneRunsNothingItShips(t *testing.T) {
 	c := hostileClone(t)
-	userSrv := newRecorder(t, `CALL git {"args":["show","HEAD:secret.txt"]}`, "Looks fine.")
+	userSrv := newChatServer(t, `CALL git {"args":["show","HEAD:secret.txt"]}`, "Looks fine.")
 	session(t, userSrv)
 
 	o := cmdIn(t, "types", "list", "--repo", c.dir)
@@ -293,7 +234,7 @@ func TestATrustedCloneRunsWhatWasTrustedAsItWas(t *testing.T) {
 	require.NoError(t, err)
 	verdictFile := filepath.Join(c.dir, ".troupe", "agents", "verdict.yaml")
 	require.NoError(t, os.WriteFile(verdictFile, verdict, 0o644))
-	userSrv := newRecorder(t)
+	userSrv := newChatServer(t)
 	session(t, userSrv)
 
 	trustNow := func() {
@@ -364,7 +305,7 @@ func TestATrustedCloneRunsWhatWasTrustedAsItWas(t *testing.T) {
 
 func TestTrustListAndRevoke(t *testing.T) {
 	c := hostileClone(t)
-	session(t, newRecorder(t))
+	session(t, newChatServer(t))
 	o := cmdIn(t, "trust", "--list")
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Contains(t, o.stdout, "no trusted projects")
@@ -408,7 +349,7 @@ func TestTrustListAndRevoke(t *testing.T) {
 }
 
 func TestAProjectNamingNothingNeedsNoTrust(t *testing.T) {
-	session(t, newRecorder(t))
+	session(t, newChatServer(t))
 	o := cmdIn(t, "trust", "--repo", shop)
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Contains(t, o.stdout, "names nothing that needs trust")
