@@ -1,18 +1,13 @@
 package plugins
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 
-	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/process"
 )
 
@@ -137,25 +132,7 @@ func Discover(dirs []Dir) ([]Binary, []error) {
 	return out, problems
 }
 
-// Checksum returns the hex SHA-256 of the file at path: a regular file
-// of at most process.MaxImageSize bytes, opened without blocking on a
-// named pipe in its place.
-func Checksum(path string) (string, error) {
-	f, fi, err := agenttypes.OpenRegular(nil, path)
-	if errors.Is(err, agenttypes.ErrNotRegular) {
-		return "", fmt.Errorf("%s is a %s, not an executable file", path, agenttypes.FileKind(fi.Mode()))
-	}
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(f, process.MaxImageSize+1))
-	if err != nil {
-		return "", err
-	}
-	if n > process.MaxImageSize {
-		return "", fmt.Errorf("%w: %s is over %d MiB", process.ErrTooLarge, path, process.MaxImageSize>>20)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+// Checksum returns the hex SHA-256 of the plugin binary at path: a
+// regular file of at most process.MaxImageSize bytes, opened without
+// blocking on a named pipe in its place.
+func Checksum(path string) (string, error) { return process.Checksum(path) }

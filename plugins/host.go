@@ -293,10 +293,17 @@ func (p *proc) allowed(lock *Lock, sum string) error {
 				ErrChecksum, p.bin.Name, p.bin.Path, sum, h.cfg.LockFile, e.SHA256)
 		}
 	}
-	if p.bin.Layer == LayerProject && (h.cfg.TrustProject == nil || !h.cfg.TrustProject(p.bin.Name, sum)) {
+	if !h.trusts(p.bin, sum) {
 		return p.untrusted()
 	}
 	return nil
+}
+
+// trusts reports whether the binary b, whose checksum is sum, may run as
+// far as trust goes: the user's own plugins may, the project's only when
+// TrustProject trusts that very binary.
+func (h *Host) trusts(b Binary, sum string) bool {
+	return b.Layer != LayerProject || (h.cfg.TrustProject != nil && h.cfg.TrustProject(b.Name, sum))
 }
 
 // untrusted is the refusal of a project's plugin the user has not trusted.

@@ -192,8 +192,8 @@ func (h *Host) yieldUntrusted(bins []Binary) []Binary {
 		if b.Layer != LayerProject || len(b.Shadows) == 0 {
 			continue
 		}
-		if trust := h.cfg.TrustProject; trust != nil {
-			if sum, err := Checksum(b.Path); err == nil && trust(b.Name, sum) {
+		if h.cfg.TrustProject != nil {
+			if sum, err := Checksum(b.Path); err == nil && h.trusts(b, sum) {
 				continue
 			}
 		}
@@ -232,7 +232,7 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 		}
 		sum := im.SHA256
 		in.SHA256 = sum
-		if trust := p.h.cfg.TrustProject; p.bin.Layer == LayerProject && (trust == nil || !trust(p.bin.Name, sum)) {
+		if !p.h.trusts(p.bin, sum) {
 			in.Status = StatusUntrusted
 			in.err = p.untrusted()
 			in.Error = in.err.Error()

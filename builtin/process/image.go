@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
@@ -42,6 +41,27 @@ type Image struct {
 // file, and a file over MaxImageSize, is refused; opening never blocks on
 // a named pipe in the file's place.
 func Open(path string) (*Image, error) {
+	f, err := openExecutable(path)
+	if err != nil {
+		return nil, err
+	}
+	return openImage(f, path) // takes f
+}
+
+// Checksum returns the hex SHA-256 of the executable at path, read as
+// Open reads it.
+func Checksum(path string) (string, error) {
+	f, err := openExecutable(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return copyBytes(io.Discard, f, path)
+}
+
+// openExecutable opens a regular file of at most MaxImageSize bytes,
+// without blocking on a named pipe in its place.
+func openExecutable(path string) (*os.File, error) {
 	f, fi, err := agenttypes.OpenRegular(nil, path)
 	if errors.Is(err, agenttypes.ErrNotRegular) {
 		return nil, fmt.Errorf("%s is a %s, not an executable file", path, agenttypes.FileKind(fi.Mode()))
@@ -53,7 +73,7 @@ func Open(path string) (*Image, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is over %d MiB", ErrTooLarge, path, MaxImageSize>>20)
 	}
-	return openImage(f, path) // takes f
+	return f, nil
 }
 
 // Command returns a command that runs the image with args after argv[0],
@@ -94,27 +114,3 @@ func copyBytes(w io.Writer, r io.Reader, path string) (string, error) {
 }
 
 func sum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
-
-// copyImage makes the image a copy in a directory only this user may
-// write, which no other program knows of.
-func copyImage(r io.Reader, path string) (*Image, error) {
-	dir, err := os.MkdirTemp("", "troupe-exec-")
-	if err != nil {
-		return nil, err
-	}
-	exe := filepath.Join(dir, filepath.Base(path))
-	f, err := os.OpenFile(exe, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o700)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	digest, err := copyBytes(f, r, path)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return &Image{Path: path, SHA256: digest, exe: exe, dir: dir}, nil
-}
