@@ -109,11 +109,19 @@ type Usage struct {
 	// CostUSD is what the calls cost, when the model reports a price;
 	// zero when unknown.
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Estimated is set when some of the tokens are the manager's estimate
+	// rather than the provider's count: the provider reported none, or
+	// the call was cut off in flight (a provider bills the input it was
+	// sent all the same).
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Add returns u plus v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens, CostUSD: u.CostUSD + v.CostUSD}
+	return Usage{
+		InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CostUSD: u.CostUSD + v.CostUSD, Estimated: u.Estimated || v.Estimated,
+	}
 }
 
 // Total is input plus output tokens.

@@ -38,10 +38,14 @@ func appendEventJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"depth":`...)
 		b = strconv.AppendInt(b, int64(e.Depth), 10)
 	}
-	b = append(b, `,"state":`...)
-	b = appendJSONString(b, e.State.String())
-	b = append(b, `,"from":`...)
-	b = appendJSONString(b, e.From.String())
+	if e.State != 0 {
+		b = append(b, `,"state":`...)
+		b = appendJSONString(b, e.State.String())
+	}
+	if e.From != 0 {
+		b = append(b, `,"from":`...)
+		b = appendJSONString(b, e.From.String())
+	}
 	if e.Turn != 0 {
 		b = append(b, `,"turn":`...)
 		b = strconv.AppendInt(b, int64(e.Turn), 10)
@@ -69,6 +73,9 @@ func appendEventJSON(b []byte, e *Event) []byte {
 	if e.Usage.CostUSD != 0 {
 		b = append(b, `,"cost_usd":`...)
 		b = appendJSONFloat(b, e.Usage.CostUSD)
+	}
+	if e.Usage.Estimated {
+		b = append(b, `,"estimated":true`...)
 	}
 	b = append(b, '}')
 	if e.Reason != "" {

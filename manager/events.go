@@ -55,9 +55,11 @@ type Event struct {
 	Label string `json:"label,omitempty"`
 	Group string `json:"group,omitempty"`
 	Depth int    `json:"depth,omitempty"`
-	// State is the new state (EventState, EventCompleted); From the old.
-	State State `json:"state"`
-	From  State `json:"from"`
+	// State is the new state (EventState, EventCompleted) or the first
+	// (EventSpawned); From the old one. Other events leave both zero, and
+	// they are left out of the JSON.
+	State State `json:"state,omitzero"`
+	From  State `json:"from,omitzero"`
 	// Turn is the model call the event belongs to, counting from 1.
 	Turn int `json:"turn,omitempty"`
 	// Tool, ToolCallID and Args describe a tool call; Args is the JSON the

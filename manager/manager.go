@@ -256,6 +256,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		done:       make(chan struct{}),
 		ready:      make(chan struct{}),
 		created:    m.cfg.now(),
+		state:      Pending,
 	}
 	a.root = a
 	if parent != nil {

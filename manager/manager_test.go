@@ -599,6 +599,9 @@ func TestLifecycleUnderConcurrentCancel(t *testing.T) {
 	for e := range sub.C() {
 		assert.Greater(t, e.Seq, seq, "a subscription sees Seq rise")
 		seq = e.Seq
+		if e.Kind == manager.EventSpawned {
+			last[e.AgentID] = e.State
+		}
 		if e.Kind == manager.EventState {
 			assert.Equal(t, last[e.AgentID], e.From, "transitions chain")
 			assert.True(t, manager.CanTransition(e.From, e.State), "%s → %s", e.From, e.State)

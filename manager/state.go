@@ -5,9 +5,11 @@ import "fmt"
 // State is where an agent is in its lifecycle.
 type State uint8
 
-// The lifecycle states. Completed, Failed and Cancelled are terminal.
+// The lifecycle states. Completed, Failed and Cancelled are terminal. The
+// zero State is none of them: an Event that reports no move of the
+// lifecycle carries it, and says nothing of the state.
 const (
-	Pending State = iota
+	Pending State = iota + 1
 	Running
 	Completed
 	Failed
@@ -15,7 +17,7 @@ const (
 	numStates
 )
 
-var stateNames = [numStates]string{"pending", "running", "completed", "failed", "cancelled"}
+var stateNames = [numStates]string{"", "pending", "running", "completed", "failed", "cancelled"}
 
 func (s State) String() string {
 	if s < numStates {
@@ -43,7 +45,7 @@ func (s *State) UnmarshalText(b []byte) error {
 // ParseState returns the state with the given name.
 func ParseState(name string) (State, error) {
 	for i, n := range stateNames {
-		if n == name {
+		if n == name && n != "" {
 			return State(i), nil
 		}
 	}
