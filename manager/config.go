@@ -31,6 +31,10 @@ type RetrievalOnly interface {
 	RetrievalOnly() bool
 }
 
+// DefaultMaxToolResult is Config.MaxToolResult's default: 256 KiB, as
+// much as the builtin tools return.
+const DefaultMaxToolResult = 256 << 10
+
 // Config configures a Manager. Only Registry and Models are required.
 type Config struct {
 	// Registry holds the types and tools agents can use.
@@ -104,6 +108,10 @@ type Config struct {
 	// call that cannot get them ends the run with ReasonBudgetTokens.
 	// Default 64.
 	MinOutputTokens int
+	// MaxToolResult is how many bytes of one tool call's result the model
+	// is given; a longer result is cut, and the model told so. A tool's
+	// error is cut to maxToolError. Default DefaultMaxToolResult.
+	MaxToolResult int
 	// now is replaced in tests.
 	now func() time.Time
 }
@@ -146,6 +154,9 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.Default()
 	}
 	c.Logger = slog.New(safeHandler{c.Logger.Handler()})
+	if c.MaxToolResult <= 0 {
+		c.MaxToolResult = DefaultMaxToolResult
+	}
 	if c.MinOutputTokens <= 0 {
 		c.MinOutputTokens = 64
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"unicode/utf8"
 
@@ -231,50 +230,20 @@ func (p *Agent) answerWithModel(ctx context.Context, child *Agent, q agenttypes.
 }
 
 // askOwnModel makes one call of p's model outside its loop, on p's
-// behalf: counted to p (and its ancestors), recorded as p's model call.
-func (p *Agent) askOwnModel(ctx context.Context, system, prompt string, maxTokens int) (text string, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("model %s: %w", p.modelName, &PanicError{Value: v, Stack: string(debug.Stack())})
-		}
-	}()
+// behalf, through the same step as its loop's calls: held to p's turn
+// budget and to what p and its ancestors have left, counted to them, and
+// recorded as p's model call.
+func (p *Agent) askOwnModel(ctx context.Context, system, prompt string, maxTokens int) (string, error) {
 	msgs := []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, system),
 		llms.TextParts(llms.ChatMessageTypeHuman, prompt),
 	}
-	// The call is p's: held to what p and its ancestors have left, as a
-	// call of its loop is.
-	if x := p.costSpent(); x != nil {
-		return "", costBudgetError(p, x)
-	}
 	in := countTokens(p.model, system) + countTokens(p.model, prompt) + 2*perMessageTokens
-	maxTokens, release, t, err := p.reserveCall(ctx, in, maxTokens)
+	r, err := p.generate(ctx, modelCall{msgs: msgs, input: in, maxOut: maxTokens})
 	if err != nil {
 		return "", err
 	}
-	if release == nil {
-		return "", t.err(p)
-	}
-	defer release()
-	resp, err := p.model.GenerateContent(ctx, msgs, llms.WithMaxTokens(maxTokens))
-	p.mu.Lock()
-	p.turns++
-	p.mu.Unlock()
-	p.m.turns.Add(1)
-	if err != nil {
-		return "", fmt.Errorf("model %s: %w", p.modelName, err)
-	}
-	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
-		return "", fmt.Errorf("model %s returned no choices", p.modelName)
-	}
-	choice := resp.Choices[0]
-	usage := usageOf(choice, countTokens(p.model, system+prompt))
-	p.charge(usage)
-	p.m.inTokens.Add(int64(usage.InputTokens))
-	p.m.outTokens.Add(int64(usage.OutputTokens))
-	p.m.costNanoUSD.Add(int64(usage.CostUSD * 1e9))
-	p.emit(&Event{Kind: EventModelCall, Usage: usage, Text: choice.Content})
-	return strings.TrimSpace(choice.Content), nil
+	return strings.TrimSpace(r.choice.Content), nil
 }
 
 // contextFor is what a child whose type inherits context is told of its

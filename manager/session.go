@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
@@ -14,24 +15,29 @@ import (
 )
 
 // session is the agenttypes.Session of an agent whose type brings its own
-// loop. It spends through the same accounting as the manager's loop: the
-// same budgets, usage, events and transcript.
+// loop. Its calls go through the same steps as the manager's loop
+// (generate and runToolCalls): the same hooks, budgets, usage, events and
+// transcript. mu guards the session's own state only, never a call: a
+// tool call is not held behind a model call in flight, nor one model
+// call behind another.
 type session struct {
-	l  *loop
-	mu sync.Mutex // one model call at a time: turns and estimates stay exact
-	// stop is the first refusal for a used-up budget; the run ends with
-	// its reason whatever the loop returns.
-	stop *budgetStop
-	// over is how far a model call's provider count went past the token
-	// budget; the answer was handed over, later calls are refused.
+	l *loop
+	// ctx ends the calls of the session: the run's context, cancelled
+	// too once the loop has returned, so no call outlives the run.
+	ctx    context.Context
+	cancel context.CancelFunc
+	calls  sync.WaitGroup // calls in flight
+
+	mu sync.Mutex
+	// stop is the first stop of a step (a used-up budget, a failure the
+	// run cannot go on from); the run ends with it whatever the loop
+	// returns, and later calls are refused with it.
+	stop *runStop
+	// over is how far a model call's tokens went past the agent's own
+	// token budget; the answer was handed over, later calls are refused.
 	over int
 	// done is set when the loop has returned: calls after it are refused.
 	done bool
-}
-
-type budgetStop struct {
-	reason Reason
-	err    error
 }
 
 var _ agenttypes.Session = (*session)(nil)
@@ -39,18 +45,21 @@ var _ agenttypes.Session = (*session)(nil)
 // runCustom runs the type's own loop and ends the agent by what it returned.
 func (l *loop) runCustom() {
 	a := l.a
-	task := a.task
-	if a.typ.InheritContext && a.parent != nil {
-		if inherited := a.parent.contextFor(l.ctx); inherited != "" {
-			task = inherited + "\n\nYour task:\n" + a.task
-		}
+	task, ok := l.task()
+	if !ok {
+		return
 	}
 	s := &session{l: l}
+	s.ctx, s.cancel = context.WithCancel(l.ctx)
 	out, err := a.typ.Loop.Run(l.ctx, s, task)
-	// A Generate the loop left running ends before the run does (it holds
-	// s.mu throughout); no call starts after this.
+	// A call the loop left in flight is cancelled, and ends before the
+	// run does; no call starts after this.
 	s.mu.Lock()
 	s.done = true
+	s.mu.Unlock()
+	s.cancel()
+	s.calls.Wait()
+	s.mu.Lock()
 	stop, over := s.stop, s.over
 	s.mu.Unlock()
 	if out != "" {
@@ -60,7 +69,7 @@ func (l *loop) runCustom() {
 	case l.ctx.Err() != nil:
 		l.stopped()
 	case stop != nil:
-		a.finish(Failed, stop.reason, stop.err, l.partialOutput(), nil, true)
+		l.end(stop)
 	case err != nil && errors.Is(err, agenttypes.ErrPluginExited):
 		l.fail(ReasonPluginExited, err)
 	case err != nil:
@@ -79,39 +88,50 @@ func (l *loop) runCustom() {
 	}
 }
 
-// refuse records a budget that ran out and returns the refusal.
-func (s *session) refuse(reason Reason, err error) error {
-	if s.stop == nil {
-		s.stop = &budgetStop{reason: reason, err: err}
+// enter admits a call: refused once the loop has returned or a step
+// stopped the run. leave must follow an admitted call.
+func (s *session) enter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.done:
+		return errLoopReturned
+	case s.stop != nil:
+		return s.stop
+	case s.over > 0:
+		a := s.l.a
+		return s.record(&runStop{reason: ReasonBudgetTokens, err: fmt.Errorf("%w: token budget of %d used up", ErrBudgetExceeded, a.budget.MaxTokens)})
 	}
-	return s.stop.err
+	s.calls.Add(1)
+	return nil
+}
+
+func (s *session) leave() { s.calls.Done() }
+
+// record keeps the first stop, under s.mu, and returns it.
+func (s *session) record(stop *runStop) error {
+	if s.stop == nil {
+		s.stop = stop
+	}
+	return s.stop
+}
+
+// recordLocked is record for a caller not holding s.mu.
+func (s *session) recordLocked(stop *runStop) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.record(stop)
 }
 
 func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) (*agenttypes.GenerateResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	l, a := s.l, s.l.a
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := l.ctx.Err(); err != nil {
+	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	if s.done {
-		return nil, errLoopReturned
-	}
-	if s.stop != nil {
-		return nil, s.stop.err
-	}
-	if s.over > 0 {
-		return nil, s.refuse(ReasonBudgetTokens, fmt.Errorf("%w: token budget of %d used up", ErrBudgetExceeded, a.budget.MaxTokens))
-	}
-	if a.budget.MaxTurns > 0 && l.turns() >= a.budget.MaxTurns {
-		return nil, s.refuse(ReasonBudgetTurns, fmt.Errorf("%w: turn budget of %d used up", ErrBudgetExceeded, a.budget.MaxTurns))
-	}
-	if x := a.costSpent(); x != nil {
-		return nil, s.refuse(ReasonBudgetCost, costBudgetError(a, x))
-	}
+	defer s.leave()
 	ts, err := s.offered(req.Tools)
 	if err != nil {
 		return nil, err
@@ -120,55 +140,42 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	// The conversation is the loop's; the manager keeps it for the
-	// estimate, the events and a later resume.
-	l.msgs, l.tokens = nil, ts.tokens(a.modelName, a.model)
+	tokens := ts.tokens(a.modelName, a.model)
 	for _, m := range msgs {
-		l.add(m, messageText(m))
+		tokens += countTokens(a.model, messageText(m)) + perMessageTokens
 	}
-	maxOut := a.maxOutput
-	if req.MaxTokens > 0 && (maxOut == 0 || req.MaxTokens < maxOut) {
-		maxOut = req.MaxTokens
-	}
-	callCtx, cancel := within(l.ctx, ctx)
+	// The conversation is the loop's; the manager keeps the latest for
+	// children that inherit it and for a later resume.
+	s.mu.Lock()
+	l.msgs = msgs
+	a.mu.Lock()
+	a.history = msgs
+	a.mu.Unlock()
+	s.mu.Unlock()
+	callCtx, cancel := within(s.ctx, ctx)
 	defer cancel()
-	maxOut, release, t, err := a.reserveCall(callCtx, l.tokens, maxOut)
-	if err != nil {
-		return nil, err
-	}
-	if release == nil {
-		return nil, s.refuse(t.reason(), t.err(a))
-	}
-	opts := make([]llms.CallOption, 0, 3)
-	if len(ts.specs) > 0 {
-		opts = append(opts, llms.WithTools(ts.specs))
-	}
-	if maxOut > 0 {
-		opts = append(opts, llms.WithMaxTokens(maxOut))
-	}
-	if a.m.cfg.Stream {
-		opts = append(opts, llms.WithStreamingFunc(l.delta))
-	}
-	choice, usage, err := l.call(callCtx, opts)
-	release()
-	if choice != nil {
-		a.emit(&Event{Kind: EventModelCall, Turn: l.turns(), Usage: usage, Text: choice.Content})
-		if choice.Content != "" {
-			l.lastText = choice.Content
-		}
+	r, err := a.generate(callCtx, modelCall{msgs: msgs, input: tokens, tools: ts.specs, maxOut: req.MaxTokens})
+	var stop *runStop
+	if errors.As(err, &stop) {
+		return nil, s.recordLocked(stop)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if t := a.tokensLeft(); t.agent != nil && t.left < 0 {
+	s.mu.Lock()
+	if r.choice.Content != "" {
+		l.lastText = r.choice.Content
+	}
+	if t := r.limit; t.agent != nil && t.left < 0 {
 		if t.agent == a {
-			s.over = -t.left
+			s.over = max(s.over, -t.left)
 		} else {
-			s.refuse(ReasonBudgetTokens, fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit))
+			s.record(&runStop{reason: ReasonBudgetTokens, err: fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit)})
 		}
 	}
-	resp := &agenttypes.GenerateResponse{Text: choice.Content, Usage: usage}
-	for _, c := range choice.ToolCalls {
+	s.mu.Unlock()
+	resp := &agenttypes.GenerateResponse{Text: r.choice.Content, Usage: r.usage}
+	for _, c := range r.choice.ToolCalls {
 		if c.FunctionCall == nil {
 			continue
 		}
@@ -203,52 +210,44 @@ func orEmptyObject(args string) string {
 }
 
 func (s *session) CallTool(ctx context.Context, call agenttypes.ToolCall) (string, error) {
-	l, a := s.l, s.l.a
-	c := llms.ToolCall{ID: call.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: call.Name, Arguments: orEmptyObject(string(call.Args))}}
-	if a.tools.byName[call.Name] == nil {
-		o := l.refuse(c, call.Name)
-		return "", fmt.Errorf("%w: %s", agenttypes.ErrToolRefused, o.text)
-	}
+	a := s.l.a
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		return "", errLoopReturned
-	}
-	if s.stop != nil {
-		s.mu.Unlock()
-		return "", s.stop.err
-	}
-	// Counted now, so parallel calls cannot pass the budget together.
-	if took, t := a.takeToolCalls(1); took == 0 {
-		err := s.refuse(ReasonBudgetToolCalls, fmt.Errorf("%w: tool call budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit))
-		s.mu.Unlock()
+	if err := s.enter(); err != nil {
 		return "", err
 	}
-	a.m.toolCalls.Add(1)
-	s.mu.Unlock()
-	// As in the manager's loop: a tool that waits on other agents lends
-	// the agent's slot meanwhile.
-	a.m.enterTools(a)
-	toolCtx, cancel := within(l.ctx, ctx)
-	o := l.runTool(toolCtx, c)
-	cancel()
-	a.m.leaveTools(a)
-	if o.panicked != nil {
-		s.mu.Lock()
-		if s.stop == nil {
-			s.stop = &budgetStop{reason: ReasonToolPanic, err: o.panicked}
-		}
-		s.mu.Unlock()
-		return "", o.panicked
+	defer s.leave()
+	c := llms.ToolCall{ID: call.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: call.Name, Arguments: orEmptyObject(string(call.Args))}}
+	toolCtx, cancel := within(s.ctx, ctx)
+	defer cancel()
+	outcomes, stop := a.runToolCalls(toolCtx, []llms.ToolCall{c})
+	switch {
+	case stop != nil && stop.reason != "":
+		s.recordLocked(stop)
+		return "", stop.err
+	case stop != nil:
+		return "", stop.err
 	}
-	if o.err != nil {
-		return "", o.err
+	switch o := outcomes[0]; {
+	case o.refused:
+		return "", fmt.Errorf("%w: %s", agenttypes.ErrToolRefused, strings.TrimPrefix(o.text, "error: "))
+	case o.err != nil:
+		return "", &toolError{text: strings.TrimPrefix(o.text, "error: "), err: o.err}
+	default:
+		return o.text, nil
 	}
-	return o.text, nil
 }
+
+// toolError is a tool's error as a type's own loop gets it: its text cut
+// as the model's would be, the error itself kept for errors.Is.
+type toolError struct {
+	text string
+	err  error
+}
+
+func (e *toolError) Error() string { return e.text }
+func (e *toolError) Unwrap() error { return e.err }
 
 func (s *session) Tools() []agenttypes.ToolSpec {
 	ts := s.l.a.tools

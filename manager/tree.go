@@ -210,14 +210,6 @@ type Pricer interface {
 	Cost(inputTokens, outputTokens int) float64
 }
 
-// tokensLeft is how many tokens a and its ancestors still allow, the
-// least over the chain.
-func (a *Agent) tokensLeft() treeLimit {
-	var t treeLimit
-	a.tokenBudgets(t.tighter)
-	return t
-}
-
 // tokenBudgets calls fn for a and each of its ancestors that has a token
 // budget, with what that budget has left.
 func (a *Agent) tokenBudgets(fn func(x *Agent, left int)) {

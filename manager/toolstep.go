@@ -1,0 +1,240 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// The one step of a turn's tool calls, for the manager's loop and a
+// type's own loop alike: a call to a tool the agent may not use is
+// refused and costs nothing, and so is one the type's BeforeTool hook
+// vetoes; of the others, as many as the tool-call budgets of the agent
+// and its ancestors still allow run, in call order, several at once; each
+// result, errors included, is cut to what the model may be given; and a
+// failure the model cannot work around (a panic, a crashed script, a
+// plugin that exited) ends the run.
+
+// maxToolError is how much of a tool's error the model is given: its
+// beginning and its end, which say what failed and why.
+const maxToolError = 4 << 10
+
+// toolOutcome is how one call went.
+type toolOutcome struct {
+	name    string
+	text    string // what goes back to the model: the tool's text or "error: …", cut
+	err     error  // the tool's own error
+	refused bool   // not run: not the agent's tool, or vetoed
+}
+
+// runToolCalls runs calls through the tool-call step and returns their
+// outcomes in call order. stop, when set, ends the run: outcomes is nil
+// when it ended before any call ran (a failed hook), and a stop with no
+// reason means the run's context ended.
+func (a *Agent) runToolCalls(ctx context.Context, calls []llms.ToolCall) (outcomes []toolOutcome, stop *runStop) {
+	outcomes = make([]toolOutcome, len(calls))
+	run := make([]int, 0, len(calls))
+	for i, c := range calls {
+		name := ""
+		if c.FunctionCall != nil {
+			name = c.FunctionCall.Name
+		}
+		if _, ok := a.tools.byName[name]; !ok {
+			outcomes[i] = a.refuseTool(c, name)
+			continue
+		}
+		veto, stop := a.beforeTool(ctx, c, name)
+		if stop != nil {
+			return nil, stop
+		}
+		if veto != nil {
+			outcomes[i] = *veto
+			continue
+		}
+		run = append(run, i)
+	}
+	took, limit := a.takeToolCalls(len(run))
+	for _, i := range run[took:] {
+		outcomes[i] = toolOutcome{name: calls[i].FunctionCall.Name, text: "error: not run: the tool-call budget is used up", refused: true}
+	}
+	a.executeTools(ctx, calls, run[:took], outcomes)
+	for _, i := range run[:took] {
+		if stop := classifyToolFailure(outcomes[i]); stop != nil {
+			return outcomes, stop
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return outcomes, &runStop{err: err}
+	}
+	if took < len(run) {
+		return outcomes, &runStop{reason: ReasonBudgetToolCalls,
+			err: fmt.Errorf("%w: tool call budget%s of %d used up", ErrBudgetExceeded, a.whose(limit.agent), limit.limit)}
+	}
+	return outcomes, nil
+}
+
+// classifyToolFailure says whether a call's failure ends the run: a tool
+// that panicked, a script that crashed or a plugin that exited leave the
+// model nothing to work around.
+func classifyToolFailure(o toolOutcome) *runStop {
+	switch err := o.err; {
+	case errors.Is(err, ErrToolPanic):
+		return &runStop{reason: ReasonToolPanic, err: err}
+	case errors.Is(err, agenttypes.ErrScript):
+		return &runStop{reason: ReasonScript, err: fmt.Errorf("script tool %s: %w", o.name, err)}
+	case errors.Is(err, agenttypes.ErrPluginExited):
+		return &runStop{reason: ReasonPluginExited, err: fmt.Errorf("tool %s: %w", o.name, err)}
+	}
+	return nil
+}
+
+// executeTools runs the calls at the indexes in run, several at once up
+// to ToolConcurrency, and puts each outcome at its call's index. A tool
+// that waits on other agents lends the agent's slot meanwhile.
+func (a *Agent) executeTools(ctx context.Context, calls []llms.ToolCall, run []int, out []toolOutcome) {
+	if len(run) == 0 {
+		return
+	}
+	a.m.enterTools(a)
+	defer a.m.leaveTools(a)
+	if len(run) == 1 {
+		out[run[0]] = a.runTool(ctx, calls[run[0]])
+		return
+	}
+	sem := make(chan struct{}, a.m.cfg.ToolConcurrency)
+	var wg sync.WaitGroup
+	for _, i := range run {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = a.runTool(ctx, calls[i])
+		}()
+	}
+	wg.Wait()
+}
+
+// beforeTool asks the type's BeforeTool hook about a call. A veto is the
+// outcome the model sees, and the call is neither run nor counted; a stop
+// means the hook failed or the run's context ended.
+func (a *Agent) beforeTool(ctx context.Context, c llms.ToolCall, name string) (*toolOutcome, *runStop) {
+	h := a.typ.Hooks
+	if h == nil || h.BeforeTool == nil || c.FunctionCall == nil {
+		return nil, nil
+	}
+	err := h.BeforeTool(ctx, name, json.RawMessage(orEmptyObject(c.FunctionCall.Arguments)))
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, agenttypes.ErrScript):
+		return nil, &runStop{reason: ReasonScript, err: fmt.Errorf("type %q: BeforeTool hook: %w", a.typ.Name, err)}
+	case ctx.Err() != nil:
+		return nil, &runStop{err: ctx.Err()}
+	}
+	why := cutMiddle(err.Error(), maxToolError)
+	a.emit(&Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Args: cutEnd(c.FunctionCall.Arguments, maxToolText), Error: "vetoed by the type's BeforeTool hook: " + why})
+	return &toolOutcome{name: name, text: "error: this call was refused: " + why, refused: true}, nil
+}
+
+// refuseTool answers a call to a tool the agent may not use: reported to
+// the model, never executed.
+func (a *Agent) refuseTool(c llms.ToolCall, name string) toolOutcome {
+	args := ""
+	if c.FunctionCall != nil {
+		args = c.FunctionCall.Arguments
+	}
+	name = cutEnd(name, 256)
+	a.emit(&Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Args: cutEnd(args, maxToolText), Error: "refused: not allowed for type " + a.typ.Name})
+	return toolOutcome{name: name, refused: true,
+		text: fmt.Sprintf("error: tool %q is not available to this agent; the tools you may call are: %s", name, a.tools.names)}
+}
+
+// runTool runs one call that was counted. An error becomes the tool's
+// text, and a panic an ErrToolPanic that keeps the stack; either way the
+// text is cut to what the model may be given.
+func (a *Agent) runTool(ctx context.Context, c llms.ToolCall) (o toolOutcome) {
+	a.m.toolCalls.Add(1)
+	name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
+	o.name = name
+	tool := a.tools.byName[name]
+	a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: cutEnd(args, maxToolText)})
+
+	text, err, panicked := invoke(ctx, tool, args)
+	if panicked != nil {
+		a.logger().Error("tool panicked", "tool", name, "panic", panicked.value, "stack", panicked.stack)
+		o.err = fmt.Errorf("%w: %s: %w", ErrToolPanic, name, &PanicError{Value: panicked.value, Stack: panicked.stack})
+		o.text = "error: " + cutMiddle(o.err.Error(), maxToolError)
+		a.emit(&Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Error: cutMiddle(fmt.Sprintf("%s: %v", name, panicked.value), maxToolError)})
+		return o
+	}
+	ev := Event{Kind: EventToolResult, Tool: name, ToolCallID: c.ID, Size: len(text)}
+	if err != nil {
+		why := cutMiddle(err.Error(), maxToolError)
+		text = "error: " + why
+		ev.Error = why
+		o.err = err
+	} else {
+		text = cutEnd(text, a.m.cfg.MaxToolResult)
+	}
+	o.text = text
+	if a.observed() {
+		ev.Text = cutEnd(text, maxToolText)
+		a.emit(&ev)
+	}
+	return o
+}
+
+type panicValue struct {
+	value any
+	stack string
+}
+
+func invoke(ctx context.Context, tool agenttypes.Tool, args string) (text string, err error, p *panicValue) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &panicValue{value: v, stack: string(debug.Stack())}
+		}
+	}()
+	text, err = tool.Call(ctx, json.RawMessage(orEmptyObject(args)))
+	return text, err, nil
+}
+
+// cutEnd cuts s to at most limit bytes, on a character boundary, saying
+// how much was cut.
+func cutEnd(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	note := fmt.Sprintf("\n… [cut: %d bytes in all, the first part shown]", len(s))
+	keep := max(limit-len(note), 0)
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + note
+}
+
+// cutMiddle cuts s to at most limit bytes, keeping its beginning and its
+// end (an error's end says why), on character boundaries.
+func cutMiddle(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	mark := fmt.Sprintf(" … [cut: %d bytes in all] … ", len(s))
+	room := max(limit-len(mark), 0)
+	head, tail := room*2/3, len(s)-(room-room*2/3)
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + mark + s[tail:]
+}
