@@ -330,10 +330,14 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	if a.m.transcripts != nil {
 		// The agent's events are on disk when Done closes; the wait is
 		// bounded, so a stuck disk cannot hold the agent.
+		synced := a.m.transcripts.synced()
+		t := time.NewTimer(transcriptEndWait)
 		select {
-		case <-a.m.transcripts.synced():
-		case <-time.After(transcriptEndWait):
+		case <-synced:
+		case <-t.C:
+			a.m.transcripts.forget(synced)
 		}
+		t.Stop()
 	}
 	if a.parent != nil {
 		a.root.alive.Add(-1)

@@ -30,12 +30,13 @@
 //
 // With Config.TranscriptDir set, the manager writes every event of its
 // agents to one append-only JSON-lines file (TranscriptPath), from one
-// writer goroutine, so no agent waits on the disk. After a crash or a
+// writer goroutine: an agent never writes to the disk itself. After a crash or a
 // SIGKILL every line on disk is whole (a last line may be cut short, and
 // ReadTranscript skips it), each agent's events are in Seq order, and only
 // the most recent events can be missing: at most 1 MiB of them, which on
 // an idle machine is the last few milliseconds; agents wait for the disk
 // only when that much is waiting for it. A test kills busy processes, on a
-// loaded machine too, and checks each of these. An agent's events are all
-// on disk when its Done closes.
+// loaded machine too, and checks each of these. An agent's events are on
+// disk when its Done closes, unless the disk stalled: an ending agent
+// waits for them at most a second, and leaves nothing waiting behind it.
 package manager

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,16 +20,16 @@ import (
 // Transcripts are written by one writer per manager into one append-only
 // file per manager (its run): every agent's events as JSON lines, each
 // naming its agent, in Seq order per agent. An agent encodes its event on
-// its own goroutine and appends the line to the writer's buffer; the
-// writer appends what has gathered with one write, as soon as it can. So
-// the disk is never on an agent's path, a crash leaves every line that
-// reached the disk whole and loses only what was still buffered, and a
-// failing disk never fails a run. Only when the disk cannot keep up and
-// the buffer holds maxTranscriptBuffer bytes does an agent wait for it:
-// memory, and what a crash can lose, stay bounded by it (on an idle
-// machine the buffer holds the last few milliseconds). One file per run rather than per agent: creating a file
-// costs far more than appending a batch (about 0.6 ms against 1 µs on the
-// machine the benchmarks ran on), and a run's agents are read together.
+// its own goroutine and appends the line to the writer's buffer; only the
+// writer's goroutine writes, appending what has gathered with one write,
+// as soon as it can. So an agent never writes to the disk, a crash leaves
+// every line that reached the disk whole and loses only what was still
+// buffered, and a failing disk never fails a run. Only when the disk
+// cannot keep up and the buffer holds maxTranscriptBuffer bytes does an
+// agent wait for it: memory, and what a crash can lose, stay bounded by
+// it. One file per run rather than per agent: creating a file costs far
+// more than appending a batch (about 0.6 ms against 1 µs on the machine
+// the benchmarks ran on), and a run's agents are read together.
 
 // transcriptEndWait bounds how long an ending agent waits for its events
 // to reach the disk before Done closes.
@@ -38,18 +39,12 @@ const transcriptEndWait = time.Second
 // before agents wait for the writer.
 const maxTranscriptBuffer = 1 << 20
 
-// helpFlushAt is how many bytes may gather before the agent that adds a
-// line writes the batch itself, when the writer is not already writing: a
-// writer goroutine starved of CPU (a loaded machine, many busy agents)
-// does not let the buffer, and so what a crash loses, grow.
-const helpFlushAt = 64 << 10
-
 type transcriptWriter struct {
 	path string
 	log  *slog.Logger
 
-	// flushMu is held from taking a batch to writing it, by the writer or
-	// a helping agent, so batches reach the disk in order.
+	// flushMu is held from taking a batch to writing it, so batches
+	// reach the disk in order.
 	flushMu sync.Mutex
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when a batch was written or the writer stops
@@ -57,6 +52,9 @@ type transcriptWriter struct {
 	queued  uint64     // bytes ever added
 	written uint64     // bytes ever handed to the disk (or dropped after a failure)
 	closing bool
+	// waiters are the ending agents waiting for their lines to reach the
+	// disk, each closed once written passes its target.
+	waiters []syncWaiter
 	wake    chan struct{}
 	stopped chan struct{}
 
@@ -89,15 +87,9 @@ func (w *transcriptWriter) add(e *Event) {
 		w.pending = append(w.pending, line...)
 		w.queued += uint64(len(line))
 	}
-	help := len(w.pending) >= helpFlushAt
 	w.mu.Unlock()
 	*bp = line
 	lineBufs.Put(bp)
-	if help && w.flushMu.TryLock() {
-		w.flushLocked()
-		w.flushMu.Unlock()
-		return
-	}
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -121,6 +113,7 @@ func (w *transcriptWriter) flushLocked() (wrote, closing bool) {
 	w.mu.Lock()
 	w.written += uint64(len(batch))
 	w.cond.Broadcast()
+	w.wakeWaiters(false)
 	w.mu.Unlock()
 	if cap(batch) > 2*maxTranscriptBuffer {
 		batch = nil // a burst's buffer is not kept
@@ -129,22 +122,43 @@ func (w *transcriptWriter) flushLocked() (wrote, closing bool) {
 	return true, closing
 }
 
+type syncWaiter struct {
+	target uint64
+	done   chan struct{}
+}
+
 // synced returns a channel closed once everything added before the call
-// is on disk (or failed), or the writer stopped.
+// is on disk (or failed), or the writer stopped. A caller that stops
+// waiting first calls forget; nothing else waits on its behalf.
 func (w *transcriptWriter) synced() <-chan struct{} {
 	done := make(chan struct{})
 	w.mu.Lock()
-	target := w.queued
-	w.mu.Unlock()
-	go func() {
-		w.mu.Lock()
-		for w.written < target && !w.isStopped() {
-			w.cond.Wait()
-		}
-		w.mu.Unlock()
+	defer w.mu.Unlock()
+	if w.written >= w.queued || w.isStopped() {
 		close(done)
-	}()
+		return done
+	}
+	w.waiters = append(w.waiters, syncWaiter{target: w.queued, done: done})
 	return done
+}
+
+// forget drops the wait for done, which synced returned.
+func (w *transcriptWriter) forget(done <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiters = slices.DeleteFunc(w.waiters, func(s syncWaiter) bool { return s.done == done })
+}
+
+// wakeWaiters closes the waits that written has passed, or all of them
+// when the writer stops; w.mu is held.
+func (w *transcriptWriter) wakeWaiters(all bool) {
+	w.waiters = slices.DeleteFunc(w.waiters, func(s syncWaiter) bool {
+		if all || w.written >= s.target {
+			close(s.done)
+			return true
+		}
+		return false
+	})
 }
 
 func (w *transcriptWriter) isStopped() bool {
@@ -174,6 +188,7 @@ func (w *transcriptWriter) run() {
 		w.mu.Lock()
 		close(w.stopped)
 		w.cond.Broadcast()
+		w.wakeWaiters(true)
 		w.mu.Unlock()
 	}()
 	for {

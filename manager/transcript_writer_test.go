@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The writer under many adders, with help-flushes and backpressure, and
+// The writer under many adders, with backpressure, and
 // close racing the last adds: every line added before close is written
 // whole, each adder's lines in order; synced never hangs; adds after
 // close are dropped.
