@@ -66,10 +66,14 @@ type Agent struct {
 	// attached is set on a child its parent's end waits for (all but
 	// detached ones); live counts such children of this agent that have
 	// not ended, and liveZero is closed when live falls to zero.
+	// recorded says its result is recorded, and settled that its
+	// subtree had ended by then or has since.
 	attached bool
 	liveMu   sync.Mutex
 	live     int
 	liveZero chan struct{}
+	recorded bool
+	settled  bool
 
 	ctx    context.Context // derives from the parent's, so cancelling reaches the subtree
 	cancel context.CancelCauseFunc
@@ -310,6 +314,14 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	if a.m.transcripts != nil {
 		r.Transcript = a.m.transcripts.path
 	}
+	// The result is final unless children outlived the wait for them:
+	// then it is brought up to date when the last of them ends.
+	a.liveMu.Lock()
+	a.recorded = true
+	settled := a.live == 0
+	a.settled = settled
+	a.liveMu.Unlock()
+	r.Unsettled = !settled
 	a.result = r
 	a.mu.Unlock()
 	a.m.counts[from].Add(-1)
@@ -347,7 +359,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	if a.group != nil {
 		a.group.childEnded(a)
 	}
-	if a.attached {
+	if settled && a.attached {
 		a.parent.childGone()
 	}
 	// Close waits for the callbacks, so wg.Done comes after them.
@@ -450,7 +462,9 @@ func (a *Agent) endedError() error {
 	return fmt.Errorf("%w: parent %s has ended and can have no more children", ErrBadRequest, a.id)
 }
 
-// childGone counts an attached child that ended or was discarded.
+// childGone counts an attached child that was discarded, or that ended
+// with its whole subtree. The last one to go after a's result was
+// recorded settles it.
 func (a *Agent) childGone() {
 	a.liveMu.Lock()
 	a.live--
@@ -458,7 +472,32 @@ func (a *Agent) childGone() {
 		close(a.liveZero)
 		a.liveZero = nil
 	}
+	late := a.live == 0 && a.recorded && !a.settled
+	if late {
+		a.settled = true
+	}
 	a.liveMu.Unlock()
+	if late {
+		a.settle()
+	}
+}
+
+// settle brings the result of an agent whose children outlived its end
+// up to date, now that its whole subtree has ended: its usage holds all
+// they spent. An EventSettled says so, and its parent hears the subtree
+// has ended.
+func (a *Agent) settle() {
+	a.mu.Lock()
+	a.result.Usage = a.subtree
+	a.result.Unsettled = false
+	usage := a.subtree
+	a.mu.Unlock()
+	a.m.guard("publishing the settling of agent "+a.id, func() {
+		a.emit(&Event{Kind: EventSettled, Usage: usage, Text: "every agent this one spawned has ended; its usage is final"})
+	})
+	if a.attached {
+		a.parent.childGone()
+	}
 }
 
 // awaitChildren waits, up to childrenEndWait, for the agent's attached
@@ -479,6 +518,6 @@ func (a *Agent) awaitChildren() {
 	select {
 	case <-zero:
 	case <-t.C:
-		a.logger().Warn("ending with children still running: their usage from now on is not in this agent's result", "children", n, "waited", childrenEndWait)
+		a.logger().Warn("ending with children still running: the result's usage is brought up to date when they end", "children", n, "waited", childrenEndWait)
 	}
 }

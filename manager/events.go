@@ -39,6 +39,10 @@ const (
 	// callbacks never lose events.
 	EventDropped   EventKind = "dropped"
 	EventCompleted EventKind = "completed"
+	// EventSettled follows EventCompleted on an agent whose children
+	// outlived its end (Result.Unsettled), once they have all ended; Usage
+	// is then the final usage of the agent and its subtree.
+	EventSettled EventKind = "settled"
 )
 
 // Event is one thing that happened to one agent.

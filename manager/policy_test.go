@@ -250,3 +250,46 @@ func TestWhatCancelledChildrenSpentInFlightIsCharged(t *testing.T) {
 	assert.GreaterOrEqual(t, res.Usage.InputTokens-res.OwnUsage.InputTokens, 800, "the children's calls in flight are charged to the parent")
 	assert.True(t, res.Usage.Estimated, "the parent's usage says part of it is an estimate")
 }
+
+func TestAParentsResultIsFinalOnlyWhenItsSubtreeHasEnded(t *testing.T) {
+	// The lead is cancelled while its child's model call, which ignores
+	// its context, is in flight. The lead ends after waiting for the
+	// child a while; the call then returns, and its tokens are spent.
+	// The lead's recorded result must hold them once the child has ended.
+	release, inFlight := make(chan struct{}), make(chan struct{})
+	stubborn := scripted.Step{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+		close(inFlight)
+		<-release
+		return scripted.Step{Text: "late", InputTokens: 400, OutputTokens: 100}
+	}}
+	script := map[string][]scripted.Step{
+		"lead it": {delegateCall(agenttypes.DelegateRequest{Tasks: []agenttypes.ChildTask{{Label: "s", Type: "worker", Prompt: "stubborn"}}}), {Text: "ok"}},
+		"stubborn": {stubborn},
+	}
+	tf := newTreeFixture(t, script, nil)
+	sub := tf.mgr.Subscribe()
+	defer sub.Close()
+	lead, err := tf.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "lead", Task: "lead it"})
+	require.NoError(t, err)
+	<-inFlight
+	lead.Cancel()
+	first, err := lead.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Less(t, first.Usage.Total(), 500, "the child's call had not returned when the lead ended")
+	close(release)
+
+	deadline := time.After(10 * time.Second)
+	for settled := false; !settled; {
+		select {
+		case e := <-sub.C():
+			settled = e.AgentID == lead.ID() && e.Kind == "settled"
+		case <-deadline:
+			t.Fatal("the lead's result was never brought up to date")
+		}
+	}
+	final, err := tf.mgr.Wait(context.Background(), lead.ID())
+	require.NoError(t, err)
+	assert.Equal(t, first.Usage.Total()+500, final.Usage.Total(), "the child's late call is in the lead's recorded usage")
+	assert.True(t, first.Unsettled, "the first result said it was not final")
+	assert.False(t, final.Unsettled)
+}

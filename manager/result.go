@@ -71,11 +71,18 @@ type Result struct {
 	// or an ancestor's that bounds it) a run went when a whole final
 	// answer arrived over it. The answer is kept (the tokens are spent),
 	// the run completes, and an EventBudgetExceeded says so.
-	TokensOverBudget int           `json:"tokens_over_budget,omitempty"`
-	ToolCalls        int           `json:"tool_calls"`
-	Turns            int           `json:"turns"`
-	Duration         time.Duration `json:"-"`
-	Transcript       string        `json:"transcript,omitempty"`
+	TokensOverBudget int `json:"tokens_over_budget,omitempty"`
+	// Unsettled is set when children were still running when the result
+	// was recorded: they ignored their cancellation past the wait for
+	// them, and Usage leaves out what they spend from then on. When they
+	// have all ended the manager's record (Manager.Wait, Manager.Get) is
+	// brought up to date, Unsettled cleared, and an EventSettled on the
+	// agent gives the final usage.
+	Unsettled  bool          `json:"unsettled,omitempty"`
+	ToolCalls  int           `json:"tool_calls"`
+	Turns      int           `json:"turns"`
+	Duration   time.Duration `json:"-"`
+	Transcript string        `json:"transcript,omitempty"`
 }
 
 // Success reports whether the run completed.
