@@ -15,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
 )
@@ -172,11 +173,11 @@ type greedyModel struct {
 	priced   bool
 }
 
-func (g greedyModel) KnowsPrice() bool { return g.priced }
+func (g greedyModel) Cost(in, out int) (float64, bool) {
+	return (float64(in) + 10*float64(out)) / 1e6, g.priced
+}
 
-func (g greedyModel) Cost(in, out int) float64 { return (float64(in) + 10*float64(out)) / 1e6 }
-
-var _ manager.Pricer = greedyModel{}
+var _ modelcap.Pricer = greedyModel{}
 
 func (g greedyModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
 	var opts llms.CallOptions
@@ -201,7 +202,7 @@ func (g greedyModel) GenerateContent(ctx context.Context, msgs []llms.MessageCon
 	}
 	info := map[string]any{"PromptTokens": 1, "CompletionTokens": out}
 	if g.priced {
-		info["CostUSD"] = g.Cost(1, out)
+		info["CostUSD"], _ = g.Cost(1, out)
 	}
 	resp.Choices[0].GenerationInfo = info
 	return resp, nil
@@ -331,7 +332,7 @@ type limitedModel struct {
 
 func (l limitedModel) OutputLimit() int { return l.limit }
 
-var _ manager.OutputLimiter = limitedModel{}
+var _ modelcap.OutputLimiter = limitedModel{}
 
 func TestACallUnderABudgetAsksForNoMoreThanTheModelsLimit(t *testing.T) {
 	// The call holds the model's limit of the budget, not all of it, so

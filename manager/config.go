@@ -25,12 +25,6 @@ func (f ModelResolverFunc) Resolve(ctx context.Context, name string) (llms.Model
 	return f(ctx, name)
 }
 
-// RetrievalOnly is implemented by models that cannot reason, such as the
-// offline retrieval model. Types with NeedsLanguageModel refuse them.
-type RetrievalOnly interface {
-	RetrievalOnly() bool
-}
-
 // DefaultMaxToolResult is Config.MaxToolResult's default: 256 KiB, as
 // much as the builtin tools return.
 const DefaultMaxToolResult = 256 << 10

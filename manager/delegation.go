@@ -10,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 // agentTree is the agenttypes.Tree the manager hands the tools of one
@@ -184,7 +185,7 @@ func (a *Agent) answer(ctx context.Context, q agenttypes.Question) (agenttypes.A
 			return ans, nil
 		}
 	}
-	if r, ok := p.model.(RetrievalOnly); !ok || !r.RetrievalOnly() {
+	if !modelcap.IsRetrievalOnly(p.model) {
 		text, err := p.answerWithModel(ctx, a, q)
 		switch {
 		case errors.Is(err, ErrBudgetExceeded):
@@ -256,7 +257,7 @@ func (p *Agent) contextFor(ctx context.Context) string {
 	if digest == "" {
 		return ""
 	}
-	if r, ok := p.model.(RetrievalOnly); !ok || !r.RetrievalOnly() {
+	if !modelcap.IsRetrievalOnly(p.model) {
 		const ask = "Summarise your conversation so far for a subagent you are handing a task to: " +
 			"what your task is, what you have found, and what the subagent should know. At most 300 words."
 		summary, err := p.askOwnModel(ctx, ask, "Your conversation so far:\n\n"+digest, 600)

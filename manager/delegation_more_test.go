@@ -258,10 +258,11 @@ func TestParentEndingCancelsItsBackgroundChildren(t *testing.T) {
 	assert.Contains(t, r.Error, res.ID+" ended (completed)")
 }
 
-// pricedModel is a scripted model that knows its price.
+// pricedModel is a scripted model that knows its price: each step says
+// what it cost (CostUSD), so it gives none by the token.
 type pricedModel struct{ *scripted.Model }
 
-func (pricedModel) KnowsPrice() bool { return true }
+func (pricedModel) Cost(int, int) (float64, bool) { return 0, true }
 
 func TestCostBudget(t *testing.T) {
 	steps := []scripted.Step{}

@@ -12,6 +12,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 var (
@@ -407,8 +408,8 @@ func estimateTokens(chars int) int { return (chars + 3) / 4 }
 // "TokensEstimated"). Anthropic repeats usage on every choice, so only one is read.
 // A model that knows its price reports it as GenerationInfo["CostUSD"].
 func usageOf(c *llms.ContentChoice, inputTokens int) Usage {
-	in, okIn := GenerationInt(c.GenerationInfo, "PromptTokens", "InputTokens")
-	out, okOut := GenerationInt(c.GenerationInfo, "CompletionTokens", "OutputTokens")
+	in, okIn := modelcap.GenerationInt(c.GenerationInfo, "PromptTokens", "InputTokens")
+	out, okOut := modelcap.GenerationInt(c.GenerationInfo, "CompletionTokens", "OutputTokens")
 	if !okIn {
 		in = inputTokens
 	}
@@ -427,24 +428,6 @@ func usageOf(c *llms.ContentChoice, inputTokens int) Usage {
 		u.CostUSD = cost
 	}
 	return u
-}
-
-// GenerationInt reads a count a provider put in a choice's GenerationInfo
-// under the first of keys it has, whatever integer or float type it used.
-func GenerationInt(info map[string]any, keys ...string) (int, bool) {
-	for _, k := range keys {
-		switch v := info[k].(type) {
-		case int:
-			return v, true
-		case int32:
-			return int(v), true
-		case int64:
-			return int(v), true
-		case float64:
-			return int(v), true
-		}
-	}
-	return 0, false
 }
 
 func safeParse(parse func(string) (any, error), s string) (v any, err error) {

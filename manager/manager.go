@@ -18,6 +18,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 // Manager spawns and tracks agents. It is safe for concurrent use.
@@ -208,7 +209,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if err != nil {
 		return nil, err
 	}
-	if r, ok := model.(RetrievalOnly); ok && r.RetrievalOnly() && typ.NeedsLanguageModel {
+	if modelcap.IsRetrievalOnly(model) && typ.NeedsLanguageModel {
 		return nil, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves; name a language model (provider:model) in the request, the type or Config.DefaultModel", ErrModel, typ.Name, modelName)
 	}
 	budget := req.Budget.Merge(typ.Budget).Merge(m.cfg.DefaultBudget)

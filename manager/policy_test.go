@@ -263,7 +263,7 @@ func TestAParentsResultIsFinalOnlyWhenItsSubtreeHasEnded(t *testing.T) {
 		return scripted.Step{Text: "late", InputTokens: 400, OutputTokens: 100}
 	}}
 	script := map[string][]scripted.Step{
-		"lead it": {delegateCall(agenttypes.DelegateRequest{Tasks: []agenttypes.ChildTask{{Label: "s", Type: "worker", Prompt: "stubborn"}}}), {Text: "ok"}},
+		"lead it":  {delegateCall(agenttypes.DelegateRequest{Tasks: []agenttypes.ChildTask{{Label: "s", Type: "worker", Prompt: "stubborn"}}}), {Text: "ok"}},
 		"stubborn": {stubborn},
 	}
 	tf := newTreeFixture(t, script, nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 // typeSetup is what the manager derives from a type once and reuses for
@@ -118,16 +119,10 @@ func (ts *toolset) tokens(modelName string, model llms.Model) int {
 	return n
 }
 
-// TokenCounter is implemented by models that count tokens the way their
-// provider does. The manager uses it, when the model has it, for the
-// estimate it makes before every call of what the conversation takes;
-// otherwise it counts four characters a token.
-type TokenCounter interface {
-	CountTokens(text string) int
-}
-
+// countTokens counts text's tokens as the model's provider does, when the
+// model can (modelcap.TokenCounter), or four characters a token.
 func countTokens(model llms.Model, text string) int {
-	if c, ok := model.(TokenCounter); ok {
+	if c, ok := model.(modelcap.TokenCounter); ok {
 		return c.CountTokens(text)
 	}
 	return estimateTokens(len(text))

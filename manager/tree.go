@@ -10,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 // The agent tree. A child's context derives from its parent's (cancelling
@@ -29,15 +30,9 @@ const (
 // group limits, a budget the parent no longer has, the approval hook.
 var ErrDelegation = agenttypes.ErrDelegation
 
-// PriceKnower is implemented by models that know their price; a cost
-// budget needs one.
-type PriceKnower interface {
-	KnowsPrice() bool
-}
-
 func knowsPrice(m llms.Model) bool {
-	p, ok := m.(PriceKnower)
-	return ok && p.KnowsPrice()
+	_, ok := modelcap.Price(m)
+	return ok
 }
 
 // chain calls fn for a and each of its ancestors, nearest first.
@@ -202,14 +197,6 @@ func costBudgetError(a, x *Agent) error {
 	return fmt.Errorf("%w: cost budget%s of $%.4f used up", ErrBudgetExceeded, a.whose(x), x.budget.MaxCostUSD)
 }
 
-// Pricer is implemented by models that know their price: what a call
-// with these token counts costs, in USD. Under a cost budget, the manager
-// caps each call's output to what the budget has left, as it does under a
-// token budget.
-type Pricer interface {
-	Cost(inputTokens, outputTokens int) float64
-}
-
 // tokenBudgets calls fn for a and each of its ancestors that has a token
 // budget, with what that budget has left.
 func (a *Agent) tokenBudgets(fn func(x *Agent, left int)) {
@@ -255,14 +242,6 @@ func (a *Agent) uncountLiving() {
 	}
 }
 
-// OutputLimiter is implemented by models that know the most output tokens
-// one call to them asks for. Under a token budget, the manager holds that
-// much for a call rather than everything the tree has left, so that the
-// tree's other calls may go on at once.
-type OutputLimiter interface {
-	OutputLimit() int
-}
-
 // reserveCall holds tokens (and, for a model with a price, dollars) for
 // one model call of a before it is made: its input, estimated at in
 // tokens, and its output. The output is capped at maxOut (0: no cap of its
@@ -279,15 +258,12 @@ type OutputLimiter interface {
 // so, release is nil and limit is the budget that ran out. An error is the
 // context's.
 func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, release func(), limit treeLimit, err error) {
-	if o, ok := a.model.(OutputLimiter); ok {
+	if o, ok := a.model.(modelcap.OutputLimiter); ok {
 		if n := o.OutputLimit(); n > 0 && (maxOut == 0 || n < maxOut) {
 			maxOut = n
 		}
 	}
-	var pricer Pricer
-	if p, ok := a.model.(Pricer); ok && knowsPrice(a.model) {
-		pricer = p
-	}
+	pricer, priced := modelcap.Price(a.model)
 	root := a.root
 	least := a.m.cfg.MinOutputTokens
 	for {
@@ -309,10 +285,11 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 			spent.tighter(x, left)
 			share(x, left-x.reserved-in)
 		})
-		if pricer != nil {
+		if priced {
 			// A cost budget caps output as a token budget does, through
 			// the price of an output token.
-			inUSD, perOut := pricer.Cost(in, 0), pricer.Cost(0, 1)
+			inUSD, _ := pricer.Cost(in, 0)
+			perOut, _ := pricer.Cost(0, 1)
 			a.chain(func(x *Agent) {
 				if x.budget.MaxCostUSD <= 0 || perOut <= 0 {
 					return
@@ -342,8 +319,8 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 			return 0, nil, costOut, nil
 		case !short:
 			n, usd := in+out, 0.0
-			if pricer != nil {
-				usd = pricer.Cost(in, out)
+			if priced {
+				usd, _ = pricer.Cost(in, out)
 			}
 			a.chain(func(x *Agent) { x.reserved += n; x.reservedUSD += usd; x.calls++ })
 			root.budgetMu.Unlock()

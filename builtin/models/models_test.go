@@ -20,6 +20,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/models"
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 	"github.com/troupe-dev/troupe/manager"
 )
 
@@ -558,7 +559,7 @@ func TestCallersStreamingFuncIsFiltered(t *testing.T) {
 func TestWrappedModelCountsTokensForTheManager(t *testing.T) {
 	text := strings.Repeat("internationalisation ", 50)
 	openaiModel := models.Wrap(&fake{}, models.Options{Name: "openai:gpt-4o-mini"})
-	var counter manager.TokenCounter = openaiModel
+	var counter modelcap.TokenCounter = openaiModel
 	assert.Equal(t, models.EstimateTokens("openai:gpt-4o-mini", text), counter.CountTokens(text), "OpenAI models count with their tokenizer")
 	assert.NotEqual(t, (len(text)+3)/4, counter.CountTokens(text), "which is not the four-characters rule")
 	other := models.Wrap(&fake{}, models.Options{Name: "anthropic:claude-sonnet-4-5"})

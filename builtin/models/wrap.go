@@ -13,8 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
-
-	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 // Retry says how a failed call is retried: rate limits (429) and server
@@ -145,10 +144,9 @@ type Model struct {
 
 var _ llms.Model = (*Model)(nil)
 var (
-	_ manager.TokenCounter  = (*Model)(nil)
-	_ manager.PriceKnower   = (*Model)(nil)
-	_ manager.OutputLimiter = (*Model)(nil)
-	_ manager.Pricer        = (*Model)(nil)
+	_ modelcap.TokenCounter  = (*Model)(nil)
+	_ modelcap.OutputLimiter = (*Model)(nil)
+	_ modelcap.Pricer        = (*Model)(nil)
 )
 
 // Wrap returns m wrapped.
@@ -312,13 +310,13 @@ func (m *Model) account(ch *llms.ContentChoice, msgs []llms.MessageContent, tool
 		info = map[string]any{}
 		ch.GenerationInfo = info
 	}
-	in, okIn := manager.GenerationInt(info, "PromptTokens", "InputTokens")
-	out, okOut := manager.GenerationInt(info, "CompletionTokens", "OutputTokens")
+	in, okIn := modelcap.GenerationInt(info, "PromptTokens", "InputTokens")
+	out, okOut := modelcap.GenerationInt(info, "CompletionTokens", "OutputTokens")
 	if m.provider == "anthropic" {
 		// input_tokens leaves out what was written to or read from the
 		// prompt cache; all of it went through the model.
-		c1, _ := manager.GenerationInt(info, "CacheCreationInputTokens")
-		c2, _ := manager.GenerationInt(info, "CacheReadInputTokens")
+		c1, _ := modelcap.GenerationInt(info, "CacheCreationInputTokens")
+		c2, _ := modelcap.GenerationInt(info, "CacheReadInputTokens")
 		in += c1 + c2
 	}
 	estimated := false
@@ -344,17 +342,14 @@ func (m *Model) account(ch *llms.ContentChoice, msgs []llms.MessageContent, tool
 	}
 }
 
-// KnowsPrice reports whether the model has a price, which a cost budget
-// needs.
-func (m *Model) KnowsPrice() bool { return m.o.Price != nil }
-
 // Cost is what a call with these token counts costs by the model's price,
-// in USD; 0 when it has none.
-func (m *Model) Cost(inputTokens, outputTokens int) float64 {
+// in USD; known is false when it has none, and a cost budget cannot be
+// kept with it.
+func (m *Model) Cost(inputTokens, outputTokens int) (usd float64, known bool) {
 	if m.o.Price == nil {
-		return 0
+		return 0, false
 	}
-	return m.o.Price.Cost(inputTokens, outputTokens)
+	return m.o.Price.Cost(inputTokens, outputTokens), true
 }
 
 // CountTokens counts text's tokens as the model's provider does, where

@@ -274,7 +274,7 @@ func TestRunMaxCostStopsTheRun(t *testing.T) {
 	o := runWith(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1"}, "prices:\n  openai:m: {input: 10, output: 10}\n",
 		"run", "general", "--yes", "--model", "openai:m", "--repo", shop, "--json", "--progress", "none", "--max-cost", "0.0005", "review the cart package")
 	if strings.Contains(o.stderr, "has no known price") {
-		t.Skip("the configured model does not tell the manager it knows its price (manager.PriceKnower); builtin/models does not implement it yet")
+		t.Skip("the configured model does not tell the manager it knows its price (modelcap.Pricer); builtin/models does not implement it yet")
 	}
 	assert.Equal(t, 1, o.code, o.stderr)
 	var res jsonResult
