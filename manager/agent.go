@@ -295,38 +295,11 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	a.awaitChildren()
 	a.uncountLiving()
 
-	// The state and the result change under one lock, so no snapshot
-	// shows a terminal state without its reason.
-	a.mu.Lock()
-	from := a.state
-	a.state, a.ended = to, now
 	r := Result{
 		ID: a.id, Type: a.typ.Name, Model: a.modelName, State: to, Reason: reason,
-		Partial: partial, Output: output, Data: data, Err: err,
-		Usage: a.subtree, OwnUsage: a.usage, ToolCalls: a.toolCalls, Turns: a.turns, TokensOverBudget: overBudget,
+		Partial: partial, Output: output, Data: data, Err: err, TokensOverBudget: overBudget,
 	}
-	if err != nil {
-		r.Error = err.Error()
-	}
-	if !a.started.IsZero() {
-		r.Duration = a.ended.Sub(a.started)
-	}
-	if a.m.transcripts != nil {
-		r.Transcript = a.m.transcripts.path
-	}
-	// The result is final unless children outlived the wait for them:
-	// then it is brought up to date when the last of them ends.
-	a.liveMu.Lock()
-	a.recorded = true
-	settled := a.live == 0
-	a.settled = settled
-	a.liveMu.Unlock()
-	r.Unsettled = !settled
-	a.result = r
-	a.mu.Unlock()
-	a.m.counts[from].Add(-1)
-	a.m.counts[to].Add(1)
-	a.m.busyNanos.Add(int64(r.Duration))
+	from, settled := a.record(&r, now)
 	// The slot is free once the agent is terminal (an agent waiting for
 	// it takes the slot first) and before any callback; after the subtree
 	// was told, so a queued child is never started by the slot its
@@ -339,18 +312,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 			a.emit(&Event{Kind: EventCompleted, From: from, State: to, Reason: reason, Text: output, Usage: r.Usage, Error: r.Error})
 		}
 	})
-	if a.m.transcripts != nil {
-		// The agent's events are on disk when Done closes; the wait is
-		// bounded, so a stuck disk cannot hold the agent.
-		synced := a.m.transcripts.synced()
-		t := time.NewTimer(transcriptEndWait)
-		select {
-		case <-synced:
-		case <-t.C:
-			a.m.transcripts.forget(synced)
-		}
-		t.Stop()
-	}
+	a.awaitTranscript()
 	if a.parent != nil {
 		a.root.alive.Add(-1)
 	}
@@ -365,6 +327,55 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	// Close waits for the callbacks, so wg.Done comes after them.
 	defer a.m.wg.Done()
 	a.m.runCallbacks(a.Info())
+}
+
+// record moves the agent to r.State and records r, filled with what the
+// agent counted, as its result: the state and the result change under one
+// lock, so no snapshot shows a terminal state without its reason. settled
+// says no child outlived the wait for them; otherwise the result is
+// brought up to date when the last of them ends.
+func (a *Agent) record(r *Result, now time.Time) (from State, settled bool) {
+	a.mu.Lock()
+	from = a.state
+	a.state, a.ended = r.State, now
+	r.Usage, r.OwnUsage, r.ToolCalls, r.Turns = a.subtree, a.usage, a.toolCalls, a.turns
+	if r.Err != nil {
+		r.Error = r.Err.Error()
+	}
+	if !a.started.IsZero() {
+		r.Duration = a.ended.Sub(a.started)
+	}
+	if a.m.transcripts != nil {
+		r.Transcript = a.m.transcripts.path
+	}
+	a.liveMu.Lock()
+	a.recorded = true
+	settled = a.live == 0
+	a.settled = settled
+	a.liveMu.Unlock()
+	r.Unsettled = !settled
+	a.result = *r
+	a.mu.Unlock()
+	a.m.counts[from].Add(-1)
+	a.m.counts[r.State].Add(1)
+	a.m.busyNanos.Add(int64(r.Duration))
+	return from, settled
+}
+
+// awaitTranscript waits for the agent's events to be on disk before Done
+// closes; the wait is bounded, so a stuck disk cannot hold the agent.
+func (a *Agent) awaitTranscript() {
+	if a.m.transcripts == nil {
+		return
+	}
+	synced := a.m.transcripts.synced()
+	t := time.NewTimer(transcriptEndWait)
+	defer t.Stop()
+	select {
+	case <-synced:
+	case <-t.C:
+		a.m.transcripts.forget(synced)
+	}
 }
 
 func (m *Manager) runCallbacks(info Info) {

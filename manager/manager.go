@@ -156,22 +156,12 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Agent, error) {
 	return a, nil
 }
 
-// prepare validates a request and builds its agent without admitting it.
+// prepare validates a request and builds its agent without admitting it:
+// the request checked, the type set up, the agent placed in its tree, its
+// model resolved, its budget clamped to its ancestors', its tools chosen.
 func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error) {
-	if strings.TrimSpace(req.Task) == "" {
-		return nil, fmt.Errorf("%w: the task is empty; say what the agent should do", ErrBadRequest)
-	}
-	if err := req.Budget.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
-	}
-	if req.Dir != "" {
-		fi, err := os.Stat(req.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("%w: directory %q: %w; pass a directory that exists", ErrBadRequest, req.Dir, err)
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("%w: %q is a file, not a directory; pass the directory to work in", ErrBadRequest, req.Dir)
-		}
+	if err := validateRequest(req); err != nil {
+		return nil, err
 	}
 	typ, err := m.cfg.Registry.Type(req.Type)
 	if err != nil {
@@ -181,30 +171,17 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if err != nil {
 		return nil, err
 	}
-	var parent, resumed *Agent
-	depth := 0
-	parentCtx := m.base
-	if req.ParentID != "" {
-		if parent = m.lookup(req.ParentID); parent == nil {
-			return nil, fmt.Errorf("%w: parent %q", ErrNotFound, req.ParentID)
-		}
-		if parent.isEnding() {
-			return nil, parent.endedError()
-		}
-		if !req.Detach {
-			parentCtx = parent.ctx
-		}
-		depth = parent.depth + 1
-		if depth > m.cfg.MaxDepth {
-			return nil, fmt.Errorf("%w: agent %s is at depth %d and may not spawn children (the limit is %d)", ErrDepthExceeded, parent.id, parent.depth, m.cfg.MaxDepth)
-		}
+	at, err := m.place(req)
+	if err != nil {
+		return nil, err
 	}
+	var resumed *Agent
 	if req.Resume != "" {
-		if resumed, err = m.resumable(req.Resume, typ, parent); err != nil {
+		if resumed, err = m.resumable(req.Resume, typ, at.parent); err != nil {
 			return nil, err
 		}
 	}
-	modelName := m.modelName(req, typ, parent)
+	modelName := m.modelName(req, typ, at.parent)
 	model, err := m.model(ctx, modelName)
 	if err != nil {
 		return nil, err
@@ -212,62 +189,117 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if modelcap.IsRetrievalOnly(model) && typ.NeedsLanguageModel {
 		return nil, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves; name a language model (provider:model) in the request, the type or Config.DefaultModel", ErrModel, typ.Name, modelName)
 	}
-	budget := req.Budget.Merge(typ.Budget).Merge(m.cfg.DefaultBudget)
-	if parent != nil {
-		if budget, err = parent.clampChild(budget); err != nil {
-			return nil, err
-		}
-	}
-	if budget.MaxCostUSD > 0 && !knowsPrice(model) {
-		return nil, fmt.Errorf("%w: a cost budget of $%g is set, and model %q has no known price; give the model a price, or leave the cost budget unset", ErrBadRequest, budget.MaxCostUSD, modelName)
-	}
-	if req.MaxOutputTokens < 0 {
-		return nil, fmt.Errorf("%w: max output tokens is %d; give a positive number, or 0 for no cap beyond the budget", ErrBadRequest, req.MaxOutputTokens)
-	}
-	tools, err := m.toolsFor(setup, parent, depth, req.Tools)
+	budget, err := m.budgetFor(req, typ, at.parent, model, modelName)
 	if err != nil {
 		return nil, err
 	}
-	if parent != nil {
-		if err := parent.reserveChild(); err != nil {
-			return nil, err
+	tools, err := m.toolsFor(setup, at.parent, at.depth, req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{
+		m: m, id: uuid.NewString(), parentID: req.ParentID, parent: at.parent, depth: at.depth,
+		typ: typ, setup: setup, tools: tools, task: req.Task, label: req.Label, dir: req.Dir,
+		model: model, modelName: modelName, budget: budget, maxOutput: req.MaxOutputTokens,
+		resumed: resumed, onQuestion: req.OnQuestion,
+		done: make(chan struct{}), ready: make(chan struct{}), created: m.cfg.now(), state: Pending,
+	}
+	if err := a.join(at.ctx, !req.Detach); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// validateRequest checks what a request says on its own.
+func validateRequest(req SpawnRequest) error {
+	if strings.TrimSpace(req.Task) == "" {
+		return fmt.Errorf("%w: the task is empty; say what the agent should do", ErrBadRequest)
+	}
+	if err := req.Budget.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if req.MaxOutputTokens < 0 {
+		return fmt.Errorf("%w: max output tokens is %d; give a positive number, or 0 for no cap beyond the budget", ErrBadRequest, req.MaxOutputTokens)
+	}
+	if req.Dir != "" {
+		fi, err := os.Stat(req.Dir)
+		if err != nil {
+			return fmt.Errorf("%w: directory %q: %w; pass a directory that exists", ErrBadRequest, req.Dir, err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%w: %q is a file, not a directory; pass the directory to work in", ErrBadRequest, req.Dir)
 		}
 	}
-	actx, cancel := context.WithCancelCause(parentCtx)
-	a := &Agent{
-		m:          m,
-		id:         uuid.NewString(),
-		parentID:   req.ParentID,
-		parent:     parent,
-		depth:      depth,
-		typ:        typ,
-		setup:      setup,
-		tools:      tools,
-		task:       req.Task,
-		label:      req.Label,
-		dir:        req.Dir,
-		model:      model,
-		modelName:  modelName,
-		budget:     budget,
-		maxOutput:  req.MaxOutputTokens,
-		resumed:    resumed,
-		onQuestion: req.OnQuestion,
-		ctx:        actx,
-		cancel:     cancel,
-		done:       make(chan struct{}),
-		ready:      make(chan struct{}),
-		created:    m.cfg.now(),
-		state:      Pending,
+	return nil
+}
+
+// placement is where a new agent goes in its tree: its parent (nil at the
+// top), its depth, and the context its own derives from.
+type placement struct {
+	parent *Agent
+	depth  int
+	ctx    context.Context
+}
+
+// place finds a request's parent, refusing one that is ending or too deep.
+func (m *Manager) place(req SpawnRequest) (placement, error) {
+	at := placement{ctx: m.base}
+	if req.ParentID == "" {
+		return at, nil
 	}
-	a.root = a
+	p := m.lookup(req.ParentID)
+	switch {
+	case p == nil:
+		return at, fmt.Errorf("%w: parent %q", ErrNotFound, req.ParentID)
+	case p.isEnding():
+		return at, p.endedError()
+	case p.depth+1 > m.cfg.MaxDepth:
+		return at, fmt.Errorf("%w: agent %s is at depth %d and may not spawn children (the limit is %d)", ErrDepthExceeded, p.id, p.depth, m.cfg.MaxDepth)
+	}
+	at.parent, at.depth = p, p.depth+1
+	if !req.Detach {
+		at.ctx = p.ctx
+	}
+	return at, nil
+}
+
+// budgetFor is a new agent's budget: the request's, filled from its type's
+// and the default, clamped to what its ancestors have left. A cost budget
+// needs a model that knows its price.
+func (m *Manager) budgetFor(req SpawnRequest, typ *agenttypes.Type, parent *Agent, model llms.Model, modelName string) (agenttypes.Budget, error) {
+	budget := req.Budget.Merge(typ.Budget).Merge(m.cfg.DefaultBudget)
 	if parent != nil {
-		a.root = parent.root
-		if !req.Detach {
-			if !parent.childBorn() {
+		var err error
+		if budget, err = parent.clampChild(budget); err != nil {
+			return budget, err
+		}
+	}
+	if budget.MaxCostUSD > 0 && !knowsPrice(model) {
+		return budget, fmt.Errorf("%w: a cost budget of $%g is set, and model %q has no known price; give the model a price, or leave the cost budget unset", ErrBadRequest, budget.MaxCostUSD, modelName)
+	}
+	return budget, nil
+}
+
+// join gives a its context, derived from parentCtx, and counts it in its
+// tree: as its parent's child (one its parent's end waits for, when
+// attached) and among the agents that may want a share of a budget.
+func (a *Agent) join(parentCtx context.Context, attached bool) error {
+	p := a.parent
+	if p != nil {
+		if err := p.reserveChild(); err != nil {
+			return err
+		}
+	}
+	a.ctx, a.cancel = context.WithCancelCause(parentCtx)
+	a.root = a
+	if p != nil {
+		a.root = p.root
+		if attached {
+			if !p.childBorn() {
 				a.root.alive.Add(-1)
-				parent.children.Add(-1)
-				cancel(nil)
-				return nil, parent.endedError()
+				p.children.Add(-1)
+				a.cancel(nil)
+				return p.endedError()
 			}
 			a.attached = true
 		}
@@ -275,7 +307,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	// Counted from here, so the members of a group are all counted before
 	// the first of them asks for a share of a budget.
 	a.countLiving()
-	return a, nil
+	return nil
 }
 
 // discard drops an agent that was prepared and will not be admitted.

@@ -264,75 +264,27 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 		}
 	}
 	pricer, priced := modelcap.Price(a.model)
+	if !priced {
+		pricer = nil
+	}
 	root := a.root
-	least := a.m.cfg.MinOutputTokens
 	for {
 		root.budgetMu.Lock()
-		var spent, costOut treeLimit
-		out, short, costLimited := maxOut, false, false
-		// share caps out at x's part of free output tokens, or marks the
-		// call short of them.
-		share := func(x *Agent, free int) {
-			if free < least {
-				short = true
-				return
-			}
-			if s := max(free/max(x.living-x.calls, 1), least); out == 0 || s < out {
-				out = s
-			}
-		}
-		a.tokenBudgets(func(x *Agent, left int) {
-			spent.tighter(x, left)
-			share(x, left-x.reserved-in)
-		})
-		if priced {
-			// A cost budget caps output as a token budget does, through
-			// the price of an output token.
-			inUSD, _ := pricer.Cost(in, 0)
-			perOut, _ := pricer.Cost(0, 1)
-			a.chain(func(x *Agent) {
-				if x.budget.MaxCostUSD <= 0 || perOut <= 0 {
-					return
-				}
-				costLimited = true
-				x.mu.Lock()
-				left := x.budget.MaxCostUSD - x.subtree.CostUSD
-				x.mu.Unlock()
-				if left-inUSD < float64(least)*perOut {
-					if costOut.agent == nil {
-						costOut = treeLimit{agent: x, cost: true}
-					}
-					return
-				}
-				share(x, int((left-x.reservedUSD-inUSD)/perOut))
-			})
-		}
+		s := a.shareFor(in, maxOut, pricer)
 		switch {
-		case spent.agent == nil && !costLimited:
+		case s.spent.agent == nil && !s.costLimited:
 			root.budgetMu.Unlock()
 			return maxOut, func() {}, treeLimit{}, nil
-		case spent.agent != nil && spent.left-in < least:
+		case s.spent.agent != nil && s.spent.left-in < a.m.cfg.MinOutputTokens:
 			root.budgetMu.Unlock()
-			return 0, nil, spent, nil
-		case costOut.agent != nil:
+			return 0, nil, s.spent, nil
+		case s.costOut.agent != nil:
 			root.budgetMu.Unlock()
-			return 0, nil, costOut, nil
-		case !short:
-			n, usd := in+out, 0.0
-			if priced {
-				usd, _ = pricer.Cost(in, out)
-			}
-			a.chain(func(x *Agent) { x.reserved += n; x.reservedUSD += usd; x.calls++ })
+			return 0, nil, s.costOut, nil
+		case !s.short:
+			release := a.hold(in, s.out, pricer)
 			root.budgetMu.Unlock()
-			return out, func() {
-				root.budgetMu.Lock()
-				a.chain(func(x *Agent) { x.reserved -= n; x.reservedUSD -= usd; x.calls-- })
-				if root.freed != nil {
-					close(root.freed)
-					root.freed = nil
-				}
-				root.budgetMu.Unlock()
-			}, treeLimit{}, nil
+			return s.out, release, treeLimit{}, nil
 		}
 		if root.freed == nil {
 			root.freed = make(chan struct{})
@@ -344,6 +296,82 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 		case <-ctx.Done():
 			return 0, nil, treeLimit{}, ctx.Err()
 		}
+	}
+}
+
+// callShare is what a call may hold now of the budgets of its chain.
+type callShare struct {
+	out         int       // the output cap: the least of the budgets' fair shares
+	short       bool      // a budget has too little free for the call until others give back
+	costLimited bool      // a cost budget of the chain bounds the call
+	spent       treeLimit // the token budget with least left
+	costOut     treeLimit // a cost budget with too little left for the call at all
+}
+
+// shareFor works out a call's share, with root.budgetMu held: for every
+// token or cost budget of the chain, an equal part of what it has neither
+// spent nor lent to calls in flight, for each agent of its subtree that
+// has not ended and has no call in flight. pricer is nil for a model with
+// no price.
+func (a *Agent) shareFor(in, maxOut int, pricer modelcap.Pricer) callShare {
+	least := a.m.cfg.MinOutputTokens
+	s := callShare{out: maxOut}
+	share := func(x *Agent, free int) {
+		if free < least {
+			s.short = true
+			return
+		}
+		if part := max(free/max(x.living-x.calls, 1), least); s.out == 0 || part < s.out {
+			s.out = part
+		}
+	}
+	a.tokenBudgets(func(x *Agent, left int) {
+		s.spent.tighter(x, left)
+		share(x, left-x.reserved-in)
+	})
+	if pricer == nil {
+		return s
+	}
+	// A cost budget caps output as a token budget does, through the price
+	// of an output token.
+	inUSD, _ := pricer.Cost(in, 0)
+	perOut, _ := pricer.Cost(0, 1)
+	a.chain(func(x *Agent) {
+		if x.budget.MaxCostUSD <= 0 || perOut <= 0 {
+			return
+		}
+		s.costLimited = true
+		x.mu.Lock()
+		left := x.budget.MaxCostUSD - x.subtree.CostUSD
+		x.mu.Unlock()
+		if left-inUSD < float64(least)*perOut {
+			if s.costOut.agent == nil {
+				s.costOut = treeLimit{agent: x, cost: true}
+			}
+			return
+		}
+		share(x, int((left-x.reservedUSD-inUSD)/perOut))
+	})
+	return s
+}
+
+// hold lends a call's tokens (and dollars) from every budget of the chain,
+// with root.budgetMu held, and returns what gives them back.
+func (a *Agent) hold(in, out int, pricer modelcap.Pricer) (release func()) {
+	n, usd := in+out, 0.0
+	if pricer != nil {
+		usd, _ = pricer.Cost(in, out)
+	}
+	a.chain(func(x *Agent) { x.reserved += n; x.reservedUSD += usd; x.calls++ })
+	root := a.root
+	return func() {
+		root.budgetMu.Lock()
+		a.chain(func(x *Agent) { x.reserved -= n; x.reservedUSD -= usd; x.calls-- })
+		if root.freed != nil {
+			close(root.freed)
+			root.freed = nil
+		}
+		root.budgetMu.Unlock()
 	}
 }
 

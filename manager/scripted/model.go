@@ -77,20 +77,12 @@ func (m *Model) Requests() []Request {
 
 // GenerateContent answers with the next step of the conversation's script.
 func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
+	var opts llms.CallOptions
+	for _, o := range options {
+		o(&opts)
+	}
 	if m.record {
-		var opts llms.CallOptions
-		for _, o := range options {
-			o(&opts)
-		}
-		req := Request{Messages: append([]llms.MessageContent(nil), msgs...), MaxTokens: opts.MaxTokens}
-		for _, t := range opts.Tools {
-			if t.Function != nil {
-				req.Tools = append(req.Tools, t.Function.Name)
-			}
-		}
-		m.mu.Lock()
-		m.calls = append(m.calls, req)
-		m.mu.Unlock()
+		m.keep(msgs, opts)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -108,44 +100,61 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	if step.Func != nil {
 		step = step.Func(ctx, msgs)
 	}
-	if step.Panic != nil {
-		panic(step.Panic)
+	if err := step.wait(ctx); err != nil {
+		return nil, err
 	}
-	if step.Block {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	if step.Delay > 0 {
-		t := time.NewTimer(step.Delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
-	if step.Err != nil {
-		return nil, step.Err
-	}
-	if step.Text != "" {
-		var opts llms.CallOptions
-		for _, o := range options {
-			o(&opts)
-		}
-		if opts.StreamingFunc != nil {
-			// Streamed word by word, as a provider would in chunks.
-			for _, word := range strings.SplitAfter(step.Text, " ") {
-				if err := opts.StreamingFunc(ctx, []byte(word)); err != nil {
-					return nil, err
-				}
+	if step.Text != "" && opts.StreamingFunc != nil {
+		// Streamed word by word, as a provider would in chunks.
+		for _, word := range strings.SplitAfter(step.Text, " ") {
+			if err := opts.StreamingFunc(ctx, []byte(word)); err != nil {
+				return nil, err
 			}
 		}
 	}
-	choice := &llms.ContentChoice{Content: step.Text, StopReason: "stop"}
-	if len(step.Calls) > 0 {
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{step.choice(turn)}}, nil
+}
+
+// keep records a request.
+func (m *Model) keep(msgs []llms.MessageContent, opts llms.CallOptions) {
+	req := Request{Messages: append([]llms.MessageContent(nil), msgs...), MaxTokens: opts.MaxTokens}
+	for _, t := range opts.Tools {
+		if t.Function != nil {
+			req.Tools = append(req.Tools, t.Function.Name)
+		}
+	}
+	m.mu.Lock()
+	m.calls = append(m.calls, req)
+	m.mu.Unlock()
+}
+
+// wait plays the step's panic, block, delay or error.
+func (s Step) wait(ctx context.Context) error {
+	if s.Panic != nil {
+		panic(s.Panic)
+	}
+	if s.Block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if s.Delay > 0 {
+		t := time.NewTimer(s.Delay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return s.Err
+}
+
+// choice is the step's answer at turn: its text, tool calls and counts.
+func (s Step) choice(turn int) *llms.ContentChoice {
+	choice := &llms.ContentChoice{Content: s.Text, StopReason: "stop"}
+	if len(s.Calls) > 0 {
 		choice.StopReason = "tool_calls"
-		choice.ToolCalls = make([]llms.ToolCall, len(step.Calls))
-		for i, c := range step.Calls {
+		choice.ToolCalls = make([]llms.ToolCall, len(s.Calls))
+		for i, c := range s.Calls {
 			args := c.Args
 			if args == "" {
 				args = "{}"
@@ -157,16 +166,16 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 			}
 		}
 	}
-	if step.InputTokens != 0 || step.OutputTokens != 0 {
-		choice.GenerationInfo = map[string]any{"PromptTokens": step.InputTokens, "CompletionTokens": step.OutputTokens}
+	if s.InputTokens != 0 || s.OutputTokens != 0 {
+		choice.GenerationInfo = map[string]any{"PromptTokens": s.InputTokens, "CompletionTokens": s.OutputTokens}
 	}
-	if step.CostUSD != 0 {
+	if s.CostUSD != 0 {
 		if choice.GenerationInfo == nil {
 			choice.GenerationInfo = map[string]any{}
 		}
-		choice.GenerationInfo["CostUSD"] = step.CostUSD
+		choice.GenerationInfo["CostUSD"] = s.CostUSD
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
+	return choice
 }
 
 // Call answers a single prompt with the first step's text.
