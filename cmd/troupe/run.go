@@ -237,6 +237,12 @@ func summary(r manager.Result, below []manager.Info) string {
 	fmt.Fprintf(&b, "%s %s %s (%s) in %s · %d turns · %d tool calls · %d tokens in / %d out%s",
 		mark, r.Type, r.State, r.Reason, r.Duration.Round(time.Millisecond), r.Turns, r.ToolCalls,
 		r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage))
+	if r.Usage.Estimated {
+		b.WriteString(" (partly estimated)")
+	}
+	if r.Unsettled {
+		b.WriteString(" (subagents still running: not final)")
+	}
 	if hadChildren(r) {
 		fmt.Fprintf(&b, " in all (own %d in / %d out%s)", r.OwnUsage.InputTokens, r.OwnUsage.OutputTokens, cost(r.OwnUsage))
 	}

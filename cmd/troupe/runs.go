@@ -67,6 +67,8 @@ func recordOf(id, path string, events []manager.Event) (r runRecord, spawned, co
 		case manager.EventCompleted:
 			r.State, r.Reason, r.Usage, r.Output = e.State.String(), e.Reason, e.Usage, e.Text
 			completed = true
+		case manager.EventSettled:
+			r.Usage = e.Usage // what children that outlived the agent's end spent, too
 		}
 	}
 	return r, spawned, completed

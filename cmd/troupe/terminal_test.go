@@ -186,3 +186,24 @@ func TestSummaryShowsOwnUsageBesideTheTreesWhenThereWereChildren(t *testing.T) {
 	assert.Contains(t, summary(r, nil), "3100 tokens in / 420 out, $0.0100 · model m", "no children: one usage")
 	assert.NotContains(t, summary(r, nil), "own")
 }
+
+func TestSummarySaysWhenUsageIsEstimatedOrNotFinal(t *testing.T) {
+	r := manager.Result{Type: "general", State: manager.Cancelled, Reason: manager.ReasonCancelled, Model: "m",
+		Usage: manager.Usage{InputTokens: 900, OutputTokens: 10}}
+	assert.NotContains(t, summary(r, nil), "estimated")
+	assert.NotContains(t, summary(r, nil), "not final")
+	r.Usage.Estimated, r.Unsettled = true, true
+	out := summary(r, nil)
+	assert.Contains(t, out, "900 tokens in / 10 out (partly estimated) (subagents still running: not final)")
+}
+
+func TestARunsRecordTakesTheSettledUsage(t *testing.T) {
+	events := []manager.Event{
+		{Kind: manager.EventSpawned, AgentID: "a", State: manager.Pending},
+		{Kind: manager.EventCompleted, AgentID: "a", State: manager.Cancelled, Usage: manager.Usage{InputTokens: 100}},
+		{Kind: manager.EventSettled, AgentID: "a", Usage: manager.Usage{InputTokens: 600}},
+	}
+	r, _, completed := recordOf("a", "run.jsonl", events)
+	require.True(t, completed)
+	assert.Equal(t, 600, r.Usage.InputTokens, "what the children spent after the agent's end is in its record")
+}
