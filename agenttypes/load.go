@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // Sources says where definition files live. Every field may be empty,
@@ -581,9 +583,9 @@ func readDefinitionFile(path string) ([]byte, *Diagnostic) {
 	fail := func(format string, args ...any) ([]byte, *Diagnostic) {
 		return nil, &Diagnostic{File: path, Severity: SeverityError, Message: fmt.Sprintf(format, args...)}
 	}
-	f, info, err := OpenRegular(nil, path)
-	if errors.Is(err, ErrNotRegular) {
-		return fail("not a regular file (a %s); a definition is a *.yaml, *.yml or *.md file", FileKind(info.Mode()))
+	f, info, err := fsroot.OpenRegular(nil, path)
+	if errors.Is(err, fsroot.ErrNotRegular) {
+		return fail("not a regular file (a %s); a definition is a *.yaml, *.yml or *.md file", fsroot.Kind(info.Mode()))
 	}
 	if err != nil {
 		return fail("cannot read: %v", unwrapPath(err))

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 var scriptToolFields = []string{"name", "description", "parameters", "script", "script_file", "read_only"}
@@ -79,9 +81,9 @@ func (dc *decoder) scriptFile(v *yaml.Node) *Script {
 		return nil
 	}
 	defer root.Close()
-	f, fi, err := OpenRegular(root, name)
-	if errors.Is(err, ErrNotRegular) {
-		dc.errorf(v, "script_file %q is a %s, not a regular file", name, FileKind(fi.Mode()))
+	f, fi, err := fsroot.OpenRegular(root, name)
+	if errors.Is(err, fsroot.ErrNotRegular) {
+		dc.errorf(v, "script_file %q is a %s, not a regular file", name, fsroot.Kind(fi.Mode()))
 		return nil
 	}
 	if err != nil {

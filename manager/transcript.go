@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // Transcripts are written by one writer per manager into one append-only
@@ -281,9 +281,9 @@ const maxTranscriptRead = 64 << 20
 // never a wait), and only its first 64 MiB: the events of a longer one
 // come back with an error saying it was cut.
 func ReadTranscript(path string) ([]Event, error) {
-	f, fi, err := agenttypes.OpenRegular(nil, path)
-	if errors.Is(err, agenttypes.ErrNotRegular) {
-		return nil, fmt.Errorf("%s is not a regular file (a %s); a transcript is a JSON-lines file", path, agenttypes.FileKind(fi.Mode()))
+	f, fi, err := fsroot.OpenRegular(nil, path)
+	if errors.Is(err, fsroot.ErrNotRegular) {
+		return nil, fmt.Errorf("%s is not a regular file (a %s); a transcript is a JSON-lines file", path, fsroot.Kind(fi.Mode()))
 	}
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 
 	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
 	"github.com/troupe-dev/troupe/plugins/protocol"
@@ -45,7 +45,7 @@ func (h *Host) cachedDescription(key string) *pluginv1.DescribeResponse {
 	if h.cfg.CacheDir == "" || key == "" {
 		return nil
 	}
-	f, fi, err := agenttypes.OpenRegular(nil, filepath.Join(h.cfg.CacheDir, key+".pb"))
+	f, fi, err := fsroot.OpenRegular(nil, filepath.Join(h.cfg.CacheDir, key+".pb"))
 	if err != nil {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // Lock is the lock file: the SHA-256 of each plugin binary a project
@@ -35,12 +35,12 @@ var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // ReadLock reads the lock file at path; it returns nil and no error when
 // there is none.
 func ReadLock(path string) (*Lock, error) {
-	f, fi, err := agenttypes.OpenRegular(nil, path)
+	f, fi, err := fsroot.OpenRegular(nil, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if errors.Is(err, agenttypes.ErrNotRegular) {
-		return nil, fmt.Errorf("%w: %s is a %s, not a lock file; remove it and write the lock file again (WriteLock)", ErrLockFile, path, agenttypes.FileKind(fi.Mode()))
+	if errors.Is(err, fsroot.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %s is a %s, not a lock file; remove it and write the lock file again (WriteLock)", ErrLockFile, path, fsroot.Kind(fi.Mode()))
 	}
 	if err != nil {
 		return nil, err

@@ -1,4 +1,6 @@
-// Package fsroot is the one path resolver every builtin file tool uses.
+// Package fsroot is troupe's file access: the one path resolver every
+// builtin file tool uses, and the one way troupe opens any file it reads
+// from outside.
 //
 // A Root wraps an os.Root, so nothing outside the agent's directory can be
 // reached: paths that climb out ("../x") or name another place ("/etc")
@@ -11,4 +13,10 @@
 // Paths going in may be relative to the root or absolute inside it; paths
 // coming out are always clean, slash-separated and relative to the root,
 // with "." for the root itself.
+//
+// OpenRegular is the same refusal for files that are not an agent's:
+// definitions, scripts, config, lock files and transcripts. Kind says what
+// a refused file is, in words. The package imports nothing else of
+// troupe, so every other package, agenttypes and manager included, can
+// use it.
 package fsroot

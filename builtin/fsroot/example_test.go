@@ -1,6 +1,7 @@
 package fsroot_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,4 +47,27 @@ func ExampleRoot_ReadFile() {
 	// Output:
 	// "hello" true <nil>
 	// . is a directory (not a regular file); use ls, glob or grep on it
+}
+
+func ExampleOpenRegular() {
+	dir, _ := os.MkdirTemp("", "fsroot-example")
+	defer os.RemoveAll(dir)
+	config := filepath.Join(dir, "config.yaml")
+	_ = os.WriteFile(config, []byte("aliases: {}\n"), 0o644)
+
+	f, fi, err := fsroot.OpenRegular(nil, config)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(fi.Size(), "bytes")
+	f.Close()
+
+	// A directory (or a named pipe, a socket, a device) in a file's place
+	// is refused, and its FileInfo says what it is.
+	_, fi, err = fsroot.OpenRegular(nil, dir)
+	fmt.Println(errors.Is(err, fsroot.ErrNotRegular), fsroot.Kind(fi.Mode()))
+	// Output:
+	// 12 bytes
+	// true directory
 }

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // Sentinel errors callers can branch on with errors.Is.
@@ -22,8 +20,8 @@ var (
 	ErrOutside = errors.New("path is outside the root")
 	// ErrNotRegular is returned when a file operation meets a directory,
 	// a named pipe, a socket, a device or anything else that is not a
-	// regular file; it is agenttypes.ErrNotRegular.
-	ErrNotRegular = agenttypes.ErrNotRegular
+	// regular file.
+	ErrNotRegular = errors.New("not a regular file")
 	// ErrNotDir is returned when a directory operation meets something
 	// that is not a directory.
 	ErrNotDir = errors.New("not a directory")
@@ -147,7 +145,7 @@ func (r *Root) OpenFile(p string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	// Stat first so that devices are never opened: opening one can have
-	// side effects. openRegular checks again after the open.
+	// side effects. openAs checks again after the open.
 	fi, err := r.root.Stat(filepath.FromSlash(rel))
 	if err != nil {
 		return nil, nil, r.wrap(rel, err)
@@ -155,7 +153,7 @@ func (r *Root) OpenFile(p string) (*os.File, fs.FileInfo, error) {
 	if err := checkRegular(rel, fi); err != nil {
 		return nil, nil, err
 	}
-	f, fi, err := openRegular(r.root, filepath.FromSlash(rel), rel)
+	f, fi, err := openAs(r.root, filepath.FromSlash(rel), rel)
 	return f, fi, r.wrap(rel, err)
 }
 
@@ -315,7 +313,7 @@ func (d *Dir) OpenFile(name string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f, fi, err := openRegular(d.root, name, rel)
+	f, fi, err := openAs(d.root, name, rel)
 	if err != nil && !errors.Is(err, ErrNotRegular) {
 		// A symlink whose target is outside d but maybe inside the Root:
 		// let the Root decide. Rare, so the extra lstat does not matter.
@@ -348,11 +346,10 @@ func (d *Dir) child(name string) (string, error) {
 	return path.Join(d.path, name), nil
 }
 
-// openRegular opens name in root without blocking on pipes and returns it
-// only if it is a regular file (see agenttypes.OpenRegular); a refusal
-// speaks of rel, as the tools do.
-func openRegular(root *os.Root, name, rel string) (*os.File, fs.FileInfo, error) {
-	f, fi, err := agenttypes.OpenRegular(root, name)
+// openAs opens name in root as OpenRegular does; a refusal speaks of rel,
+// as the tools do.
+func openAs(root *os.Root, name, rel string) (*os.File, fs.FileInfo, error) {
+	f, fi, err := OpenRegular(root, name)
 	if errors.Is(err, ErrNotRegular) && fi != nil {
 		return nil, nil, checkRegular(rel, fi)
 	}
@@ -368,11 +365,6 @@ func checkRegular(rel string, fi fs.FileInfo) error {
 	}
 	return fmt.Errorf("%s is a %s (%w); only regular files can be read", rel, Kind(fi.Mode()), ErrNotRegular)
 }
-
-// Kind names the kind of file a mode describes, for messages and listings:
-// "directory", "symlink", "named pipe", "socket", "device", "regular file"
-// or "special file".
-func Kind(m fs.FileMode) string { return agenttypes.FileKind(m) }
 
 // readAll reads at most maxBytes from f into buf. size is what stat said,
 // used to size the buffer; files that grow or lie (procfs) are still

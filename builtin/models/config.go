@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // ErrConfig is wrapped by every error about a config file.
@@ -289,12 +290,12 @@ func readConfigFile(path string) ([]byte, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrConfig, path, fmt.Sprintf(format, args...))
 	}
-	f, fi, err := agenttypes.OpenRegular(nil, path)
+	f, fi, err := fsroot.OpenRegular(nil, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if errors.Is(err, agenttypes.ErrNotRegular) {
-		return nil, bad("is a %s, not a regular file; a config file is a YAML file", agenttypes.FileKind(fi.Mode()))
+	if errors.Is(err, fsroot.ErrNotRegular) {
+		return nil, bad("is a %s, not a regular file; a config file is a YAML file", fsroot.Kind(fi.Mode()))
 	}
 	if err != nil {
 		return nil, bad("%v", unwrapPath(err))

@@ -10,7 +10,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // MaxImageSize bounds the executables Open reads.
@@ -62,9 +62,9 @@ func Checksum(path string) (string, error) {
 // openExecutable opens a regular file of at most MaxImageSize bytes,
 // without blocking on a named pipe in its place.
 func openExecutable(path string) (*os.File, error) {
-	f, fi, err := agenttypes.OpenRegular(nil, path)
-	if errors.Is(err, agenttypes.ErrNotRegular) {
-		return nil, fmt.Errorf("%s is a %s, not an executable file", path, agenttypes.FileKind(fi.Mode()))
+	f, fi, err := fsroot.OpenRegular(nil, path)
+	if errors.Is(err, fsroot.ErrNotRegular) {
+		return nil, fmt.Errorf("%s is a %s, not an executable file", path, fsroot.Kind(fi.Mode()))
 	}
 	if err != nil {
 		return nil, err

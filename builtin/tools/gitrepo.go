@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // How the git tool keeps git inside the root's own repository.
@@ -125,7 +125,7 @@ func (c *gitRepoCheck) gitDir() (string, bool, error) {
 	case fi.IsDir():
 		return target, false, nil
 	case !fi.Mode().IsRegular():
-		return "", false, fmt.Errorf("the root's .git is a %s; it must be the repository's directory or a \"gitdir: PATH\" file", agenttypes.FileKind(fi.Mode()))
+		return "", false, fmt.Errorf("the root's .git is a %s; it must be the repository's directory or a \"gitdir: PATH\" file", fsroot.Kind(fi.Mode()))
 	}
 	return c.gitFile(target)
 }
@@ -314,7 +314,7 @@ func (c *gitRepoCheck) show(p string) string {
 // readGitSmallFile reads a regular file of at most gitSmallFileMax bytes;
 // a named pipe or device in its place is refused without blocking.
 func readGitSmallFile(p string) ([]byte, error) {
-	f, _, err := agenttypes.OpenRegular(nil, p)
+	f, _, err := fsroot.OpenRegular(nil, p)
 	if err != nil {
 		return nil, err
 	}

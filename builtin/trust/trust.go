@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 // Kinds of Item.
@@ -214,12 +215,12 @@ func (s Store) read() (*file, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s; move it away to start again (every project then asks for trust again)", ErrStore, s.Path, fmt.Sprintf(format, args...))
 	}
-	fh, fi, err := agenttypes.OpenRegular(nil, s.Path)
+	fh, fi, err := fsroot.OpenRegular(nil, s.Path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return &file{Version: 1}, nil
-	case errors.Is(err, agenttypes.ErrNotRegular):
-		return nil, bad("is a %s, not a file", agenttypes.FileKind(fi.Mode()))
+	case errors.Is(err, fsroot.ErrNotRegular):
+		return nil, bad("is a %s, not a file", fsroot.Kind(fi.Mode()))
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrStore, err)
 	}

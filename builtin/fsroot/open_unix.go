@@ -1,6 +1,6 @@
 //go:build unix
 
-package agenttypes
+package fsroot
 
 import (
 	"os"

@@ -28,32 +28,6 @@ func within(t *testing.T, fn func()) {
 	}
 }
 
-func TestOpenRegularRefusesWhatIsNotAFileWithoutBlocking(t *testing.T) {
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "pipe")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	within(t, func() {
-		_, fi, err := agenttypes.OpenRegular(nil, fifo)
-		require.ErrorIs(t, err, agenttypes.ErrNotRegular)
-		assert.Contains(t, err.Error(), "named pipe")
-		assert.Equal(t, "named pipe", agenttypes.FileKind(fi.Mode()))
-	})
-	root, err := os.OpenRoot(dir)
-	require.NoError(t, err)
-	defer root.Close()
-	within(t, func() {
-		_, _, err := agenttypes.OpenRegular(root, "pipe")
-		require.ErrorIs(t, err, agenttypes.ErrNotRegular)
-	})
-	_, _, err = agenttypes.OpenRegular(nil, dir)
-	require.ErrorIs(t, err, agenttypes.ErrNotRegular, "a directory is refused too")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600))
-	f, fi, err := agenttypes.OpenRegular(root, "f")
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, fi.Size())
-	require.NoError(t, f.Close())
-}
-
 // A named pipe in the place of a definition or of a definition's
 // script_file is a diagnostic, never a hang.
 func TestNamedPipesInPlaceOfDefinitionsAndScripts(t *testing.T) {

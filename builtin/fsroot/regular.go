@@ -1,15 +1,10 @@
-package agenttypes
+package fsroot
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 )
-
-// ErrNotRegular is wrapped by OpenRegular's refusal of a path that is not a
-// regular file.
-var ErrNotRegular = errors.New("not a regular file")
 
 // OpenRegular opens name for reading, inside root when root is not nil,
 // and returns it with its FileInfo only when it is a regular file.
@@ -39,14 +34,15 @@ func OpenRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fi, fmt.Errorf("%s is a %s: %w", name, FileKind(fi.Mode()), ErrNotRegular)
+		return nil, fi, fmt.Errorf("%s is a %s: %w", name, Kind(fi.Mode()), ErrNotRegular)
 	}
 	return f, fi, nil
 }
 
-// FileKind says what a file mode is, in words: "directory", "named pipe",
-// "regular file", ….
-func FileKind(m fs.FileMode) string {
+// Kind names the kind of file a mode describes, for messages and listings:
+// "directory", "symlink", "named pipe", "socket", "device", "regular file"
+// or "special file".
+func Kind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "directory"
