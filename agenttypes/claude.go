@@ -2,7 +2,6 @@ package agenttypes
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -143,50 +142,4 @@ func splitOutsideParens(s string) []string {
 		out = append(out, p)
 	}
 	return out
-}
-
-// modelAliases maps the short model names Claude Code uses onto troupe's
-// provider:model names. It is the one table of them: builtin/models starts
-// its aliases from it.
-var modelAliases = map[string]string{
-	"sonnet": "anthropic:claude-sonnet-4-5",
-	"opus":   "anthropic:claude-opus-4-1",
-	"haiku":  "anthropic:claude-haiku-4-5",
-}
-
-// ModelAliases returns the short model names a definition may use and the
-// provider:model each stands for. Model resolution starts from the same
-// table, so a short name means the same model everywhere.
-func ModelAliases() map[string]string { return maps.Clone(modelAliases) }
-
-// ModelInherit is the model value that means "the parent's model".
-const ModelInherit = "inherit"
-
-// OfflineModel is the name of the embedded offline retrieval model.
-const OfflineModel = "offline"
-
-// normalizeModel turns what a definition says into troupe's model name.
-// ok is false when the value cannot be used; msg then says what to write.
-// A non-empty msg with ok true is a warning.
-func normalizeModel(raw string) (model string, ok bool, msg string) {
-	m := strings.TrimSpace(raw)
-	switch {
-	case m == "" || strings.EqualFold(m, ModelInherit):
-		return ModelInherit, true, ""
-	case m == OfflineModel:
-		return m, true, ""
-	}
-	if full, found := modelAliases[strings.ToLower(m)]; found {
-		return full, true, ""
-	}
-	if provider, name, found := strings.Cut(m, ":"); found {
-		if provider == "" || name == "" || strings.ContainsAny(m, " \t\n") {
-			return "", false, fmt.Sprintf("model %q: write provider:model, for example anthropic:claude-sonnet-4-5 or openai:gpt-4o-mini", m)
-		}
-		return m, true, ""
-	}
-	if strings.HasPrefix(strings.ToLower(m), "claude-") && !strings.ContainsAny(m, " \t\n") {
-		return "anthropic:" + m, true, ""
-	}
-	return "", false, fmt.Sprintf("model %q: write provider:model (for example openai:%s), a short name (%s), or inherit", m, m, strings.Join(slices.Sorted(maps.Keys(modelAliases)), ", "))
 }

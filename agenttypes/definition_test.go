@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/agents/golden")
@@ -152,7 +153,7 @@ func TestDefinitionFields(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
 		typ := load(t, "good/claude/code-reviewer.md")
 		assert.Equal(t, []string{"read", "grep", "glob"}, typ.Tools, "Bash has no equivalent")
-		assert.Equal(t, agenttypes.ModelInherit, typ.Model)
+		assert.Equal(t, modelname.Inherit, typ.Model)
 		assert.Contains(t, typ.Prompt, `{{"{{"}} .Values.image }}`, "a Claude prompt is text: its {{ are escaped")
 	})
 	t.Run("claude tools", func(t *testing.T) {
@@ -501,7 +502,6 @@ func TestClaudeToolsAndModels(t *testing.T) {
 		require.False(t, diags.HasErrors(), "%s", diags)
 		assert.Equal(t, want, typ.Model, in)
 	}
-	assert.Equal(t, "anthropic:claude-sonnet-4-5", agenttypes.ModelAliases()["sonnet"])
 }
 
 func TestBadInput(t *testing.T) {
@@ -595,7 +595,7 @@ func TestExampleDefinitions(t *testing.T) {
 	assert.Equal(t, "security-review", review.Name)
 	assert.Equal(t, []string{"read", "grep", "glob"}, review.Tools)
 	assert.True(t, review.NeedsLanguageModel)
-	assert.Equal(t, agenttypes.ModelInherit, review.Model)
+	assert.Equal(t, modelname.Inherit, review.Model)
 
 	assert.Equal(t, "todo-finder", todo.Name)
 	assert.Equal(t, []string{"read", "grep", "glob"}, todo.Tools)

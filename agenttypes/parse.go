@@ -20,6 +20,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 )
 
 // Mode says how strictly a definition file is read.
@@ -529,15 +531,12 @@ func (dc *decoder) top(root *yaml.Node) {
 			d.disallowed, _ = dc.toolList(k, v)
 		case "model":
 			if s, ok := dc.str(k, v); ok {
-				m, ok, msg := normalizeModel(s)
-				switch {
-				case !ok:
-					dc.problem(v, "%s", msg)
+				m, err := modelname.Normalize(s)
+				if err != nil {
+					dc.problem(v, "%s", err)
 					if !d.strict {
-						m = ModelInherit
+						m = modelname.Inherit
 					}
-				case msg != "":
-					dc.warnf(v, "%s", msg)
 				}
 				d.model = m
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 )
 
 // ErrConfig is wrapped by every error about a config file.
@@ -591,11 +592,11 @@ func mergeMap[V any](dst, src map[string]V) map[string]V {
 }
 
 // BuiltinAliases are the aliases every config starts with: the short names
-// an agent definition may use (agenttypes.ModelAliases: sonnet, opus,
+// an agent definition may use (modelname.Aliases: sonnet, opus,
 // haiku), so that a name means one model in a file and on the command
 // line, and mini.
 var BuiltinAliases = func() map[string]string {
-	aliases := agenttypes.ModelAliases()
+	aliases := modelname.Aliases()
 	aliases["mini"] = "openai:gpt-4o-mini"
 	return aliases
 }()

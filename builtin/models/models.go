@@ -18,11 +18,12 @@ import (
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/openai"
 
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 	"github.com/troupe-dev/troupe/builtin/offline"
 )
 
 // Offline is the name of the embedded retrieval model.
-const Offline = offline.Name
+const Offline = modelname.Offline
 
 // ErrUnresolvable is wrapped by every resolution error.
 var ErrUnresolvable = errors.New("cannot resolve model")

@@ -18,9 +18,9 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"go.uber.org/goleak"
 
-	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/builtin/models/modelcap"
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 	"github.com/troupe-dev/troupe/manager"
 )
 
@@ -75,7 +75,7 @@ func TestResolve(t *testing.T) {
 // A short name means one model in an agent definition and everywhere a
 // model is named: the builtin aliases start from the definitions' table.
 func TestBuiltinAliasesAreTheDefinitionAliases(t *testing.T) {
-	defs := agenttypes.ModelAliases()
+	defs := modelname.Aliases()
 	require.NotEmpty(t, defs)
 	for alias, full := range defs {
 		assert.Equal(t, full, models.BuiltinAliases[alias], alias)

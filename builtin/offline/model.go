@@ -12,10 +12,12 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 )
 
 // Name is the model's name, as in `--model offline`.
-const Name = "offline"
+const Name = modelname.Offline
 
 // Names of the tools the model calls; they are troupe's builtin tools.
 const (

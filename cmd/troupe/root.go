@@ -18,6 +18,7 @@ import (
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/models"
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 	"github.com/troupe-dev/troupe/builtin/script"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/plugins"
@@ -288,14 +289,14 @@ func (a *app) resolver(dir string) (models.Resolver, error) {
 // resolver's choice) and the model the agent of typeName will run on,
 // with why: the flag, the type's own model, or the default's reason.
 func chooseModel(ctx context.Context, r models.Resolver, reg *agenttypes.Registry, typeName, flag string) (def, used models.Choice) {
-	if flag != "" && flag != "inherit" {
+	if flag != "" && flag != modelname.Inherit {
 		def = models.Choice{Name: flag, Why: "--model", Full: r.Expand(flag)}
 	} else {
 		def = r.Choose(ctx)
 	}
 	used = def
-	if flag == "" || flag == "inherit" {
-		if t, err := reg.Type(typeName); err == nil && t.Model != "" && t.Model != "inherit" {
+	if flag == "" || flag == modelname.Inherit {
+		if t, err := reg.Type(typeName); err == nil && t.Model != "" && t.Model != modelname.Inherit {
 			used = models.Choice{Name: t.Model, Why: "type " + t.Name + " names it", Full: r.Expand(t.Model)}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 	"github.com/troupe-dev/troupe/builtin/trust"
 )
 
@@ -239,7 +240,7 @@ func showType(w io.Writer, t *agenttypes.Type) {
 	fmt.Fprintf(w, "tools:       %s\n", strings.Join(t.Tools, ", "))
 	model := t.Model
 	if model == "" {
-		model = "inherit"
+		model = modelname.Inherit
 	}
 	fmt.Fprintf(w, "model:       %s\n", model)
 	b := t.Budget
