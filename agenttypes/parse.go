@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
+	"github.com/troupe-dev/troupe/internal/suggest"
 )
 
 // Mode says how strictly a definition file is read.
@@ -603,7 +604,7 @@ func (dc *decoder) canonical(k *yaml.Node) (string, bool) {
 	case key == "disallowedTools":
 		hint = "; write disallowed_tools:"
 	default:
-		if near := Nearest(key, names); near != "" {
+		if near := suggest.Nearest(key, names); near != "" {
 			hint = fmt.Sprintf("; did you mean %q?", near)
 		} else if d.strict {
 			hint = "; the fields are " + strings.Join(names, ", ")
@@ -746,7 +747,7 @@ func (dc *decoder) budget(v *yaml.Node) {
 		if !slices.Contains(budgetFields, key) && !dc.def.strict {
 			// Lenient files may write maxTokens or max-time.
 			for _, f := range budgetFields {
-				if foldName(f) == foldName(key) {
+				if suggest.SameName(f, key) {
 					key = f
 				}
 			}
@@ -774,7 +775,7 @@ func (dc *decoder) budget(v *yaml.Node) {
 			b.MaxCostUSD = dc.dollars(k, val)
 		default:
 			hint := "; the budget fields are " + strings.Join(budgetFields, ", ")
-			if near := Nearest(key, budgetFields); near != "" {
+			if near := suggest.Nearest(key, budgetFields); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			dc.problem(k, "unknown budget field %q%s", key, hint)
@@ -866,7 +867,7 @@ func (dc *decoder) output(v *yaml.Node) {
 			o.Schema = raw
 		default:
 			hint := "; the output fields are format and schema"
-			if near := Nearest(k.Value, outputFields); near != "" {
+			if near := suggest.Nearest(k.Value, outputFields); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			dc.problem(k, "unknown output field %q%s", k.Value, hint)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/troupe-dev/troupe/internal/suggest"
 )
 
 // Registry maps names to types and tools. It refuses duplicates and is safe
@@ -198,7 +200,7 @@ func (r *Registry) Type(name string) (*Type, error) {
 		for _, t := range r.Types() {
 			names = append(names, t.Name)
 		}
-		return nil, fmt.Errorf("%w %q%s", ErrUnknownType, name, whatThereIs(name, names, "types"))
+		return nil, fmt.Errorf("%w %q%s", ErrUnknownType, name, suggest.Hint(name, names, "types"))
 	}
 	return t, nil
 }
@@ -283,7 +285,7 @@ func (r *Registry) Tool(name string) (Tool, error) {
 		for _, t := range r.Tools() {
 			names = append(names, t.Spec().Name)
 		}
-		return nil, fmt.Errorf("%w %q%s", ErrUnknownTool, name, whatThereIs(name, names, "tools"))
+		return nil, fmt.Errorf("%w %q%s", ErrUnknownTool, name, suggest.Hint(name, names, "tools"))
 	}
 	return t, nil
 }

@@ -132,25 +132,6 @@ func TestUnknownNamesSayWhatThereIs(t *testing.T) {
 	assert.Equal(t, `unknown agent type "nosuch"; none of the 40 types has a name close to it`, err.Error(), "a long list is not spelled out")
 }
 
-func TestNearest(t *testing.T) {
-	tools := []string{"read", "grep", "glob", "ls", "git", "note"}
-	tests := []struct{ word, want string }{
-		{"reed", "read"},
-		{"grpe", "grep"},
-		{"gti", "git"},
-		{"LS", "ls"},
-		{"max-tokens", "max_tokens"},
-		{"rm", ""}, // every letter changed: not a typo of "ls"
-		{"x", ""},
-		{"frobnicate", ""},
-		{"", ""},
-	}
-	cands := append(tools, "max_tokens")
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, agenttypes.Nearest(tt.word, cands), tt.word)
-	}
-}
-
 // Library errors and diagnostics say what is wrong with the file or the
 // name; the command line adds its own hints.
 func TestLibraryMessagesNameNoCommands(t *testing.T) {

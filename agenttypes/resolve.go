@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/troupe-dev/troupe/internal/suggest"
 )
 
 // resolver builds Types from definitions, following extends through the
@@ -169,7 +171,7 @@ func (r *resolver) parent(d *definition) (*Type, bool) {
 		return nil, false
 	}
 	names := slices.DeleteFunc(r.names(), func(n string) bool { return n == d.name })
-	r.errorf(d, at, "extends unknown type %q%s", d.extends, whatThereIs(d.extends, names, "types"))
+	r.errorf(d, at, "extends unknown type %q%s", d.extends, suggest.Hint(d.extends, names, "types"))
 	return nil, false
 }
 
@@ -256,7 +258,7 @@ func (r *resolver) available(d *definition) []string {
 			r.warnf(d, at, "troupe has no %s tool yet; the agent runs without it", name)
 		default:
 			hint := ""
-			if near := Nearest(name, KnownToolNames()); near != "" {
+			if near := suggest.Nearest(name, KnownToolNames()); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
 			if d.strict {

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/troupe-dev/troupe/builtin/fsroot"
+	"github.com/troupe-dev/troupe/internal/suggest"
 )
 
 var scriptToolFields = []string{"name", "description", "parameters", "script", "script_file", "read_only"}
@@ -164,7 +165,7 @@ func (dc *decoder) scriptTools(v *yaml.Node) {
 				dc.boolean(k, val) // every script tool is read-only: scripts cannot write
 			default:
 				hint := "; the fields are " + strings.Join(scriptToolFields, ", ")
-				if near := Nearest(k.Value, scriptToolFields); near != "" {
+				if near := suggest.Nearest(k.Value, scriptToolFields); near != "" {
 					hint = fmt.Sprintf("; did you mean %q?", near)
 				}
 				dc.errorf(k, "unknown script tool field %q%s", k.Value, hint)

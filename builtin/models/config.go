@@ -18,6 +18,7 @@ import (
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
+	"github.com/troupe-dev/troupe/internal/suggest"
 )
 
 // ErrConfig is wrapped by every error about a config file.
@@ -415,7 +416,7 @@ func checkKeys(n *yaml.Node, path, shown string, bad func(int, string, ...any) e
 				where = "in " + shown
 			}
 			msg := fmt.Sprintf("unknown key %q %s", k.Value, where)
-			if s := agenttypes.Nearest(k.Value, allowed); s != "" {
+			if s := suggest.Nearest(k.Value, allowed); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
 			return bad(k.Line, "%s (the keys are: %s)", msg, strings.Join(allowed, ", "))

@@ -20,6 +20,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
 	"github.com/troupe-dev/troupe/builtin/script"
+	"github.com/troupe-dev/troupe/internal/suggest"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/plugins"
 )
@@ -159,7 +160,7 @@ func typedUsage(root *cobra.Command) {
 							names = append(names, sub.Name())
 						}
 					}
-					if s := agenttypes.Nearest(args[0], names); s != "" {
+					if s := suggest.Nearest(args[0], names); s != "" {
 						msg += fmt.Sprintf("; did you mean %q?", s)
 					}
 					return usagef("%s; run '%s --help' to see the commands", msg, cmd.CommandPath())
@@ -359,7 +360,7 @@ func (a *app) lookupHint(err error, reg *agenttypes.Registry, name string) error
 	}
 	msg := err.Error()
 	var add []string
-	if s := agenttypes.Nearest(name, names); s != "" && !strings.Contains(msg, "did you mean") {
+	if s := suggest.Nearest(name, names); s != "" && !strings.Contains(msg, "did you mean") {
 		add = append(add, fmt.Sprintf("did you mean %q?", s))
 	}
 	if !strings.Contains(msg, list) {

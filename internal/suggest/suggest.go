@@ -1,4 +1,4 @@
-package agenttypes
+package suggest
 
 import (
 	"fmt"
@@ -34,10 +34,10 @@ func Nearest(word string, candidates []string) string {
 // longer than it is useful.
 const maxListed = 12
 
-// whatThereIs says, after "unknown NOUN NAME", what name could have been
-// meant: `; did you mean "explore"?` when a known name is close, else the
-// known names when they are few. plural names them ("types", "tools").
-func whatThereIs(name string, known []string, plural string) string {
+// Hint says, after "unknown NOUN NAME", what name could have been meant:
+// `; did you mean "explore"?` when a known name is close, else the known
+// names when they are few. plural names them ("types", "tools").
+func Hint(name string, known []string, plural string) string {
 	known = slices.Compact(slices.Sorted(slices.Values(known)))
 	switch near := Nearest(name, known); {
 	case near != "":
@@ -50,6 +50,11 @@ func whatThereIs(name string, known []string, plural string) string {
 		return fmt.Sprintf("; none of the %d %s has a name close to it", len(known), plural)
 	}
 }
+
+// SameName reports whether a and b are one name written two ways: they
+// differ only in case, '_', '-' and spaces (maxTokens, max-tokens and
+// max_tokens are one name).
+func SameName(a, b string) bool { return foldName(a) == foldName(b) }
 
 func foldName(s string) string {
 	s = strings.ToLower(s)

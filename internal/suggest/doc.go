@@ -1,0 +1,8 @@
+// Package suggest finds the name a user probably meant, for the "did you
+// mean" part of an error: the closest of the known names by edit
+// distance, if any is close enough to be a typo.
+//
+// Definitions (agenttypes), the providers' config (builtin/models) and the
+// command line all say it the same way through this package; it is
+// internal because it is how troupe words its errors, not an API.
+package suggest
