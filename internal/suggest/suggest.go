@@ -10,7 +10,7 @@ import (
 // case, '_' and '-', or "" when none is close enough to be a likely typo.
 // Error messages use it to say what to write instead.
 func Nearest(word string, candidates []string) string {
-	w := foldName(word)
+	w := cut(foldName(word))
 	if w == "" {
 		return ""
 	}
@@ -22,7 +22,7 @@ func Nearest(word string, candidates []string) string {
 		}
 	}
 	// A word must keep at least one of its letters to be a typo: "rm" is
-	// not a misspelt "ls".
+	// not a misspelt "ls". The limit is judged on the letters compared.
 	limit := min(max(2, len(w)/3), len(w)-1)
 	if bestDist < 0 || bestDist > limit {
 		return ""
@@ -61,17 +61,22 @@ func foldName(s string) string {
 	return strings.NewReplacer("_", "", "-", "", " ", "").Replace(s)
 }
 
-// editDistance is the Levenshtein distance between a and b, counted in
-// bytes. Inputs are short field and tool names; long inputs are cut so that
-// a hostile file cannot make this quadratic in its size.
+// maxCompared is how many bytes of a name are compared. Names are short
+// field and tool names; long ones are cut so that a hostile file cannot
+// make editDistance quadratic in its size.
+const maxCompared = 64
+
+func cut(s string) string {
+	if len(s) > maxCompared {
+		return s[:maxCompared]
+	}
+	return s
+}
+
+// editDistance is the Levenshtein distance between the first maxCompared
+// bytes of a and of b, counted in bytes.
 func editDistance(a, b string) int {
-	const maxLen = 64
-	if len(a) > maxLen {
-		a = a[:maxLen]
-	}
-	if len(b) > maxLen {
-		b = b[:maxLen]
-	}
+	a, b = cut(a), cut(b)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

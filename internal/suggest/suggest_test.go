@@ -2,6 +2,7 @@ package suggest_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,4 +46,16 @@ func TestSameName(t *testing.T) {
 		assert.True(t, suggest.SameName("max_tokens", written), written)
 	}
 	assert.False(t, suggest.SameName("max_tokens", "max_turns"))
+}
+
+// Only a name's first 64 letters are compared, so that a hostile file
+// cannot make the distance quadratic in its size; how far off a name may
+// be must be judged on the same letters, or a long name of anything is
+// "a typo" of every short one.
+func TestALongNameIsNoTypoOfAShortOne(t *testing.T) {
+	for _, n := range []int{100, 200, 1 << 20} {
+		assert.Equal(t, "", suggest.Nearest(strings.Repeat("x", n), []string{"read", "grep"}), "%d letters", n)
+	}
+	long := strings.Repeat("max_tokens_", 10)
+	assert.Equal(t, long, suggest.Nearest(long+"s", []string{"read", long}), "a long name's own typo is still found")
 }
