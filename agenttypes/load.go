@@ -135,9 +135,10 @@ func FindProjectRoot(dir string) string {
 
 // LoadOptions says how to load definitions outside a Reload.
 type LoadOptions struct {
-	// Registry resolves extends and says which tools exist. With nil,
-	// extends finds only the definitions loaded together, and only
-	// DefaultTools exist.
+	// Registry resolves extends, says which tools exist and compiles
+	// scripts with its compiler (Registry.SetScriptCompiler). With nil,
+	// extends finds only the definitions loaded together, only
+	// DefaultTools exist, and a definition with a script is refused.
 	Registry *Registry
 	// Mode is how strictly files are read; ModeAuto by default.
 	Mode Mode

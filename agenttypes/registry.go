@@ -35,8 +35,12 @@ type Registry struct {
 }
 
 // SetScriptCompiler sets the compiler this registry's definitions with
-// scripts are loaded with, in place of the one SetScriptCompiler
-// installed for the program.
+// scripts are compiled with, by Reload and by the Load functions given
+// the registry in LoadOptions. Without one, a definition with a script is
+// refused with a diagnostic saying so. A program that runs scripts sets
+// it on each registry before loading definitions into it; to load files
+// without a registry of types, pass a NewRegistry with only the compiler
+// set.
 func (r *Registry) SetScriptCompiler(c ScriptCompiler) {
 	r.mu.Lock()
 	r.scripts = c

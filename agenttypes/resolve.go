@@ -42,11 +42,8 @@ func newResolver(defs map[string]*definition, reg *Registry, baseOnly bool) *res
 	r.tools = func(name string) bool { return slices.Contains(DefaultTools, name) }
 	r.names = func() []string { return slices.Collect(maps.Keys(defs)) }
 	r.toolNames = func() []string { return slices.Sorted(slices.Values(DefaultTools)) }
-	r.scripts = defaultScriptCompiler()
 	if reg != nil {
-		if c := reg.scriptCompiler(); c != nil {
-			r.scripts = c
-		}
+		r.scripts = reg.scriptCompiler()
 		lookup := reg.visibleType
 		if baseOnly {
 			lookup = reg.baseType

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 )
 
 // ErrScript is wrapped by the errors of a type's script that failed rather
@@ -110,25 +109,4 @@ type ScriptCompiler interface {
 // not compile, since compiling runs a script's top-level declarations.
 type ScriptChecker interface {
 	Check(typeName string, s *Scripts) Diagnostics
-}
-
-var (
-	compilerMu sync.RWMutex
-	compiler   ScriptCompiler
-)
-
-// SetScriptCompiler installs the compiler definitions with scripts are
-// loaded with, where neither LoadOptions nor a Registry names one. A
-// program that serves scripts sets it once at start; without one, a
-// definition with a script is refused with a message saying so.
-func SetScriptCompiler(c ScriptCompiler) {
-	compilerMu.Lock()
-	compiler = c
-	compilerMu.Unlock()
-}
-
-func defaultScriptCompiler() ScriptCompiler {
-	compilerMu.RLock()
-	defer compilerMu.RUnlock()
-	return compiler
 }

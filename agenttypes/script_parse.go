@@ -205,7 +205,7 @@ func (dc *decoder) scriptTools(v *yaml.Node) {
 
 // errNoCompiler is why a definition with a script does not load in a
 // program that serves no scripts.
-var errNoCompiler = errors.New("this program runs no scripts (it installed no script compiler: see agenttypes.SetScriptCompiler and builtin/script)")
+var errNoCompiler = errors.New("this program runs no scripts (the registry it loads definitions with has no script compiler: see Registry.SetScriptCompiler and builtin/script)")
 
 // toolName is what a script tool may be called.
 var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)

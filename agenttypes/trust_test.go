@@ -268,3 +268,38 @@ func TestTheHomeDirectoryAsAProjectKeepsTheUsersDefinitionsTheirs(t *testing.T) 
 	assert.Equal(t, "My explore.", explore.Description, "the user's own type hides the builtin without trust")
 	assert.Empty(t, reg.Withheld())
 }
+
+// Scripts are compiled by the compiler of the registry they are loaded
+// with, whichever way they are loaded, and by no other: two programs (or
+// two managers in one) with registries of their own never share one.
+func TestEachRegistryCompilesWithItsOwnCompiler(t *testing.T) {
+	src, _ := testSources(t)
+	layout(t, src.UserConfigDir, map[string]string{"troupe/agents/hooked.yaml": scripted})
+	file := write(t, t.TempDir(), "hooked.yaml", scripted)
+	mine, theirs := &countingScripts{}, &countingScripts{}
+	reg, other := testRegistry(t), testRegistry(t)
+	reg.SetScriptCompiler(mine)
+	other.SetScriptCompiler(theirs)
+	bare := testRegistry(t)
+
+	require.False(t, reg.Reload(src).HasErrors())
+	_, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: agenttypes.TrustAll}, file)
+	require.False(t, diags.HasErrors(), diags.String())
+	_, diags = agenttypes.ParseDefinition(file, []byte(scripted), agenttypes.LoadOptions{Registry: reg, TrustScripts: agenttypes.TrustAll})
+	require.False(t, diags.HasErrors(), diags.String())
+	_, diags = agenttypes.Load(reg, src)
+	require.False(t, diags.HasErrors(), diags.String())
+	assert.Equal(t, []string{"hooked", "hooked", "hooked", "hooked"}, mine.compiled)
+	assert.Empty(t, theirs.compiled)
+
+	for name, opts := range map[string]agenttypes.LoadOptions{
+		"a registry without a compiler": {Registry: bare, TrustScripts: agenttypes.TrustAll},
+		"no registry":                   {TrustScripts: agenttypes.TrustAll},
+	} {
+		_, diags = agenttypes.LoadFiles(opts, file)
+		assert.Contains(t, diags.String(), "this program runs no scripts", name)
+		assert.Contains(t, diags.String(), "see Registry.SetScriptCompiler", name)
+	}
+	assert.Len(t, mine.compiled, 4, "no other load used this registry's compiler")
+	assert.Empty(t, theirs.compiled)
+}

@@ -35,8 +35,8 @@ type Options struct {
 }
 
 // Host compiles definitions' scripts and runs them. It implements
-// agenttypes.ScriptCompiler: install it with agenttypes.SetScriptCompiler
-// or Registry.SetScriptCompiler before loading definitions, and Close it
+// agenttypes.ScriptCompiler: set it on the registry with
+// Registry.SetScriptCompiler before loading definitions, and Close it
 // when the program ends.
 type Host struct {
 	opts   Options
