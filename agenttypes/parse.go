@@ -22,7 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
-	"github.com/troupe-dev/troupe/internal/suggest"
+	"github.com/troupe-dev/troupe/builtin/suggest"
 )
 
 // Mode says how strictly a definition file is read.

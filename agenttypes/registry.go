@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/troupe-dev/troupe/internal/suggest"
+	"github.com/troupe-dev/troupe/builtin/suggest"
 )
 
 // Registry maps names to types and tools. It refuses duplicates and is safe

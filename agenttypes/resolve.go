@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/troupe-dev/troupe/internal/suggest"
+	"github.com/troupe-dev/troupe/builtin/suggest"
 )
 
 // resolver builds Types from definitions, following extends through the

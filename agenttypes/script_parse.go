@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/troupe-dev/troupe/builtin/fsroot"
-	"github.com/troupe-dev/troupe/internal/suggest"
+	"github.com/troupe-dev/troupe/builtin/suggest"
 )
 
 var scriptToolFields = []string{"name", "description", "parameters", "script", "script_file", "read_only"}

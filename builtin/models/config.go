@@ -18,7 +18,7 @@ import (
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
-	"github.com/troupe-dev/troupe/internal/suggest"
+	"github.com/troupe-dev/troupe/builtin/suggest"
 )
 
 // ErrConfig is wrapped by every error about a config file.

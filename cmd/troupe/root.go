@@ -20,7 +20,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
 	"github.com/troupe-dev/troupe/builtin/script"
-	"github.com/troupe-dev/troupe/internal/suggest"
+	"github.com/troupe-dev/troupe/builtin/suggest"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/plugins"
 )

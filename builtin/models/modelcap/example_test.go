@@ -13,7 +13,9 @@ import (
 // million output tokens.
 type pricedModel struct{ llms.Model }
 
-func (pricedModel) Cost(in, out int) (float64, bool) { return (float64(in) + 4*float64(out)) / 1e6, true }
+func (pricedModel) Cost(in, out int) (float64, bool) {
+	return (float64(in) + 4*float64(out)) / 1e6, true
+}
 
 func (pricedModel) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
 	return &llms.ContentResponse{}, nil

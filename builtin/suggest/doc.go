@@ -3,6 +3,7 @@
 // distance, if any is close enough to be a typo.
 //
 // Definitions (agenttypes), the providers' config (builtin/models) and the
-// command line all say it the same way through this package; it is
-// internal because it is how troupe words its errors, not an API.
+// command line all say it the same way through this package. It is how
+// troupe words its errors, not an API to build on: it may change with
+// them.
 package suggest

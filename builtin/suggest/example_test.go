@@ -3,7 +3,7 @@ package suggest_test
 import (
 	"fmt"
 
-	"github.com/troupe-dev/troupe/internal/suggest"
+	"github.com/troupe-dev/troupe/builtin/suggest"
 )
 
 func ExampleNearest() {
