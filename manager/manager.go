@@ -19,6 +19,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/models/modelcap"
+	"github.com/troupe-dev/troupe/builtin/models/modelname"
 )
 
 // Manager spawns and tracks agents. It is safe for concurrent use.
@@ -673,10 +674,10 @@ func (m *Manager) dequeue(a *Agent) bool {
 }
 
 func (m *Manager) modelName(req SpawnRequest, typ *agenttypes.Type, parent *Agent) string {
-	if req.Model != "" && req.Model != "inherit" {
+	if req.Model != "" && req.Model != modelname.Inherit {
 		return req.Model
 	}
-	if typ.Model != "" && typ.Model != "inherit" {
+	if typ.Model != "" && typ.Model != modelname.Inherit {
 		return typ.Model
 	}
 	if parent != nil {
