@@ -118,15 +118,22 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		width:  func() int { return termWidth(a.stderr, liveWidthNoTerm) },
 	})
 
+	// The run is locked before it starts, so runs list never sees it
+	// without its lock and calls it interrupted.
+	release, discard := func() {}, func() {}
+	if runs != "" {
+		release, discard = lockNewTranscript(mgr.TranscriptPath())
+	}
 	agent, err := mgr.Spawn(cmd.Context(), manager.SpawnRequest{Type: typeName, Task: task, Dir: repo, Budget: budget, Model: f.model})
 	if err != nil {
 		_ = mgr.Close(context.Background())
 		progress.wait(context.Background())
+		discard()
 		return a.lookupHint(modelHint(err, resolver, used), reg, typeName)
 	}
+	defer release()
 	// Only an accepted run prunes: a refused command changes nothing on disk.
 	if runs != "" {
-		defer lockTranscript(mgr.TranscriptPath())()
 		if _, err := manager.PruneTranscripts(runs, manager.DefaultRetention); err != nil {
 			fmt.Fprintf(a.stderr, "troupe: warning: could not remove old transcripts in %s: %v\n", runs, err)
 		}

@@ -260,21 +260,46 @@ func fileExists(path string) bool {
 // runs list a run is still going: see inspectFile. It creates the
 // transcript if the manager has not yet; the manager appends to it.
 func lockTranscript(path string) (release func()) {
+	release, _ = lockNewTranscript(path)
+	return release
+}
+
+// lockNewTranscript takes the lock before the run starts, so that no
+// event of the run is on disk before it; discard gives it back for a run
+// that was refused, removing the file and the runs directory if they were
+// made for it, so a refused command changes nothing on disk.
+func lockNewTranscript(path string) (release, discard func()) {
+	nothing := func() {}
 	if !lockSupported || path == "" {
-		return func() {}
+		return nothing, nothing
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return func() {}
+	dir := filepath.Dir(path)
+	// The directories MkdirAll makes, deepest first, to remove on discard.
+	var made []string
+	for d := dir; !fileExists(d) && d != filepath.Dir(d); d = filepath.Dir(d) {
+		made = append(made, d)
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nothing, nothing
+	}
+	madeFile := !fileExists(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return func() {}
+		return nothing, nothing
 	}
 	if err := holdLock(f); err != nil {
 		f.Close()
-		return func() {}
+		return nothing, nothing
 	}
-	return func() { f.Close() }
+	return func() { f.Close() }, func() {
+		f.Close()
+		if madeFile {
+			_ = os.Remove(path)
+		}
+		for _, d := range made {
+			_ = os.Remove(d) // only if empty
+		}
+	}
 }
 
 func (a *app) runsCommand() *cobra.Command {
