@@ -25,7 +25,7 @@ var _ agenttypes.Tool = (*pluginTool)(nil)
 func (t *pluginTool) Spec() agenttypes.ToolSpec { return t.spec }
 
 func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
-	r, err := t.p.get()
+	r, err := t.p.get(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -58,7 +58,7 @@ type loopRun struct {
 }
 
 func (l *pluginLoop) Run(ctx context.Context, s agenttypes.Session, task string) (string, error) {
-	r, err := l.p.get()
+	r, err := l.p.get(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -109,6 +110,8 @@ type proc struct {
 
 	mu  sync.Mutex
 	cur *running
+	// starting is the start in flight, if any; see get.
+	starting *starting
 	// img is the binary, read and checked, for the next start; see image.
 	img      *process.Image
 	desc     *pluginv1.DescribeResponse
@@ -145,39 +148,105 @@ func stampOf(path string) string {
 }
 
 // get returns the plugin's running process, starting it if it is not
-// running.
-func (p *proc) get() (*running, error) {
+// running. The start runs once, on a goroutine of its own, whoever asked
+// for it: a caller whose ctx ends leaves at once with ctx's error, and the
+// start goes on for the callers that still wait, and for later ones. A
+// start that fails is every waiter's error; the next call starts again.
+func (p *proc) get(ctx context.Context) (*running, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closing {
+		p.mu.Unlock()
 		return nil, ErrClosed
 	}
 	if p.disabled != nil {
-		return nil, p.disabled
+		err := p.disabled
+		p.mu.Unlock()
+		return nil, err
 	}
 	if r := p.cur; r != nil {
 		select {
 		case <-r.exited:
 			p.endedLocked(r)
-			if p.disabled != nil {
-				return nil, p.disabled
+			if err := p.disabled; err != nil {
+				p.mu.Unlock()
+				return nil, err
 			}
 		default:
+			p.mu.Unlock()
 			return r, nil
 		}
 	}
-	r, err := p.start()
-	if err != nil {
-		return nil, err
+	s := p.starting
+	if s == nil {
+		s = p.startLocked()
 	}
-	p.cur = r
-	return r, nil
+	p.mu.Unlock()
+	s.waiters.Add(1)
+	defer s.waiters.Add(-1)
+	select {
+	case <-s.done:
+		return s.r, s.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// starting is a start of a plugin's process in flight. Its waiters read r
+// and err once done is closed.
+type starting struct {
+	done chan struct{}
+	r    *running
+	err  error
+	// stop ends the start early: the host is closing, or the plugin was
+	// dropped by a Load.
+	stop context.CancelFunc
+	// waiters counts the callers waiting on it.
+	waiters atomic.Int32
+}
+
+// startLocked begins a start of p's process. p.mu is held.
+func (p *proc) startLocked() *starting {
+	ctx, stop := context.WithCancel(context.Background())
+	s := &starting{done: make(chan struct{}), stop: stop}
+	p.starting = s
+	p.h.bg.Go(func() {
+		defer stop()
+		r, err := p.start(ctx)
+		p.mu.Lock()
+		p.starting = nil
+		if p.closing || ctx.Err() != nil {
+			// Stopped while it started: what started is not wanted.
+			if err == nil {
+				r.stopping = true
+				p.h.bg.Go(r.kill)
+			}
+			r, err = nil, p.stoppedWhileStarting()
+		}
+		p.cur = r
+		p.mu.Unlock()
+		s.r, s.err = r, err
+		close(s.done)
+	})
+	return s
+}
+
+// stoppedWhileStarting is the error of a start that the host ended. p.mu
+// is held.
+func (p *proc) stoppedWhileStarting() error {
+	if p.closing {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: plugin %s was stopped while it started (its binary changed, or it is gone); it is started again on next use", ErrStart, p.bin.Name)
 }
 
 // start starts a process of the plugin and checks its description. The
 // binary is read once, and what runs is the bytes whose checksum the lock
-// file and the project's trust were checked against.
-func (p *proc) start() (*running, error) {
+// file and the project's trust were checked against. When ctx ends first,
+// the process is ended and the start fails.
+func (p *proc) start(ctx context.Context) (*running, error) {
 	h := p.h
 	h.mu.Lock()
 	lock := h.lock
@@ -199,10 +268,14 @@ func (p *proc) start() (*running, error) {
 		protocol.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
 	cmd = process.Kept(cmd)
 	r.cmd = cmd
+	// go-plugin's handshake takes no context: ending the process is what
+	// ends it early.
+	guard := &startGuard{}
+	defer context.AfterFunc(ctx, guard.cancel)()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{}),
-		RunnerFunc:       runnerFunc(cmd, p.bin.Path, h.cfg.CancelGrace),
+		RunnerFunc:       runnerFunc(cmd, p.bin.Path, h.cfg.CancelGrace, guard.started),
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.cfg.StartTimeout,
@@ -235,37 +308,71 @@ func (p *proc) start() (*running, error) {
 	}
 	// Every process describes itself, so a description from the cache is
 	// checked against the process that now serves it.
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
+	dctx, cancel := context.WithTimeout(ctx, h.cfg.StartTimeout)
 	defer cancel()
-	d, err := r.conn.Plugin.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: protocol.Version})
+	d, err := r.conn.Plugin.Describe(dctx, &pluginv1.DescribeRequest{ProtocolVersion: protocol.Version})
 	if err != nil {
 		return fail(fmt.Errorf("%w: plugin %s did not describe itself: %v", ErrStart, p.bin.Name, err))
 	}
 	if err := protocol.Check(d, protocol.Version); err != nil {
 		return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
 	}
-	if p.desc == nil || !proto.Equal(p.desc, d) {
-		if p.desc != nil {
-			h.cfg.Logger.Warn("plugin describes itself otherwise than before; its types and tools change at the next load", "plugin", p.bin.Name)
-		}
-		h.storeDescription(p.cacheKey(), d)
+	p.mu.Lock()
+	changed := p.desc == nil || !proto.Equal(p.desc, d)
+	if changed && p.desc != nil {
+		h.cfg.Logger.Warn("plugin describes itself otherwise than before; its types and tools change at the next load", "plugin", p.bin.Name)
 	}
 	p.desc = d
+	p.mu.Unlock()
+	if changed {
+		h.storeDescription(p.cacheKey(), d)
+	}
 	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)
 	return r, nil
+}
+
+// startGuard ends a start's process when the start is cancelled, whether
+// the process has started yet or not.
+type startGuard struct {
+	mu        sync.Mutex
+	pid       int
+	cancelled bool
+}
+
+// started is told the process's ID once it runs.
+func (g *startGuard) started(pid int) {
+	g.mu.Lock()
+	g.pid = pid
+	cancelled := g.cancelled
+	g.mu.Unlock()
+	if cancelled {
+		_ = process.Terminate(pid)
+	}
+}
+
+func (g *startGuard) cancel() {
+	g.mu.Lock()
+	g.cancelled = true
+	pid := g.pid
+	g.mu.Unlock()
+	// A keeper kills what it keeps, then exits; go-plugin's handshake
+	// then fails at once, and the start cleans up.
+	_ = process.Terminate(pid)
 }
 
 // command is the command that starts the plugin. When the lock file or
 // the user's trust has a say, the binary is read once and checked, and the
 // command runs those very bytes; otherwise (a plugin of the user's own
 // folders, and no lock file) it runs the binary as it is.
-// done frees what the command needed to start. p.mu is held.
+// done frees what the command needed to start.
 func (p *proc) command(lock *Lock) (cmd *exec.Cmd, done func(), err error) {
 	if lock == nil && p.bin.Layer != LayerProject {
 		return exec.Command(p.bin.Path), func() {}, nil
 	}
+	p.mu.Lock()
 	im := p.img // read when the plugin was described, if it was
 	p.img = nil
+	p.mu.Unlock()
 	if im == nil {
 		if im, err = process.Open(p.bin.Path); err != nil {
 			return nil, nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
@@ -360,6 +467,9 @@ func (p *proc) stop() {
 	p.cur = nil
 	if r != nil {
 		r.stopping = true
+	}
+	if s := p.starting; s != nil {
+		s.stop()
 	}
 	if p.img != nil {
 		_ = p.img.Close()

@@ -261,19 +261,13 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 	d := p.desc
 	p.mu.Unlock()
 	if d == nil {
-		var err error
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.get()
-			done <- err
-		}()
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-time.After(p.h.cfg.StartTimeout + time.Second):
-			err = fmt.Errorf("%w: plugin %s did not start in %s", ErrStart, p.bin.Name, p.h.cfg.StartTimeout)
+		late := fmt.Errorf("%w: plugin %s did not start in %s", ErrStart, p.bin.Name, p.h.cfg.StartTimeout)
+		sctx, cancel := context.WithTimeoutCause(ctx, p.h.cfg.StartTimeout+time.Second, late)
+		_, err := p.get(sctx)
+		if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+			err = context.Cause(sctx)
 		}
+		cancel()
 		if err != nil {
 			in.err, in.Error = err, err.Error()
 			return in

@@ -26,6 +26,9 @@ type keptRunner struct {
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 
+	// started, if set, is told the process's ID once it runs.
+	started func(pid int)
+
 	waitOnce sync.Once
 	waitErr  error
 	done     chan struct{}
@@ -35,8 +38,9 @@ var _ runner.Runner = (*keptRunner)(nil)
 
 // runnerFunc is the go-plugin RunnerFunc that runs cmd with a
 // keptRunner, with the variables go-plugin adds to its own command (the
-// handshake's) added to cmd's.
-func runnerFunc(cmd *exec.Cmd, name string, grace time.Duration) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+// handshake's) added to cmd's. started, if not nil, is told the process's
+// ID once it runs.
+func runnerFunc(cmd *exec.Cmd, name string, grace time.Duration, started func(pid int)) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 		cmd.Env = append(cmd.Env, spec.Env...)
 		stdout, err := cmd.StdoutPipe()
@@ -47,11 +51,19 @@ func runnerFunc(cmd *exec.Cmd, name string, grace time.Duration) func(hclog.Logg
 		if err != nil {
 			return nil, err
 		}
-		return &keptRunner{cmd: cmd, name: name, grace: grace, stdout: stdout, stderr: stderr, done: make(chan struct{})}, nil
+		return &keptRunner{cmd: cmd, name: name, grace: grace, stdout: stdout, stderr: stderr, started: started, done: make(chan struct{})}, nil
 	}
 }
 
-func (r *keptRunner) Start(context.Context) error { return r.cmd.Start() }
+func (r *keptRunner) Start(context.Context) error {
+	if err := r.cmd.Start(); err != nil {
+		return err
+	}
+	if r.started != nil {
+		r.started(r.cmd.Process.Pid)
+	}
+	return nil
+}
 
 func (r *keptRunner) Wait(context.Context) error {
 	r.waitOnce.Do(func() {

@@ -1,7 +1,8 @@
 // Command testplugin is the plugin the plugins package's tests run as a
 // real process. It misbehaves on request: TESTPLUGIN_HANG=1 hangs before
-// serving, TESTPLUGIN_EXIT=1 exits at once; its tools block, panic or
-// ignore cancellation when told to.
+// serving, TESTPLUGIN_EXIT=1 exits at once, TESTPLUGIN_GATE=PATH waits
+// before serving until the test lets it go (see atGate); its tools block,
+// panic or ignore cancellation when told to.
 package main
 
 import (
@@ -72,6 +73,9 @@ func main() {
 	}
 	if os.Getenv("TESTPLUGIN_EXIT") == "1" {
 		os.Exit(7)
+	}
+	if gate := os.Getenv("TESTPLUGIN_GATE"); gate != "" {
+		atGate(gate)
 	}
 	if v := os.Getenv("TESTPLUGIN_PROTOCOL"); v != "" {
 		// A plugin built against another version of the protocol.
@@ -192,6 +196,28 @@ func main() {
 			{Name: "plain", Description: "A type the host's own loop runs.", Prompt: "You help.", Tools: []string{"shout"}},
 		},
 	})
+}
+
+// atGate holds the plugin's start until the test says: it writes its
+// process ID as a line to the FIFO gate+".ready", then reads one byte from
+// the FIFO gate: 'x' makes it exit with status 7, anything else (or the
+// test closing the gate) lets it serve.
+func atGate(gate string) {
+	ready, err := os.OpenFile(gate+".ready", os.O_WRONLY, 0)
+	if err != nil {
+		os.Exit(8)
+	}
+	_, _ = fmt.Fprintln(ready, os.Getpid())
+	_ = ready.Close()
+	g, err := os.Open(gate)
+	if err != nil {
+		os.Exit(8)
+	}
+	b := make([]byte, 1)
+	if n, _ := g.Read(b); n == 1 && b[0] == 'x' {
+		os.Exit(7)
+	}
+	_ = g.Close()
 }
 
 // loop is a small custom loop: ask the model, run the tools it asks for,
