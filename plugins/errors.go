@@ -25,6 +25,10 @@ var (
 	// ErrStart is wrapped when a plugin could not be started or did not
 	// answer Describe.
 	ErrStart = errors.New("plugin did not start")
+	// ErrProtocolVersion is wrapped, with ErrStart, by the refusal of a
+	// plugin whose handshake announces another version of the plugin
+	// protocol than this build's (protocol.Version).
+	ErrProtocolVersion = errors.New("plugin speaks another protocol version")
 	// ErrClosed is returned after Host.Close.
 	ErrClosed = errors.New("plugin host is closed")
 )

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -270,12 +269,12 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 	r.cmd = cmd
 	// go-plugin's handshake takes no context: ending the process is what
 	// ends it early.
-	guard := &startGuard{}
-	defer context.AfterFunc(ctx, guard.cancel)()
+	watch := &startWatch{}
+	defer context.AfterFunc(ctx, watch.cancel)()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{}),
-		RunnerFunc:       runnerFunc(cmd, p.bin.Path, h.cfg.CancelGrace, guard.started),
+		RunnerFunc:       runnerFunc(cmd, p.bin.Path, h.cfg.CancelGrace, watch),
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.cfg.StartTimeout,
@@ -291,11 +290,14 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 		return nil, err
 	}
 	rpc, err := client.Client()
+	if v, ok := watch.version(); ok && v != protocol.Version {
+		// Read from the plugin's own handshake line, not from go-plugin's
+		// error: a plugin that announces another version is refused for
+		// that, whatever go-plugin makes of it.
+		return fail(fmt.Errorf("%w: %w: plugin %s (%s) speaks version %d of the plugin protocol, and this troupe speaks %d: rebuild it against this troupe's sdk",
+			ErrStart, ErrProtocolVersion, p.bin.Name, p.bin.Path, v, protocol.Version))
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "incompatible API version") {
-			return fail(fmt.Errorf("%w: plugin %s (%s) speaks another version of the plugin protocol than this troupe (%d): rebuild it against this troupe's sdk (%v)",
-				ErrStart, p.bin.Name, p.bin.Path, protocol.Version, err))
-		}
 		return fail(fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.bin.Name, p.bin.Path, err))
 	}
 	raw, err := rpc.Dispense(protocol.PluginName)
@@ -329,35 +331,6 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 	}
 	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)
 	return r, nil
-}
-
-// startGuard ends a start's process when the start is cancelled, whether
-// the process has started yet or not.
-type startGuard struct {
-	mu        sync.Mutex
-	pid       int
-	cancelled bool
-}
-
-// started is told the process's ID once it runs.
-func (g *startGuard) started(pid int) {
-	g.mu.Lock()
-	g.pid = pid
-	cancelled := g.cancelled
-	g.mu.Unlock()
-	if cancelled {
-		_ = process.Terminate(pid)
-	}
-}
-
-func (g *startGuard) cancel() {
-	g.mu.Lock()
-	g.cancelled = true
-	pid := g.pid
-	g.mu.Unlock()
-	// A keeper kills what it keeps, then exits; go-plugin's handshake
-	// then fails at once, and the start cleans up.
-	_ = process.Terminate(pid)
 }
 
 // command is the command that starts the plugin. When the lock file or

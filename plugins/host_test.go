@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,7 +319,9 @@ func TestTheSDKImportsNoGRPC(t *testing.T) {
 
 // A plugin built against another version of the protocol is refused at
 // the handshake, with an error that says so and what to do, and leaves no
-// process behind.
+// process behind. The version is the one the plugin's handshake line
+// announces, read by the host itself: the refusal does not hang on the
+// words of go-plugin's error.
 func TestAPluginOfAnotherProtocolVersionIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	bin := copyPlugin(t, dir, "test")
@@ -326,7 +329,9 @@ func TestAPluginOfAnotherProtocolVersionIsRefused(t *testing.T) {
 	problems := h.Load(ctxTimeout(t, 20*time.Second), agenttypes.NewRegistry())
 	require.Len(t, problems, 1)
 	require.ErrorIs(t, problems[0], plugins.ErrStart)
-	assert.Contains(t, problems[0].Error(), "speaks another version of the plugin protocol")
-	assert.Contains(t, problems[0].Error(), "Plugin version: 99")
+	require.ErrorIs(t, problems[0], plugins.ErrProtocolVersion)
+	want := fmt.Sprintf("speaks version 99 of the plugin protocol, and this troupe speaks %d: rebuild it against this troupe's sdk", sdk.ProtocolVersion)
+	assert.Contains(t, problems[0].Error(), want)
+	assert.NotContains(t, problems[0].Error(), "incompatible API version", "the message is troupe's own")
 	assert.Empty(t, running(bin), "no process is left")
 }
