@@ -74,9 +74,14 @@ func TestDeadlinesAndCancellationCrossTheBoundary(t *testing.T) {
 	assert.Less(t, time.Since(start), 2*time.Second)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	marker := filepath.Join(t.TempDir(), "started")
-	go func() { waitFile(t, marker, 10*time.Second); cancel() }()
-	_, err = callTool(ctx, t, reg, "block", `{"marker":"`+marker+`"}`)
+	marker := newFIFO(t, "started")
+	go func() {
+		if _, err := marker.line(10 * time.Second); err != nil {
+			t.Error(err)
+		}
+		cancel()
+	}()
+	_, err = callTool(ctx, t, reg, "block", `{"marker":"`+marker.path+`"}`)
 	require.ErrorIs(t, err, context.Canceled)
 
 	out, err = callTool(ctxTimeout(t, 10*time.Second), t, reg, "pid", `{}`)
@@ -123,12 +128,14 @@ func TestAPluginKilledMidCallFailsTheCallAndRestarts(t *testing.T) {
 	reg := loaded(t, h)
 	pid := h.PID("test")
 	require.True(t, alive(pid))
-	marker := filepath.Join(t.TempDir(), "started")
+	marker := newFIFO(t, "started")
 	go func() {
-		waitFile(t, marker, 10*time.Second)
+		if _, err := marker.line(10 * time.Second); err != nil {
+			t.Error(err)
+		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}()
-	_, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "block", `{"marker":"`+marker+`"}`)
+	_, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "block", `{"marker":"`+marker.path+`"}`)
 	require.ErrorIs(t, err, agenttypes.ErrPluginExited)
 	assert.Contains(t, err.Error(), "signal: killed")
 
@@ -163,18 +170,21 @@ func TestAPluginThatKeepsCrashingIsDisabledUntilTheNextLoad(t *testing.T) {
 func TestAPluginThatHangsOnStartHitsTheStartTimeout(t *testing.T) {
 	dir := t.TempDir()
 	bin := copyPlugin(t, dir, "hang")
-	h, _ := newHost(t, plugins.Config{StartTimeout: 300 * time.Millisecond, Env: []string{"TESTPLUGIN_HANG=1"}}, dir)
+	hung := newFIFO(t, "hung")
+	// Long enough for the plugin to say it hangs before the timeout.
+	h, _ := newHost(t, plugins.Config{StartTimeout: time.Second, Env: []string{"TESTPLUGIN_HANG=" + hung.path}}, dir)
 	reg := agenttypes.NewRegistry()
 	start := time.Now()
 	problems := h.Load(ctxTimeout(t, 10*time.Second), reg)
 	require.Len(t, problems, 1)
 	assert.Contains(t, problems[0].Error(), "plugin hang")
 	assert.Contains(t, problems[0].Error(), "timeout")
-	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.Less(t, time.Since(start), 5*time.Second)
 	_, err := reg.Type("looper")
 	assert.ErrorIs(t, err, agenttypes.ErrUnknownType)
-	time.Sleep(100 * time.Millisecond)
-	assert.Empty(t, running(bin), "the hung process is killed")
+	pid := hung.pid(t, time.Second) // written before it hung, so there already
+	assert.True(t, waitGone(pid, 5*time.Second), "the hung process is killed")
+	assert.Empty(t, running(bin))
 }
 
 func TestACallThatIgnoresCancellationGetsThePluginKilled(t *testing.T) {

@@ -1,6 +1,7 @@
 package plugins_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/troupe-dev/troupe/builtin/process"
 	"github.com/troupe-dev/troupe/plugins"
@@ -128,16 +130,26 @@ func alive(pid int) bool {
 	return true
 }
 
-// waitGone waits up to d for pid to exit.
+// waitGone waits up to d for pid to exit, on a pidfd, which turns
+// readable when the process ends.
 func waitGone(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !alive(pid) {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return !alive(pid) // ESRCH: gone already
 	}
-	return !alive(pid)
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(d)
+	for {
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil || n == 0:
+			return !alive(pid)
+		}
+		return true
+	}
 }
 
 // running lists the processes whose binary is path.
@@ -160,17 +172,47 @@ func running(path string) []int {
 	return pids
 }
 
-// waitFile waits up to d for path to exist.
-func waitFile(t testing.TB, path string, d time.Duration) {
+// fifo is a FIFO a process writes lines to, for the test to wait on. The
+// test holds it open for reading and writing, so that neither end's open
+// blocks.
+type fifo struct {
+	path  string
+	f     *os.File
+	lines *bufio.Reader
+}
+
+// newFIFO makes a FIFO in a directory of the test's own; it is closed
+// when the test ends.
+func newFIFO(t testing.TB, name string) *fifo {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, syscall.Mkfifo(path, 0o600))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return &fifo{path: path, f: f, lines: bufio.NewReader(f)}
+}
+
+// line returns the next line written to the FIFO, waiting up to d for it.
+func (f *fifo) line(d time.Duration) (string, error) {
+	if err := f.f.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return "", err
 	}
-	t.Fatalf("%s did not appear in %s", path, d)
+	line, err := f.lines.ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("nothing written to %s in %s: %w", filepath.Base(f.path), d, err)
+	}
+	return strings.TrimSuffix(line, "\n"), nil
+}
+
+// pid waits up to d for a process ID written to the FIFO.
+func (f *fifo) pid(t testing.TB, d time.Duration) int {
+	t.Helper()
+	line, err := f.line(d)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(line)
+	require.NoError(t, err)
+	return pid
 }
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {

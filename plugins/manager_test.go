@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -146,16 +145,16 @@ func TestAPluginKilledMidRunFailsOnlyItsAgents(t *testing.T) {
 	pid := h.PID("test")
 
 	dir := t.TempDir()
-	marker := filepath.Join(dir, "waiting")
+	marker, marker2 := newFIFO(t, "waiting"), newFIFO(t, "waiting2")
 	ctx := ctxTimeout(t, 20*time.Second)
-	w1, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "waiter", Task: marker, Dir: dir})
+	w1, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "waiter", Task: marker.path, Dir: dir})
 	require.NoError(t, err)
-	w2, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "waiter", Task: marker + "2", Dir: dir})
+	w2, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "waiter", Task: marker2.path, Dir: dir})
 	require.NoError(t, err)
 	other, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "steady", Task: "t", Dir: dir})
 	require.NoError(t, err)
-	waitFile(t, marker, 10*time.Second)
-	waitFile(t, marker+"2", 10*time.Second)
+	marker.pid(t, 10*time.Second)
+	marker2.pid(t, 10*time.Second)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 
 	for _, w := range []*manager.Agent{w1, w2} {
@@ -187,9 +186,9 @@ func TestAPluginKilledMidRunFailsOnlyItsAgents(t *testing.T) {
 func TestAPluginToolKilledMidCallEndsItsAgent(t *testing.T) {
 	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
 	dir := t.TempDir()
-	marker := filepath.Join(dir, "called")
+	marker := newFIFO(t, "called")
 	model := scripted.New(
-		scripted.Step{Text: "calling the plugin", Calls: []scripted.Call{{Name: "block", Args: `{"marker":"` + marker + `"}`}}},
+		scripted.Step{Text: "calling the plugin", Calls: []scripted.Call{{Name: "block", Args: `{"marker":"` + marker.path + `"}`}}},
 		scripted.Step{Text: "never reached"},
 	)
 	caller := agenttypes.Type{Name: "caller", Description: "calls a plugin tool", Tools: []string{"block", "echo"}}
@@ -198,7 +197,7 @@ func TestAPluginToolKilledMidCallEndsItsAgent(t *testing.T) {
 	ctx := ctxTimeout(t, 20*time.Second)
 	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "caller", Task: "call it", Dir: dir})
 	require.NoError(t, err)
-	waitFile(t, marker, 10*time.Second)
+	marker.pid(t, 10*time.Second)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	res, err := a.Wait(ctx)
 	require.NoError(t, err)

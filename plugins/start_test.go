@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,61 +18,54 @@ import (
 )
 
 // gate holds the test plugin's start (TESTPLUGIN_GATE) until the test
-// lets it go: through two FIFOs, one on which each start says it is
-// waiting, one on which the test answers.
+// lets it go: on one FIFO each start says it is waiting, on the other the
+// test answers.
 type gate struct {
-	path  string
-	ready *os.File
-	lines *bufio.Reader
-	g     *os.File
+	ready *fifo
+	g     *fifo
 }
 
 // newGate makes a gate; the test closes it (g.close) once no start is to
 // be held any more.
 func newGate(t *testing.T) *gate {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "gate")
-	require.NoError(t, syscall.Mkfifo(path, 0o600))
-	require.NoError(t, syscall.Mkfifo(path+".ready", 0o600))
-	// Opened for reading and writing, neither end's open blocks: the
-	// plugin's opens find the other end open.
-	ready, err := os.OpenFile(path+".ready", os.O_RDWR, 0)
+	g := newFIFO(t, "gate")
+	ready := &fifo{path: g.path + ".ready"}
+	require.NoError(t, syscall.Mkfifo(ready.path, 0o600))
+	f, err := os.OpenFile(ready.path, os.O_RDWR, 0)
 	require.NoError(t, err)
-	g, err := os.OpenFile(path, os.O_RDWR, 0)
-	require.NoError(t, err)
-	return &gate{path: path, ready: ready, lines: bufio.NewReader(ready), g: g}
+	t.Cleanup(func() { _ = f.Close() })
+	ready.f, ready.lines = f, bufio.NewReader(f)
+	return &gate{ready: ready, g: g}
 }
 
-func (g *gate) env() string { return "TESTPLUGIN_GATE=" + g.path }
+func (g *gate) env() string { return "TESTPLUGIN_GATE=" + g.g.path }
 
 // held waits for a start of the plugin to reach the gate and returns the
 // plugin's process ID.
 func (g *gate) held(t *testing.T) int {
 	t.Helper()
-	require.NoError(t, g.ready.SetReadDeadline(time.Now().Add(20*time.Second)))
-	line, err := g.lines.ReadString('\n')
-	require.NoError(t, err, "no start of the plugin reached the gate")
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	require.NoError(t, err)
-	return pid
+	return g.ready.pid(t, 20*time.Second)
 }
 
-// open lets one held start serve; fail makes it exit instead.
+// open lets one held start serve.
 func (g *gate) open(t *testing.T) {
 	t.Helper()
-	_, err := g.g.Write([]byte{'g'})
+	_, err := g.g.f.Write([]byte{'g'})
 	require.NoError(t, err)
 }
+
+// fail makes one held start exit.
 func (g *gate) fail(t *testing.T) {
 	t.Helper()
-	_, err := g.g.Write([]byte{'x'})
+	_, err := g.g.f.Write([]byte{'x'})
 	require.NoError(t, err)
 }
 
 // close lets every start that is held or comes later serve.
 func (g *gate) close() {
-	_ = g.g.Close()
-	_ = g.ready.Close()
+	_ = g.g.f.Close()
+	_ = g.ready.f.Close()
 }
 
 // gatedHost is a host whose plugin, test, starts at the first call (its

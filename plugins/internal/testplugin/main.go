@@ -1,6 +1,6 @@
 // Command testplugin is the plugin the plugins package's tests run as a
-// real process. It misbehaves on request: TESTPLUGIN_HANG=1 hangs before
-// serving, TESTPLUGIN_EXIT=1 exits at once, TESTPLUGIN_GATE=PATH waits
+// real process. It misbehaves on request: TESTPLUGIN_HANG=FIFO says its
+// process ID on FIFO and hangs before serving, TESTPLUGIN_EXIT=1 exits at once, TESTPLUGIN_GATE=PATH waits
 // before serving until the test lets it go (see atGate); its tools block,
 // panic or ignore cancellation when told to.
 package main
@@ -40,11 +40,18 @@ func parse(raw json.RawMessage) (args, error) {
 	return a, nil
 }
 
-// mark writes the marker file a test waits for, when asked to.
+// mark writes the process's ID as a line to the marker a test waits on
+// (a FIFO the test reads), when asked to.
 func mark(a args) {
-	if a.Marker != "" {
-		_ = os.WriteFile(a.Marker, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	if a.Marker == "" {
+		return
 	}
+	f, err := os.OpenFile(a.Marker, os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	_, _ = fmt.Fprintln(f, os.Getpid())
+	_ = f.Close()
 }
 
 var schema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"marker":{"type":"string"}}}`)
@@ -68,7 +75,8 @@ func tool(name, desc string, fn func(ctx context.Context, a args, req sdk.CallRe
 }
 
 func main() {
-	if os.Getenv("TESTPLUGIN_HANG") == "1" {
+	if hang := os.Getenv("TESTPLUGIN_HANG"); hang != "" {
+		mark(args{Marker: hang})
 		time.Sleep(time.Hour)
 	}
 	if os.Getenv("TESTPLUGIN_EXIT") == "1" {
