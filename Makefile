@@ -74,7 +74,7 @@ run-example: build
 PROTOC ?= protoc
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
-PROTO_DIR = plugins/proto
+PROTO_DIR = sdk/wire/proto
 PROTO_FILES = troupe/plugin/v1/plugin.proto
 
 proto:

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/plugins/protocol"
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 // pluginTool is a plugin's tool in the registry: each call goes to the
@@ -32,7 +32,7 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 	env := agenttypes.EnvFrom(ctx)
 	resp, err := r.conn.Plugin.CallTool(ctx, &pluginv1.CallToolRequest{
 		Name: t.spec.Name, Args: args, Agent: &pluginv1.Agent{Id: env.AgentID, Dir: env.Dir},
-		DeadlineUnixMs: protocol.Deadline(ctx),
+		DeadlineUnixMs: wire.Deadline(ctx),
 	})
 	if err != nil {
 		return "", t.p.callFailed(ctx, r, err)
@@ -68,7 +68,7 @@ func (l *pluginLoop) Run(ctx context.Context, s agenttypes.Session, task string)
 	env := agenttypes.EnvFrom(ctx)
 	resp, err := r.conn.Plugin.RunLoop(ctx, &pluginv1.RunLoopRequest{
 		Type: l.typ, Task: task, Agent: &pluginv1.Agent{Id: env.AgentID, Dir: env.Dir},
-		HostBrokerId: r.serveHost(), RunId: id, DeadlineUnixMs: protocol.Deadline(ctx),
+		HostBrokerId: r.serveHost(), RunId: id, DeadlineUnixMs: wire.Deadline(ctx),
 	})
 	if err != nil {
 		return "", l.p.callFailed(ctx, r, err)
@@ -86,7 +86,7 @@ func (r *running) serveHost() uint32 {
 		b := r.conn.Broker
 		r.hostID = b.NextId()
 		go b.AcceptAndServe(r.hostID, func(opts []grpc.ServerOption) *grpc.Server {
-			s := grpc.NewServer(protocol.ServerOptions(opts)...)
+			s := grpc.NewServer(wire.ServerOptions(opts)...)
 			pluginv1.RegisterHostServer(s, &hostService{r: r})
 			return s
 		})

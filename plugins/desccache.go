@@ -12,8 +12,8 @@ import (
 
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/plugins/protocol"
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 // What a plugin offers is kept on disk under Config.CacheDir, one file
@@ -58,7 +58,7 @@ func (h *Host) cachedDescription(key string) *pluginv1.DescribeResponse {
 		return nil
 	}
 	d := &pluginv1.DescribeResponse{}
-	if proto.Unmarshal(b, d) != nil || protocol.Check(d, protocol.Version) != nil {
+	if proto.Unmarshal(b, d) != nil || wire.Check(d, wire.Version) != nil {
 		return nil
 	}
 	return d

@@ -27,5 +27,7 @@
 // keeper, so that nothing the plugin starts outlives the program, even
 // when the program is killed with SIGKILL.
 //
-// The wire protocol is in plugins/proto; the plugin side is sdk/serve.
+// The wire protocol is package sdk/wire, which both sides import; the
+// plugin side is sdk/serve. The host does not import the sdk's plain
+// types: it converts the wire's to agenttypes' itself.
 package plugins

@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/plugins/protocol"
-	"github.com/troupe-dev/troupe/sdk"
+	"github.com/troupe-dev/troupe/sdk/fault"
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 // Sentinel errors of the host, for errors.Is.
@@ -27,7 +27,7 @@ var (
 	ErrStart = errors.New("plugin did not start")
 	// ErrProtocolVersion is wrapped, with ErrStart, by the refusal of a
 	// plugin whose handshake announces another version of the plugin
-	// protocol than this build's (protocol.Version).
+	// protocol than this build's (wire.Version).
 	ErrProtocolVersion = errors.New("plugin speaks another protocol version")
 	// ErrClosed is returned after Host.Close.
 	ErrClosed = errors.New("plugin host is closed")
@@ -37,10 +37,10 @@ var (
 // troupe's sentinel of its code (agenttypes.ErrBudgetExceeded,
 // agenttypes.ErrToolRefused, agenttypes.ErrNoParent, context.Canceled,
 // context.DeadlineExceeded)
-// and the sdk's (sdk.ErrNotFound, …).
+// and package fault's (fault.ErrNotFound, …).
 type Error struct {
 	Plugin    string
-	Code      sdk.Code
+	Code      fault.Code
 	Message   string
 	Retryable bool
 }
@@ -51,24 +51,24 @@ func (e *Error) Error() string { return fmt.Sprintf("plugin %s: %s", e.Plugin, e
 func (e *Error) Is(target error) bool {
 	switch target {
 	case agenttypes.ErrBudgetExceeded:
-		return e.Code == sdk.CodeBudgetExceeded
+		return e.Code == fault.BudgetExceeded
 	case agenttypes.ErrToolRefused:
-		return e.Code == sdk.CodeToolRefused
+		return e.Code == fault.ToolRefused
 	case agenttypes.ErrNoParent:
-		return e.Code == sdk.CodeNoParent
+		return e.Code == fault.NoParent
 	case context.Canceled:
-		return e.Code == sdk.CodeCanceled
+		return e.Code == fault.Canceled
 	case context.DeadlineExceeded:
-		return e.Code == sdk.CodeDeadlineExceeded
+		return e.Code == fault.DeadlineExceeded
 	}
-	return (&sdk.Error{Code: e.Code}).Is(target)
+	return (&fault.Error{Code: e.Code}).Is(target)
 }
 
 func fromWire(plugin string, e *pluginv1.Error) error {
 	if e == nil {
 		return nil
 	}
-	s := protocol.ErrorFromWire(e)
+	s := wire.ErrorFromWire(e, "")
 	return &Error{Plugin: plugin, Code: s.Code, Message: s.Message, Retryable: s.Retryable}
 }
 
@@ -94,20 +94,20 @@ func toWire(err error) *pluginv1.Error {
 	if err == nil {
 		return nil
 	}
-	code := sdk.CodeUnknown
+	code := fault.Unknown
 	switch {
 	case errors.Is(err, agenttypes.ErrBudgetExceeded):
-		code = sdk.CodeBudgetExceeded
+		code = fault.BudgetExceeded
 	case errors.Is(err, agenttypes.ErrToolRefused):
-		code = sdk.CodeToolRefused
+		code = fault.ToolRefused
 	case errors.Is(err, agenttypes.ErrNoParent):
-		code = sdk.CodeNoParent
+		code = fault.NoParent
 	case errors.Is(err, agenttypes.ErrUnknownTool):
-		code = sdk.CodeNotFound
+		code = fault.NotFound
 	case errors.Is(err, agenttypes.ErrPluginExited):
-		code = sdk.CodeUnavailable
+		code = fault.Unavailable
 	default:
-		return protocol.ErrorToWire(err)
+		return wire.ErrorToWire(err)
 	}
-	return &pluginv1.Error{Code: string(code), Message: err.Error(), Retryable: code == sdk.CodeUnavailable}
+	return &pluginv1.Error{Code: string(code), Message: err.Error(), Retryable: code == fault.Unavailable}
 }

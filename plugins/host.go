@@ -20,8 +20,8 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/process"
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/plugins/protocol"
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 // Config configures a Host. Every field is optional.
@@ -124,7 +124,7 @@ type running struct {
 	p      *proc
 	cmd    *exec.Cmd // as started: the keeper, or the plugin
 	client *plugin.Client
-	conn   *protocol.Conn
+	conn   *wire.Conn
 	pid    int
 	// exited is closed when go-plugin reports the process's exit.
 	exited     chan struct{}
@@ -263,8 +263,8 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 		})
 	}}
 	cmd.Env = process.Env(os.Environ(), append(slices.Clone(h.cfg.Env),
-		protocol.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
-		protocol.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
+		wire.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
+		wire.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
 	cmd = process.Kept(cmd)
 	r.cmd = cmd
 	// go-plugin's handshake takes no context: ending the process is what
@@ -272,8 +272,8 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 	watch := &startWatch{}
 	defer context.AfterFunc(ctx, watch.cancel)()
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  protocol.Handshake,
-		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{}),
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
 		RunnerFunc:       runnerFunc(cmd, p.bin.Path, h.cfg.CancelGrace, watch),
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
@@ -282,7 +282,7 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 		Stderr:           io.Discard,
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
-		GRPCDialOptions:  protocol.DialOptions(),
+		GRPCDialOptions:  wire.DialOptions(),
 	})
 	r.client = client
 	fail := func(err error) (*running, error) {
@@ -290,21 +290,21 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 		return nil, err
 	}
 	rpc, err := client.Client()
-	if v, ok := watch.version(); ok && v != protocol.Version {
+	if v, ok := watch.version(); ok && v != wire.Version {
 		// Read from the plugin's own handshake line, not from go-plugin's
 		// error: a plugin that announces another version is refused for
 		// that, whatever go-plugin makes of it.
 		return fail(fmt.Errorf("%w: %w: plugin %s (%s) speaks version %d of the plugin protocol, and this troupe speaks %d: rebuild it against this troupe's sdk",
-			ErrStart, ErrProtocolVersion, p.bin.Name, p.bin.Path, v, protocol.Version))
+			ErrStart, ErrProtocolVersion, p.bin.Name, p.bin.Path, v, wire.Version))
 	}
 	if err != nil {
 		return fail(fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.bin.Name, p.bin.Path, err))
 	}
-	raw, err := rpc.Dispense(protocol.PluginName)
+	raw, err := rpc.Dispense(wire.PluginName)
 	if err != nil {
 		return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
 	}
-	r.conn = raw.(*protocol.Conn)
+	r.conn = raw.(*wire.Conn)
 	if cmd.Process != nil {
 		r.pid = cmd.Process.Pid
 	}
@@ -312,11 +312,11 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 	// checked against the process that now serves it.
 	dctx, cancel := context.WithTimeout(ctx, h.cfg.StartTimeout)
 	defer cancel()
-	d, err := r.conn.Plugin.Describe(dctx, &pluginv1.DescribeRequest{ProtocolVersion: protocol.Version})
+	d, err := r.conn.Plugin.Describe(dctx, &pluginv1.DescribeRequest{ProtocolVersion: wire.Version})
 	if err != nil {
 		return fail(fmt.Errorf("%w: plugin %s did not describe itself: %v", ErrStart, p.bin.Name, err))
 	}
-	if err := protocol.Check(d, protocol.Version); err != nil {
+	if err := wire.Check(d, wire.Version); err != nil {
 		return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
 	}
 	p.mu.Lock()
@@ -465,7 +465,7 @@ func (p *proc) callFailed(ctx context.Context, r *running, err error) error {
 	case codes.Canceled, codes.DeadlineExceeded, codes.ResourceExhausted:
 		// The call ended (the plugin's side may see the deadline first),
 		// or a message was too big: the process is not in question.
-		return fmt.Errorf("plugin %s: %w", p.bin.Name, protocol.TransportError(ctx, err))
+		return fmt.Errorf("plugin %s: %w", p.bin.Name, wire.TransportError(ctx, err))
 	}
 	select {
 	case <-r.exited:
@@ -477,7 +477,7 @@ func (p *proc) callFailed(ctx context.Context, r *running, err error) error {
 		return &ExitError{Plugin: p.bin.Name, Status: r.exitStatus}
 	default:
 	}
-	return fmt.Errorf("plugin %s: %w", p.bin.Name, protocol.TransportError(ctx, err))
+	return fmt.Errorf("plugin %s: %w", p.bin.Name, wire.TransportError(ctx, err))
 }
 
 // PID is the process ID of the process started for the plugin: the

@@ -19,7 +19,8 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/plugins"
-	"github.com/troupe-dev/troupe/sdk"
+	"github.com/troupe-dev/troupe/sdk/fault"
+	"github.com/troupe-dev/troupe/sdk/wire"
 )
 
 func callTool(ctx context.Context, t *testing.T, reg *agenttypes.Registry, name string, args string) (string, error) {
@@ -102,7 +103,7 @@ func TestErrorsKeepTheirMeaningAcrossTheBoundary(t *testing.T) {
 	assert.Equal(t, "test", perr.Plugin)
 
 	_, err = callTool(ctx, t, reg, "shout", `not json`)
-	require.ErrorIs(t, err, sdk.ErrInvalidArgument)
+	require.ErrorIs(t, err, fault.ErrInvalidArgument)
 	assert.NotErrorIs(t, err, agenttypes.ErrBudgetExceeded)
 }
 
@@ -113,7 +114,7 @@ func TestAPanicInAToolIsAnErrorAndThePluginSurvives(t *testing.T) {
 	pid := h.PID("test")
 
 	_, err := callTool(ctx, t, reg, "boom", `{}`)
-	require.ErrorIs(t, err, sdk.ErrInternal)
+	require.ErrorIs(t, err, fault.ErrInternal)
 	assert.Contains(t, err.Error(), "boom in a tool")
 	assert.Contains(t, err.Error(), "main.go", "the stack is in the message")
 
@@ -340,7 +341,7 @@ func TestAPluginOfAnotherProtocolVersionIsRefused(t *testing.T) {
 	require.Len(t, problems, 1)
 	require.ErrorIs(t, problems[0], plugins.ErrStart)
 	require.ErrorIs(t, problems[0], plugins.ErrProtocolVersion)
-	want := fmt.Sprintf("speaks version 99 of the plugin protocol, and this troupe speaks %d: rebuild it against this troupe's sdk", sdk.ProtocolVersion)
+	want := fmt.Sprintf("speaks version 99 of the plugin protocol, and this troupe speaks %d: rebuild it against this troupe's sdk", wire.Version)
 	assert.Contains(t, problems[0].Error(), want)
 	assert.NotContains(t, problems[0].Error(), "incompatible API version", "the message is troupe's own")
 	assert.Empty(t, running(bin), "no process is left")

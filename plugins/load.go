@@ -9,7 +9,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/process"
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 // Checksum statuses of a plugin, as troupe plugins list shows them.

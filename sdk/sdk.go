@@ -6,10 +6,6 @@ import (
 	"time"
 )
 
-// ProtocolVersion is the version of the plugin protocol this SDK speaks.
-// The host and the plugin agree on it when the plugin starts.
-const ProtocolVersion = 1
-
 // Plugin is everything a plugin offers.
 type Plugin struct {
 	// Name is the plugin's name, as in troupe-plugin-NAME.

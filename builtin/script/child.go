@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/plugins/protocol"
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 // DefaultMemoryLimit is the memory a script host process may use.
@@ -171,11 +171,11 @@ func (r *ChildRunner) roundtrip(ctx context.Context, pr *proc, tool string, req 
 		r.put(pr)
 		return response{}, fmt.Errorf("%w: %s: %v", agenttypes.ErrScript, fn, err)
 	}
-	res, err := pr.conn.CallTool(ctx, &pluginv1.CallToolRequest{Name: tool, Args: args, DeadlineUnixMs: protocol.Deadline(ctx)})
+	res, err := pr.conn.CallTool(ctx, &pluginv1.CallToolRequest{Name: tool, Args: args, DeadlineUnixMs: wire.Deadline(ctx)})
 	var resp response
 	if err == nil {
 		if e := res.GetError(); e != nil {
-			err = protocol.ErrorFromWire(e)
+			err = wire.ErrorFromWire(e, "")
 		} else {
 			err = json.Unmarshal([]byte(res.GetText()), &resp)
 		}
@@ -323,14 +323,14 @@ func (r *ChildRunner) start() (*proc, error) {
 	cmd.Env = []string{
 		ChildEnv + "=" + strconv.FormatInt(r.opts.MemoryLimit, 10), "GOTRACEBACK=none",
 		childCPUEnv + "=" + strconv.Itoa(cpuSeconds(r.opts.CPUTime)),
-		protocol.EnvHostPID + "=" + strconv.Itoa(os.Getpid()),
+		wire.EnvHostPID + "=" + strconv.Itoa(os.Getpid()),
 	}
 	cmd.Dir = os.TempDir()
 	cmd.SysProcAttr = procAttr()
 	pr := &proc{cmd: cmd, stderr: &tail{max: 4 << 10}, loaded: map[string]bool{}, dead: make(chan struct{})}
 	pr.client = plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  protocol.Handshake,
-		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{}),
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
 		Cmd:              cmd,
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
@@ -341,19 +341,19 @@ func (r *ChildRunner) start() (*proc, error) {
 		Stderr:          pr.stderr,
 		SyncStdout:      io.Discard,
 		SyncStderr:      io.Discard,
-		GRPCDialOptions: protocol.DialOptions(),
+		GRPCDialOptions: wire.DialOptions(),
 	})
 	rpc, err := pr.client.Client()
 	if err != nil {
 		pr.stop()
 		return nil, err
 	}
-	raw, err := rpc.Dispense(protocol.PluginName)
+	raw, err := rpc.Dispense(wire.PluginName)
 	if err != nil {
 		pr.stop()
 		return nil, err
 	}
-	pr.conn = raw.(*protocol.Conn).Plugin
+	pr.conn = raw.(*wire.Conn).Plugin
 	return pr, nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	"github.com/troupe-dev/troupe/plugins/protocol"
+	"github.com/troupe-dev/troupe/sdk/wire"
 )
 
 // pids are the script host processes r runs.
@@ -43,7 +43,7 @@ func TestScriptHostIsAPluginWithoutTheHostsEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(env), "sk-secret")
 	assert.NotContains(t, string(env), "PATH=")
-	assert.Contains(t, string(env), protocol.Handshake.MagicCookieKey+"="+protocol.Handshake.MagicCookieValue)
+	assert.Contains(t, string(env), wire.Handshake.MagicCookieKey+"="+wire.Handshake.MagicCookieValue)
 	assert.Contains(t, string(env), ChildEnv+"=")
 }
 

@@ -17,9 +17,9 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/plugins/protocol"
 	"github.com/troupe-dev/troupe/sdk"
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 // Exit statuses of a plugin process.
@@ -42,7 +42,7 @@ const DefaultCancelGrace = 2 * time.Second
 // only when the host ends the plugin; it exits the process on its own in
 // the cases the package comment lists.
 func Serve(p sdk.Plugin) {
-	if os.Getenv(protocol.Handshake.MagicCookieKey) != protocol.Handshake.MagicCookieValue {
+	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		fmt.Fprint(os.Stderr, byHand(p.Name, os.Args[0]))
 		os.Exit(ExitByHand)
 	}
@@ -54,7 +54,7 @@ func Serve(p sdk.Plugin) {
 		logger.Error("cannot serve the plugin", "error", err)
 		os.Exit(ExitBadPlugin)
 	}
-	if _, err := strconv.Atoi(os.Getenv(protocol.EnvHostPID)); err == nil {
+	if _, err := strconv.Atoi(os.Getenv(wire.EnvHostPID)); err == nil {
 		// The parent is troupe, or the keeper troupe started the plugin
 		// under, which dies with it: either way, once it is gone, so is
 		// the host. A plugin already orphaned has no host to serve.
@@ -68,14 +68,14 @@ func Serve(p sdk.Plugin) {
 			os.Exit(ExitHostGone)
 		})
 	}
-	if g, err := time.ParseDuration(os.Getenv(protocol.EnvCancelGrace)); err == nil && g > 0 {
+	if g, err := time.ParseDuration(os.Getenv(wire.EnvCancelGrace)); err == nil && g > 0 {
 		srv.grace = g
 	}
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig:  protocol.Handshake,
-		VersionedPlugins: protocol.PluginSets(&protocol.Plugin{Serve: srv.bind}),
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.PluginSets(&wire.Plugin{Serve: srv.bind}),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(protocol.ServerOptions(opts)...)
+			return grpc.NewServer(wire.ServerOptions(opts)...)
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{Name: p.Name, Output: stderr, JSONFormat: true, Level: hclog.Info}),
 	})
@@ -160,21 +160,21 @@ func newServer(p sdk.Plugin, logger *slog.Logger) (*server, error) {
 		logger.Error("a call ignored its cancellation; exiting so that troupe restarts the plugin", "call", what, "grace", s.grace.String())
 		os.Exit(ExitStuck)
 	}
-	s.desc = &pluginv1.DescribeResponse{Name: p.Name, Version: p.Version, ProtocolVersion: protocol.Version}
+	s.desc = &pluginv1.DescribeResponse{Name: p.Name, Version: p.Version, ProtocolVersion: wire.Version}
 	for _, t := range p.Tools {
 		spec := t.Spec()
 		if _, dup := s.tools[spec.Name]; dup {
 			return nil, fmt.Errorf("two tools are named %q", spec.Name)
 		}
 		s.tools[spec.Name] = t
-		s.desc.Tools = append(s.desc.Tools, protocol.SpecToWire(spec))
+		s.desc.Tools = append(s.desc.Tools, specToWire(spec))
 	}
 	for _, t := range p.Types {
 		if _, dup := s.types[t.Name]; dup {
 			return nil, fmt.Errorf("two types are named %q", t.Name)
 		}
 		s.types[t.Name] = t
-		s.desc.Types = append(s.desc.Types, protocol.TypeToWire(t))
+		s.desc.Types = append(s.desc.Types, typeToWire(t))
 	}
 	return s, nil
 }
@@ -193,9 +193,9 @@ func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1
 func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
 	tool, ok := s.tools[req.GetName()]
 	if !ok {
-		return &pluginv1.CallToolResponse{Error: protocol.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no tool %q", s.p.Name, req.GetName()))}, nil
+		return &pluginv1.CallToolResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no tool %q", s.p.Name, req.GetName()))}, nil
 	}
-	ctx, cancel := protocol.WithDeadline(ctx, req.GetDeadlineUnixMs())
+	ctx, cancel := wire.WithDeadline(ctx, req.GetDeadlineUnixMs())
 	defer cancel()
 	var resp *sdk.CallResponse
 	err := s.guard(ctx, "tool "+req.GetName(), func(ctx context.Context) (err error) {
@@ -203,7 +203,7 @@ func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*
 		return err
 	})
 	if err != nil {
-		return &pluginv1.CallToolResponse{Error: protocol.ErrorToWire(err)}, nil
+		return &pluginv1.CallToolResponse{Error: wire.ErrorToWire(err)}, nil
 	}
 	if resp == nil {
 		return &pluginv1.CallToolResponse{}, nil
@@ -214,13 +214,13 @@ func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*
 func (s *server) RunLoop(ctx context.Context, req *pluginv1.RunLoopRequest) (*pluginv1.RunLoopResponse, error) {
 	t, ok := s.types[req.GetType()]
 	if !ok || t.Loop == nil {
-		return &pluginv1.RunLoopResponse{Error: protocol.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no type %q with its own loop", s.p.Name, req.GetType()))}, nil
+		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no type %q with its own loop", s.p.Name, req.GetType()))}, nil
 	}
 	host, err := s.host(req.GetHostBrokerId())
 	if err != nil {
-		return &pluginv1.RunLoopResponse{Error: protocol.ErrorToWire(sdk.Errorf(sdk.CodeUnavailable, "cannot reach the host: %v", err))}, nil
+		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeUnavailable, "cannot reach the host: %v", err))}, nil
 	}
-	ctx, cancel := protocol.WithDeadline(ctx, req.GetDeadlineUnixMs())
+	ctx, cancel := wire.WithDeadline(ctx, req.GetDeadlineUnixMs())
 	defer cancel()
 	sess := &session{c: host, run: req.GetRunId()}
 	var resp *sdk.RunResponse
@@ -229,7 +229,7 @@ func (s *server) RunLoop(ctx context.Context, req *pluginv1.RunLoopRequest) (*pl
 		return err
 	})
 	if err != nil {
-		return &pluginv1.RunLoopResponse{Error: protocol.ErrorToWire(err)}, nil
+		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(err)}, nil
 	}
 	if resp == nil {
 		return &pluginv1.RunLoopResponse{}, nil
@@ -248,7 +248,7 @@ func (s *server) host(id uint32) (pluginv1.HostClient, error) {
 	if s.broker == nil {
 		return nil, fmt.Errorf("no broker")
 	}
-	conn, err := s.broker.DialWithOptions(id, protocol.DialOptions()...)
+	conn, err := s.broker.DialWithOptions(id, wire.DialOptions()...)
 	if err != nil {
 		return nil, err
 	}

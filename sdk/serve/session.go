@@ -3,9 +3,9 @@ package serve
 import (
 	"context"
 
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/plugins/protocol"
 	"github.com/troupe-dev/troupe/sdk"
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 // session is the sdk.Session of one RunLoop: every call goes back to the
@@ -21,17 +21,17 @@ var _ sdk.Session = (*session)(nil)
 // then the host's own answer.
 func wireErr(ctx context.Context, err error, e *pluginv1.Error) error {
 	if err != nil {
-		return protocol.TransportError(ctx, err)
+		return wire.TransportError(ctx, err)
 	}
 	if e != nil {
-		return protocol.ErrorFromWire(e)
+		return wire.ErrorFromWire(e, "")
 	}
 	return nil
 }
 
 func (s *session) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
 	resp, err := s.c.Generate(ctx, &pluginv1.GenerateRequest{
-		RunId: s.run, Messages: protocol.MessagesToWire(req.Messages),
+		RunId: s.run, Messages: messagesToWire(req.Messages),
 		Tools: req.Tools, AllTools: req.Tools == nil, MaxTokens: int64(req.MaxTokens),
 	})
 	if err := wireErr(ctx, err, resp.GetError()); err != nil {
@@ -39,13 +39,13 @@ func (s *session) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.G
 	}
 	u := resp.GetUsage()
 	return &sdk.GenerateResponse{
-		Text: resp.GetText(), ToolCalls: protocol.CallsFromWire(resp.GetToolCalls()),
+		Text: resp.GetText(), ToolCalls: callsFromWire(resp.GetToolCalls()),
 		Usage: sdk.Usage{InputTokens: int(u.GetInputTokens()), OutputTokens: int(u.GetOutputTokens()), CostUSD: u.GetCostUsd()},
 	}, nil
 }
 
 func (s *session) CallTool(ctx context.Context, call sdk.ToolCall) (*sdk.CallResponse, error) {
-	resp, err := s.c.CallTool(ctx, &pluginv1.HostCallToolRequest{RunId: s.run, Call: protocol.CallToWire(call)})
+	resp, err := s.c.CallTool(ctx, &pluginv1.HostCallToolRequest{RunId: s.run, Call: callToWire(call)})
 	if err := wireErr(ctx, err, resp.GetError()); err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (s *session) Tools(ctx context.Context) ([]sdk.ToolSpec, error) {
 	}
 	out := make([]sdk.ToolSpec, len(resp.GetTools()))
 	for i, t := range resp.GetTools() {
-		out[i] = protocol.SpecFromWire(t)
+		out[i] = specFromWire(t)
 	}
 	return out, nil
 }

@@ -21,10 +21,10 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/plugins/protocol"
 	"github.com/troupe-dev/troupe/sdk"
 	"github.com/troupe-dev/troupe/sdk/serve"
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 type args struct {
@@ -89,8 +89,8 @@ func main() {
 		// A plugin built against another version of the protocol.
 		n, _ := strconv.Atoi(v)
 		plugin.Serve(&plugin.ServeConfig{
-			HandshakeConfig: protocol.Handshake,
-			VersionedPlugins: map[int]plugin.PluginSet{n: {protocol.PluginName: &protocol.Plugin{
+			HandshakeConfig: wire.Handshake,
+			VersionedPlugins: map[int]plugin.PluginSet{n: {wire.PluginName: &wire.Plugin{
 				Serve: func(*plugin.GRPCBroker) pluginv1.PluginServer { return pluginv1.UnimplementedPluginServer{} },
 			}}},
 			GRPCServer: plugin.DefaultGRPCServer,

@@ -1,4 +1,4 @@
-package protocol
+package wire
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	pluginv1 "github.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1"
-	"github.com/troupe-dev/troupe/sdk"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
-// Version is the protocol version this build speaks.
-const Version = sdk.ProtocolVersion
+// Version is the version of the plugin protocol this build speaks. The
+// host and the plugin agree on it in go-plugin's handshake when the
+// plugin starts, and the plugin says it again in Describe.
+const Version = 1
 
 // PluginName is the name of the one plugin in the plugin set.
 const PluginName = "troupe"

@@ -1679,7 +1679,7 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05Tools\x12\x1e.troupe.plugin.v1.ToolsRequest\x1a\x1f.troupe.plugin.v1.ToolsResponse\x12<\n" +
 	"\x04Note\x12\x1d.troupe.plugin.v1.NoteRequest\x1a\x15.troupe.plugin.v1.Ack\x12T\n" +
 	"\tAskParent\x12\".troupe.plugin.v1.AskParentRequest\x1a#.troupe.plugin.v1.AskParentResponse\x12>\n" +
-	"\x05Event\x12\x1e.troupe.plugin.v1.EventRequest\x1a\x15.troupe.plugin.v1.AckBFZDgithub.com/troupe-dev/troupe/plugins/proto/troupe/plugin/v1;pluginv1b\x06proto3"
+	"\x05Event\x12\x1e.troupe.plugin.v1.EventRequest\x1a\x15.troupe.plugin.v1.AckBGZEgithub.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_troupe_plugin_v1_plugin_proto_rawDescOnce sync.Once

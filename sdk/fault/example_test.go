@@ -1,0 +1,19 @@
+package fault_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/troupe-dev/troupe/sdk/fault"
+)
+
+// A failure carries its code; errors.Is matches the code's sentinel
+// however deeply it is wrapped, and CodeOf reads the code back.
+func ExampleErrorf() {
+	err := fmt.Errorf("grep: %w", fault.Errorf(fault.InvalidArgument, "pattern is empty"))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, fault.ErrInvalidArgument), fault.CodeOf(err))
+	// Output:
+	// grep: pattern is empty
+	// true invalid_argument
+}

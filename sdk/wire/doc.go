@@ -1,0 +1,11 @@
+// Package wire is the plugin protocol, the one place the troupe host and
+// its plugins agree on: the generated gRPC code (package pluginv1 below
+// it), the go-plugin handshake and the plugin set for each protocol
+// version, the message size limits, the environment the host gives a
+// plugin, and the crossing of errors and deadlines.
+//
+// The host (package plugins) and the plugin side (package sdk/serve) both
+// import it, and it imports neither: each side converts its own types to
+// the wire's. Failures cross as fault.Error, so a code sent from one side
+// matches the same sentinel under errors.Is on the other.
+package wire
