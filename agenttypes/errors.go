@@ -1,13 +1,19 @@
 package agenttypes
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/troupe-dev/troupe/sdk/fault"
+)
 
 // Sentinel errors callers can branch on with errors.Is.
 var (
 	// ErrUnknownType is returned when no type is registered under a name.
-	ErrUnknownType = errors.New("unknown agent type")
+	// Its code is not_found.
+	ErrUnknownType = fault.Sentinel(fault.NotFound, "unknown agent type")
 	// ErrUnknownTool is returned when no tool is registered under a name.
-	ErrUnknownTool = errors.New("unknown tool")
+	// Its code is not_found.
+	ErrUnknownTool = fault.Sentinel(fault.NotFound, "unknown tool")
 	// ErrDuplicate is returned when a name is registered twice.
 	ErrDuplicate = errors.New("already registered")
 	// ErrInvalid is returned for a definition that cannot be used.

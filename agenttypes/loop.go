@@ -3,7 +3,8 @@ package agenttypes
 import (
 	"context"
 	"encoding/json"
-	"errors"
+
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 // Loop runs an agent in place of the manager's own model ↔ tool loop: a
@@ -92,13 +93,15 @@ type GenerateResponse struct {
 // Errors a Loop meets or returns.
 var (
 	// ErrToolRefused is wrapped by a Session's refusal of a tool the agent
-	// may not use.
-	ErrToolRefused = errors.New("tool refused")
+	// may not use. It is fault.ErrToolRefused, the sentinel of code
+	// tool_refused on both sides of the plugin boundary.
+	ErrToolRefused = fault.ErrToolRefused
 	// ErrBudgetExceeded is wrapped by a Session's refusal when a budget is
 	// used up; a Loop that returns it ends its run with the budget's
-	// reason.
-	ErrBudgetExceeded = errors.New("budget exceeded")
+	// reason. It is fault.ErrBudgetExceeded, the sentinel of code
+	// budget_exceeded on both sides of the plugin boundary.
+	ErrBudgetExceeded = fault.ErrBudgetExceeded
 	// ErrPluginExited is wrapped by the errors of a plugin whose process
-	// exited while it served an agent.
-	ErrPluginExited = errors.New("plugin exited")
+	// exited while it served an agent. Its code is unavailable.
+	ErrPluginExited = fault.Sentinel(fault.Unavailable, "plugin exited")
 )

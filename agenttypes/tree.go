@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 // Tree is what the manager offers the tools of a running agent to act on
@@ -36,8 +38,10 @@ var (
 	// the depth, fan-out or group limit, a budget the parent no longer
 	// has, a tool the parent may not pass on, the approval hook.
 	ErrDelegation = errors.New("delegation refused")
-	// ErrNoParent is returned by AskParent for a top-level agent.
-	ErrNoParent = errors.New("agent has no parent")
+	// ErrNoParent is returned by AskParent for a top-level agent. It is
+	// fault.ErrNoParent, the sentinel of code no_parent on both sides of
+	// the plugin boundary.
+	ErrNoParent = fault.ErrNoParent
 	// ErrUnknownGroup is returned for a group the calling agent did not
 	// start.
 	ErrUnknownGroup = errors.New("unknown group")

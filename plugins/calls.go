@@ -105,7 +105,7 @@ type hostService struct {
 func (h *hostService) run(ctx context.Context, id string) (*loopRun, context.Context, context.CancelFunc, *pluginv1.Error) {
 	v, ok := h.r.runs.Load(id)
 	if !ok {
-		return nil, nil, nil, toWire(fmt.Errorf("%w: no running loop %q", agenttypes.ErrUnknownType, id))
+		return nil, nil, nil, wire.ErrorToWire(fmt.Errorf("%w: no running loop %q", agenttypes.ErrUnknownType, id))
 	}
 	run := v.(*loopRun)
 	ctx, cancel := context.WithCancel(ctx)
@@ -129,7 +129,7 @@ func (h *hostService) Generate(ctx context.Context, req *pluginv1.GenerateReques
 	}
 	resp, err := run.s.Generate(ctx, agenttypes.GenerateRequest{Messages: msgs, Tools: tools, MaxTokens: int(req.GetMaxTokens())})
 	if err != nil {
-		return &pluginv1.GenerateResponse{Error: toWire(err)}, nil
+		return &pluginv1.GenerateResponse{Error: wire.ErrorToWire(err)}, nil
 	}
 	out := &pluginv1.GenerateResponse{Text: resp.Text, Usage: &pluginv1.Usage{
 		InputTokens: int64(resp.Usage.InputTokens), OutputTokens: int64(resp.Usage.OutputTokens), CostUsd: resp.Usage.CostUSD,
@@ -157,7 +157,7 @@ func (h *hostService) CallTool(ctx context.Context, req *pluginv1.HostCallToolRe
 	c := req.GetCall()
 	text, err := run.s.CallTool(ctx, agenttypes.ToolCall{ID: c.GetId(), Name: c.GetName(), Args: json.RawMessage(c.GetArgs())})
 	if err != nil {
-		return &pluginv1.CallToolResponse{Error: toWire(err)}, nil
+		return &pluginv1.CallToolResponse{Error: wire.ErrorToWire(err)}, nil
 	}
 	return &pluginv1.CallToolResponse{Text: text}, nil
 }
@@ -214,11 +214,11 @@ func (h *hostService) AskParent(ctx context.Context, req *pluginv1.AskParentRequ
 	defer done()
 	tree := run.s.Tree()
 	if tree == nil {
-		return &pluginv1.AskParentResponse{Error: toWire(agenttypes.ErrNoParent)}, nil
+		return &pluginv1.AskParentResponse{Error: wire.ErrorToWire(agenttypes.ErrNoParent)}, nil
 	}
 	a, err := tree.AskParent(ctx, agenttypes.Question{Text: req.GetQuestion(), Suggestions: req.GetSuggestions()})
 	if err != nil {
-		return &pluginv1.AskParentResponse{Error: toWire(err)}, nil
+		return &pluginv1.AskParentResponse{Error: wire.ErrorToWire(err)}, nil
 	}
 	return &pluginv1.AskParentResponse{Text: a.Text, By: a.By}, nil
 }

@@ -90,23 +90,6 @@ func TestDeadlinesAndCancellationCrossTheBoundary(t *testing.T) {
 	assert.Equal(t, before, out, "cancelled calls leave the plugin running")
 }
 
-func TestErrorsKeepTheirMeaningAcrossTheBoundary(t *testing.T) {
-	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
-	reg := loaded(t, h)
-	ctx := ctxTimeout(t, 10*time.Second)
-
-	_, err := callTool(ctx, t, reg, "refuse", `{}`)
-	require.ErrorIs(t, err, agenttypes.ErrBudgetExceeded)
-	assert.Contains(t, err.Error(), "the plugin's own budget is used up")
-	var perr *plugins.Error
-	require.ErrorAs(t, err, &perr)
-	assert.Equal(t, "test", perr.Plugin)
-
-	_, err = callTool(ctx, t, reg, "shout", `not json`)
-	require.ErrorIs(t, err, fault.ErrInvalidArgument)
-	assert.NotErrorIs(t, err, agenttypes.ErrBudgetExceeded)
-}
-
 func TestAPanicInAToolIsAnErrorAndThePluginSurvives(t *testing.T) {
 	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
 	reg := loaded(t, h)

@@ -8,7 +8,10 @@
 // package sdk/serve turns a Plugin into a running plugin process with one
 // call, and sdk/sdktest checks any Tool or Loop the same way.
 //
-// Errors that cross the process boundary keep their meaning: return an
-// *Error (or wrap one of the sentinels here) and the host's errors.Is
-// finds troupe's matching sentinel.
+// Errors that cross the process boundary keep their meaning: Error and
+// the codes and sentinels here are package fault's, troupe's one
+// vocabulary of failures. Return an *Error (or wrap one of the sentinels)
+// and the host's errors.Is matches the very same sentinel; an error the
+// Session returns (a provider's rate limit, a budget used up) matches its
+// sentinel here.
 package sdk

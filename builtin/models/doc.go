@@ -38,10 +38,13 @@
 //   - cost: GenerationInfo["CostUSD"] from the config's price table;
 //   - retries of 429 and 5xx with exponential backoff and jitter, honouring
 //     Retry-After, never past the context's deadline (see Retry);
-//   - errors classified as ErrAuth, ErrRateLimit, ErrContextLength,
-//     ErrServer, ErrBadRequest or ErrUnreachable (an *Error, for errors.Is),
-//     with the provider's message and the key redacted; a call stopped by
-//     its context matches context.Canceled or context.DeadlineExceeded;
+//   - errors classified in troupe's one vocabulary of failures: a
+//     *fault.Error whose code is unauthenticated, rate_limited,
+//     context_too_long, unavailable, invalid_argument, unreachable or
+//     response_too_large (errors.Is matches fault.ErrRateLimited and the
+//     rest), with the provider's message and the key redacted and
+//     Retryable set; a call stopped by its context matches
+//     context.Canceled or context.DeadlineExceeded;
 //   - output tokens capped to what the model accepts (a manager with a token
 //     budget asks for all that is left);
 //   - streaming: WithStream, or Resolver.Stream, hands answer text to a

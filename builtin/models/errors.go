@@ -11,107 +11,119 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
-// Sentinel errors a failed model call matches with errors.Is. Every error
-// the wrapped models return for a provider's refusal is an *Error whose
-// Kind is one of these.
-var (
-	// ErrAuth: the provider refused the key (HTTP 401 or 403).
-	ErrAuth = errors.New("authentication failed")
-	// ErrRateLimit: the provider rate-limited the call (HTTP 429), or the
-	// account is out of quota, and retries did not help.
-	ErrRateLimit = errors.New("rate limited")
-	// ErrContextLength: the conversation is longer than the model's
-	// context window (or the request is too large).
-	ErrContextLength = errors.New("context too long")
-	// ErrServer: the provider failed (HTTP 5xx, 529 overloaded, 408), and
-	// retries did not help.
-	ErrServer = errors.New("provider server error")
-	// ErrBadRequest: the provider rejected the request as malformed, or
-	// does not know the model (HTTP 400, 404, 422 and other 4xx).
-	ErrBadRequest = errors.New("bad request")
-	// ErrUnreachable: no HTTP response at all: connection refused, DNS,
-	// TLS. For a local server (Ollama, vLLM), it is probably not running.
-	ErrUnreachable = errors.New("provider unreachable")
-	// ErrResponseTooLarge: the provider's response passed the size limit
-	// (Resolver.MaxResponseBytes, the config's max_response_bytes, else
-	// DefaultMaxResponseBytes); reading stopped there.
-	ErrResponseTooLarge = errors.New("response too large")
-)
+// A failed model call is a *fault.Error, troupe's one error type, whose
+// code says what went wrong, and which errors.Is matches against the
+// code's sentinel:
+//
+//   - fault.ErrUnauthenticated: the provider refused the key (HTTP 401 or
+//     403);
+//   - fault.ErrRateLimited: the provider rate-limited the call (HTTP 429),
+//     or the account is out of quota, and retries did not help;
+//   - fault.ErrContextTooLong: the conversation is longer than the model's
+//     context window (or the request is too large);
+//   - fault.ErrUnavailable: the provider failed (HTTP 5xx, 529 overloaded,
+//     408), and retries did not help;
+//   - fault.ErrInvalidArgument: the provider rejected the request as
+//     malformed, or does not know the model (HTTP 400, 404, 422 and other
+//     4xx);
+//   - fault.ErrUnreachable: no HTTP response at all: connection refused,
+//     DNS, TLS. For a local server (Ollama, vLLM), it is probably not
+//     running;
+//   - fault.ErrResponseTooLarge: the provider's response passed the size
+//     limit (Resolver.MaxResponseBytes, the config's max_response_bytes,
+//     else DefaultMaxResponseBytes); reading stopped there.
+//
+// Its message names the provider, the class, the HTTP status, the
+// attempts, why retrying stopped early, the provider's own words with keys
+// redacted, and what to do; Retryable says whether trying again may help.
 
-// Error is a classified model-call failure. It matches its Kind with
-// errors.Is; Message is the provider's own words with keys redacted.
-type Error struct {
-	// Kind is ErrAuth, ErrRateLimit, ErrContextLength, ErrServer,
-	// ErrBadRequest, ErrUnreachable or ErrResponseTooLarge.
-	Kind error
-	// Provider is "openai", "anthropic", "ollama", "googleai" or "".
-	Provider string
-	// Status is the HTTP status, or 0 when there was no response.
-	Status int
-	// Code is the provider's error type or code, such as
+// failure is a failed call as the wrapper classifies it, retries it and
+// reports it (see fault).
+type failure struct {
+	code fault.Code
+	// provider is "openai", "anthropic", "ollama", "googleai" or "".
+	provider string
+	// status is the HTTP status, or 0 when there was no response.
+	status int
+	// providerCode is the provider's error type or code, such as
 	// "rate_limit_exceeded" or "overloaded_error", when it sent one.
-	Code string
-	// Message is what the provider said, with keys redacted.
-	Message string
-	// Attempts is how many times the call was made.
-	Attempts int
-	// RetryAfter is the wait the provider asked for, when it asked.
-	RetryAfter time.Duration
-	// GaveUp says why retrying stopped early, when it did ("the wait
+	providerCode string
+	// message is what the provider said, with keys redacted.
+	message string
+	// attempts is how many times the call was made.
+	attempts int
+	// retryAfter is the wait the provider asked for, when it asked.
+	retryAfter time.Duration
+	// gaveUp says why retrying stopped early, when it did ("the wait
 	// would pass the deadline").
-	GaveUp string
+	gaveUp string
 }
 
-func (e *Error) Error() string {
+// what says what went wrong, in the words of a model call.
+var what = map[fault.Code]string{
+	fault.Unauthenticated:  "authentication failed",
+	fault.RateLimited:      "rate limited",
+	fault.ContextTooLong:   "context too long",
+	fault.Unavailable:      "provider server error",
+	fault.InvalidArgument:  "bad request",
+	fault.Unreachable:      "provider unreachable",
+	fault.ResponseTooLarge: "response too large",
+}
+
+// err is the failure as the caller gets it.
+func (f *failure) err() *fault.Error {
+	return &fault.Error{Code: f.code, Message: f.text(), Retryable: f.retryable()}
+}
+
+func (f *failure) text() string {
 	var b strings.Builder
-	if e.Provider != "" {
-		b.WriteString(e.Provider)
+	if f.provider != "" {
+		b.WriteString(f.provider)
 		b.WriteString(": ")
 	}
-	if e.Kind != nil {
-		b.WriteString(e.Kind.Error())
+	if w, ok := what[f.code]; ok {
+		b.WriteString(w)
 	} else {
 		b.WriteString("call failed")
 	}
 	var detail []string
-	if e.Status > 0 {
-		detail = append(detail, "HTTP "+strconv.Itoa(e.Status))
+	if f.status > 0 {
+		detail = append(detail, "HTTP "+strconv.Itoa(f.status))
 	}
-	if e.Attempts > 1 {
-		detail = append(detail, strconv.Itoa(e.Attempts)+" attempts")
+	if f.attempts > 1 {
+		detail = append(detail, strconv.Itoa(f.attempts)+" attempts")
 	}
-	if e.GaveUp != "" {
-		detail = append(detail, e.GaveUp)
+	if f.gaveUp != "" {
+		detail = append(detail, f.gaveUp)
 	}
 	if len(detail) > 0 {
 		b.WriteString(" (" + strings.Join(detail, ", ") + ")")
 	}
-	if e.Message != "" {
+	if f.message != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Message)
+		b.WriteString(f.message)
 	}
-	if hint := e.hint(); hint != "" {
+	if hint := f.hint(); hint != "" {
 		b.WriteString(" — ")
 		b.WriteString(hint)
 	}
 	return b.String()
 }
 
-// Unwrap returns Kind, so errors.Is(err, ErrRateLimit) works.
-func (e *Error) Unwrap() error { return e.Kind }
-
-func (e *Error) hint() string {
-	switch e.Kind {
-	case ErrAuth:
-		if env := keyEnv[e.Provider]; env != "" {
-			return "check " + env + " (or api_key under providers." + e.Provider + " in the config file)"
+func (f *failure) hint() string {
+	switch f.code {
+	case fault.Unauthenticated:
+		if env := keyEnv[f.provider]; env != "" {
+			return "check " + env + " (or api_key under providers." + f.provider + " in the config file)"
 		}
-	case ErrResponseTooLarge:
+	case fault.ResponseTooLarge:
 		return "if answers this large are expected, raise max_response_bytes in the config file (Resolver.MaxResponseBytes in Go)"
-	case ErrUnreachable:
-		switch e.Provider {
+	case fault.Unreachable:
+		switch f.provider {
 		case "ollama":
 			return "is Ollama running? (ollama serve; OLLAMA_HOST says where)"
 		case "openai":
@@ -122,12 +134,12 @@ func (e *Error) hint() string {
 }
 
 // retryable reports whether trying again may help.
-func (e *Error) retryable() bool {
-	switch e.Kind {
-	case ErrServer:
+func (f *failure) retryable() bool {
+	switch f.code {
+	case fault.Unavailable:
 		return true
-	case ErrRateLimit:
-		return !isQuota(e.Code, e.Message)
+	case fault.RateLimited:
+		return !isQuota(f.providerCode, f.message)
 	}
 	return false
 }
@@ -186,49 +198,49 @@ type exchange struct {
 // the recording transport.
 var statusRe = regexp.MustCompile(`status code: (\d{3})(?::\s*(.*))?`)
 
-// classify turns a failed call into an *Error, or returns nil when the
+// classify turns a failed call into a failure, or returns nil when the
 // failure is not one it recognises (a malformed response, say).
-func classify(provider string, err error, ex *exchange, secrets []string) *Error {
-	e := &Error{Provider: provider}
+func classify(provider string, err error, ex *exchange, secrets []string) *failure {
+	f := &failure{provider: provider}
 	var big *responseTooLarge
 	switch {
 	case errors.As(err, &big):
-		e.Kind = ErrResponseTooLarge
-		e.Message = big.Error()
+		f.code = fault.ResponseTooLarge
+		f.message = big.Error()
 	case ex != nil && ex.tooLarge.Load() > 0:
 		// The client read past the limit but did not pass the error on.
-		e.Kind = ErrResponseTooLarge
-		e.Message = (&responseTooLarge{limit: ex.tooLarge.Load()}).Error()
+		f.code = fault.ResponseTooLarge
+		f.message = (&responseTooLarge{limit: ex.tooLarge.Load()}).Error()
 	case ex != nil && ex.status >= 400:
-		e.Status = ex.status
-		e.Code, e.Message = errorBody(ex.body)
-		e.RetryAfter = ex.retryAfter
+		f.status = ex.status
+		f.providerCode, f.message = errorBody(ex.body)
+		f.retryAfter = ex.retryAfter
 	case ex != nil && ex.netErr != nil:
-		e.Kind = ErrUnreachable
-		e.Message = ex.netErr.Error()
+		f.code = fault.Unreachable
+		f.message = ex.netErr.Error()
 	default:
 		if m := statusRe.FindStringSubmatch(err.Error()); m != nil {
-			e.Status, _ = strconv.Atoi(m[1])
-			e.Message = m[2]
+			f.status, _ = strconv.Atoi(m[1])
+			f.message = m[2]
 		} else if isNetErr(err) {
-			e.Kind = ErrUnreachable
-			e.Message = err.Error()
+			f.code = fault.Unreachable
+			f.message = err.Error()
 		} else if s := strings.ToLower(err.Error()); strings.Contains(s, "overloaded") {
 			// An error event in the middle of a stream.
-			e.Kind = ErrServer
-			e.Message = err.Error()
+			f.code = fault.Unavailable
+			f.message = err.Error()
 		} else {
 			return nil
 		}
 	}
-	if e.Kind == nil {
-		e.Kind = kindOf(e.Status, e.Code, e.Message)
+	if f.code == "" {
+		f.code = codeOf(f.status, f.providerCode, f.message)
 	}
-	if e.Message == "" {
-		e.Message = err.Error()
+	if f.message == "" {
+		f.message = err.Error()
 	}
-	e.Message = redact(clipMessage(e.Message), secrets)
-	return e
+	f.message = redact(clipMessage(f.message), secrets)
+	return f
 }
 
 func isNetErr(err error) bool {
@@ -239,20 +251,20 @@ func isNetErr(err error) bool {
 		strings.Contains(err.Error(), "network error: failed to reach API server")
 }
 
-func kindOf(status int, code, msg string) error {
+func codeOf(status int, code, msg string) fault.Code {
 	switch {
 	case status == 401 || status == 403:
-		return ErrAuth
+		return fault.Unauthenticated
 	case status == 429:
-		return ErrRateLimit
+		return fault.RateLimited
 	case status == 413:
-		return ErrContextLength
+		return fault.ContextTooLong
 	case status == 408 || status >= 500:
-		return ErrServer
+		return fault.Unavailable
 	case isContextLength(code, msg):
-		return ErrContextLength
+		return fault.ContextTooLong
 	default:
-		return ErrBadRequest
+		return fault.InvalidArgument
 	}
 }
 

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/builtin/models"
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 // With nothing configured, the default is the offline retrieval model,
@@ -91,16 +94,30 @@ func ExampleWrap() {
 	// $0.0000059
 }
 
-// A failed call is an *Error: errors.Is tells its kind, and its message
-// keeps the provider's words without the key.
-func ExampleError() {
-	err := error(&models.Error{Kind: models.ErrRateLimit, Provider: "openai", Status: 429, Attempts: 4,
-		Message: models.Redact("Rate limit reached; key sk-proj-abcdefghijklmnopqrstuvwxyz")})
-	fmt.Println(errors.Is(err, models.ErrRateLimit))
+// A failed call is a *fault.Error: errors.Is tells its class, Retryable
+// whether to try again, and its message keeps the provider's words without
+// the key and says what to do.
+func ExampleWrap_failure() {
+	key := "sk-proj-abcdefghijklmnopqrstuvwxyz"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided: ` + key + `","type":"invalid_request_error","code":"invalid_api_key"}}`))
+	}))
+	defer srv.Close()
+	env := map[string]string{"OPENAI_API_KEY": key, "OPENAI_BASE_URL": srv.URL + "/v1"}
+	r := models.Resolver{Getenv: func(k string) string { return env[k] }, Probe: noOllama}
+	m, err := r.Resolve(context.Background(), "openai:gpt-4o-mini")
+	if err != nil {
+		panic(err)
+	}
+	_, err = m.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
+	var e *fault.Error
+	fmt.Println(errors.As(err, &e), e.Code, e.Retryable, errors.Is(err, fault.ErrUnauthenticated))
 	fmt.Println(err)
 	// Output:
-	// true
-	// openai: rate limited (HTTP 429, 4 attempts): Rate limit reached; key [redacted]
+	// true unauthenticated false true
+	// openai: authentication failed (HTTP 401): Incorrect API key provided: [redacted] — check OPENAI_API_KEY (or api_key under providers.openai in the config file)
 }
 
 // streamingModel streams its answer in two pieces when asked to.

@@ -10,41 +10,46 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		status int
 		body   string
-		kind   error
+		code   fault.Code
 		msg    string
 		retry  bool
 	}{
-		{401, `{"error":{"message":"Incorrect API key provided: sk-abc...xyz.","type":"invalid_request_error","code":"invalid_api_key"}}`, ErrAuth, "Incorrect API key", false},
-		{403, `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission"}}`, ErrAuth, "permission", false},
-		{429, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`, ErrRateLimit, "per-minute", true},
-		{429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}`, ErrRateLimit, "quota", false},
-		{400, `{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}`, ErrContextLength, "maximum context length", false},
-		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 204917 tokens > 200000 maximum"}}`, ErrContextLength, "prompt is too long", false},
-		{413, `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`, ErrContextLength, "maximum allowed", false},
-		{400, `[{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}]`, ErrBadRequest, "invalid argument", false},
-		{404, `{"error":"model \"llama9\" not found, try pulling it first"}`, ErrBadRequest, "try pulling it first", false},
-		{500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`, ErrServer, "server had an error", true},
-		{529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, ErrServer, "Overloaded", true},
-		{502, `<html><body>Bad Gateway</body></html>`, ErrServer, "Bad Gateway", true},
-		{408, ``, ErrServer, "status code", true},
+		{401, `{"error":{"message":"Incorrect API key provided: sk-abc...xyz.","type":"invalid_request_error","code":"invalid_api_key"}}`, fault.Unauthenticated, "Incorrect API key", false},
+		{403, `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission"}}`, fault.Unauthenticated, "permission", false},
+		{429, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`, fault.RateLimited, "per-minute", true},
+		{429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}`, fault.RateLimited, "quota", false},
+		{400, `{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}`, fault.ContextTooLong, "maximum context length", false},
+		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 204917 tokens > 200000 maximum"}}`, fault.ContextTooLong, "prompt is too long", false},
+		{413, `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`, fault.ContextTooLong, "maximum allowed", false},
+		{400, `[{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}]`, fault.InvalidArgument, "invalid argument", false},
+		{404, `{"error":"model \"llama9\" not found, try pulling it first"}`, fault.InvalidArgument, "try pulling it first", false},
+		{500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`, fault.Unavailable, "server had an error", true},
+		{529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, fault.Unavailable, "Overloaded", true},
+		{502, `<html><body>Bad Gateway</body></html>`, fault.Unavailable, "Bad Gateway", true},
+		{408, ``, fault.Unavailable, "status code", true},
 	}
 	for _, tt := range tests {
-		e := classify("p", errors.New("API returned unexpected status code: 0"), &exchange{status: tt.status, body: []byte(tt.body)}, nil)
-		require.NotNil(t, e, tt.body)
-		assert.Equal(t, tt.kind, e.Kind, "%d %s", tt.status, tt.body)
-		assert.Contains(t, e.Message, tt.msg)
-		assert.Equal(t, tt.retry, e.retryable(), "%d %s", tt.status, tt.body)
+		f := classify("p", errors.New("API returned unexpected status code: 0"), &exchange{status: tt.status, body: []byte(tt.body)}, nil)
+		require.NotNil(t, f, tt.body)
+		assert.Equal(t, tt.code, f.code, "%d %s", tt.status, tt.body)
+		assert.Contains(t, f.message, tt.msg)
+		assert.Equal(t, tt.retry, f.retryable(), "%d %s", tt.status, tt.body)
+		e := f.err()
+		assert.ErrorIs(t, e, tt.code.Sentinel(), "the caller's error matches the code's sentinel")
+		assert.Equal(t, tt.retry, e.Retryable)
 	}
 	assert.Nil(t, classify("p", errors.New("parse response: unexpected EOF"), &exchange{status: 200}, nil))
-	e := classify("p", errors.New("anthropic: failed to create message: received error event: map[error:map[message:Overloaded type:overloaded_error]]"), &exchange{status: 200}, nil)
-	require.NotNil(t, e)
-	assert.Equal(t, ErrServer, e.Kind, "an error event in the middle of a stream")
+	f := classify("p", errors.New("anthropic: failed to create message: received error event: map[error:map[message:Overloaded type:overloaded_error]]"), &exchange{status: 200}, nil)
+	require.NotNil(t, f)
+	assert.Equal(t, fault.Unavailable, f.code, "an error event in the middle of a stream")
 }
 
 func TestRedact(t *testing.T) {

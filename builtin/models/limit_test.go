@@ -15,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/builtin/models"
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 // counting is a transport that counts the response body bytes the client
@@ -104,9 +105,10 @@ func TestEndlessResponseIsCutAtTheLimit(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			_, err = m.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
-			require.ErrorIs(t, err, models.ErrResponseTooLarge)
-			var e *models.Error
+			require.ErrorIs(t, err, fault.ErrResponseTooLarge)
+			var e *fault.Error
 			require.ErrorAs(t, err, &e, "classified like any other provider failure")
+			assert.False(t, e.Retryable)
 			assert.Contains(t, err.Error(), "1 MiB", "the message names the limit")
 			assert.Contains(t, err.Error(), "max_response_bytes", "and the config key that raises it")
 			assert.LessOrEqual(t, wire.n.Load(), int64(limit+1), "the client read no more than the limit")
@@ -140,7 +142,7 @@ func TestConfigSetsTheResponseLimit(t *testing.T) {
 	m, err := r.Resolve(context.Background(), "openai:gpt-4o-mini")
 	require.NoError(t, err)
 	_, err = m.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
-	require.ErrorIs(t, err, models.ErrResponseTooLarge)
+	require.ErrorIs(t, err, fault.ErrResponseTooLarge)
 	assert.Contains(t, err.Error(), "2 KiB")
 	assert.LessOrEqual(t, wire.n.Load(), int64(2049))
 

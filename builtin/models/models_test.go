@@ -22,6 +22,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -402,7 +403,7 @@ func TestNoRetryForErrorsThatWillNotChange(t *testing.T) {
 	f := &fake{err: errors.New("API returned unexpected status code: 400: Invalid 'tools[0].function.name'")}
 	m := models.Wrap(f, models.Options{Name: "openai:gpt-4o", Retry: models.Retry{Sleep: func(context.Context, time.Duration) error { return nil }}})
 	_, err := m.GenerateContent(context.Background(), nil)
-	require.ErrorIs(t, err, models.ErrBadRequest)
+	require.ErrorIs(t, err, fault.ErrInvalidArgument)
 	assert.Equal(t, 1, f.calls)
 	assert.Contains(t, err.Error(), "Invalid 'tools[0].function.name'")
 }
@@ -413,7 +414,7 @@ func TestRetriesFromErrorStringsToo(t *testing.T) {
 	m := models.Wrap(f, models.Options{Name: "openai:gpt-4o", Logger: quiet, Retry: models.Retry{Attempts: 3, Base: 100 * time.Millisecond,
 		Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}})
 	_, err := m.GenerateContent(context.Background(), nil)
-	require.ErrorIs(t, err, models.ErrServer)
+	require.ErrorIs(t, err, fault.ErrUnavailable)
 	assert.Equal(t, 3, f.calls)
 	require.Len(t, waits, 2)
 	assert.True(t, waits[0] >= 50*time.Millisecond && waits[0] <= 100*time.Millisecond, "%s", waits[0])
@@ -442,12 +443,12 @@ func TestRetryNeverPassesTheDeadline(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err = m.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
-	require.ErrorIs(t, err, models.ErrRateLimit)
+	require.ErrorIs(t, err, fault.ErrRateLimited)
 	assert.Less(t, time.Since(start), time.Second, "gave up at once instead of sleeping past the deadline")
-	var e *models.Error
+	var e *fault.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, 30*time.Second, e.RetryAfter)
-	assert.Contains(t, e.GaveUp, "deadline")
+	assert.True(t, e.Retryable, "a rate limit passes; this call only ran out of time to wait")
+	assert.Contains(t, err.Error(), "waiting 30s more would pass the deadline", "the wait asked for, and why it was not taken")
 	assert.Contains(t, err.Error(), "Rate limit reached for requests")
 }
 
@@ -457,7 +458,7 @@ func TestRetryRefusesAnExcessiveWait(t *testing.T) {
 	m, err := r.Resolve(context.Background(), "openai:gpt-4o-mini")
 	require.NoError(t, err)
 	_, err = m.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
-	require.ErrorIs(t, err, models.ErrRateLimit)
+	require.ErrorIs(t, err, fault.ErrRateLimited)
 	assert.Contains(t, err.Error(), "asked to wait 1h0m0s")
 }
 
@@ -504,7 +505,7 @@ func TestUnreachableServer(t *testing.T) {
 	m, err := r.Resolve(context.Background(), "ollama:llama3")
 	require.NoError(t, err)
 	_, err = m.GenerateContent(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")})
-	require.ErrorIs(t, err, models.ErrUnreachable)
+	require.ErrorIs(t, err, fault.ErrUnreachable)
 	assert.Contains(t, err.Error(), "is Ollama running?")
 	assert.Contains(t, err.Error(), "connection refused")
 }

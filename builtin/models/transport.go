@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 type exchangeKey struct{}
@@ -108,14 +110,14 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // responseTooLarge is the read error of a body past its limit; it matches
-// ErrResponseTooLarge.
+// fault.ErrResponseTooLarge.
 type responseTooLarge struct{ limit int64 }
 
 func (e *responseTooLarge) Error() string {
 	return fmt.Sprintf("the response is larger than the limit of %s", sizeString(e.limit))
 }
 
-func (e *responseTooLarge) Unwrap() error { return ErrResponseTooLarge }
+func (e *responseTooLarge) Unwrap() error { return fault.ErrResponseTooLarge }
 
 // sizeString renders a byte count for messages: "64 MiB", "1.5 KiB", "12 bytes".
 func sizeString(n int64) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/builtin/models/providertest"
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 // These tests drive the real manager, with the builtin types and tools,
@@ -275,10 +276,11 @@ func TestWireServerErrorGivesUp(t *testing.T) {
 			r := replay(t, w, "server_error", runOpts{typ: "plan", task: taskPlan, attempts: 2})
 			assert.Equal(t, manager.Failed, r.res.State)
 			assert.Equal(t, manager.ReasonModelError, r.res.Reason)
-			require.ErrorIs(t, r.res.Err, models.ErrServer)
-			var e *models.Error
+			require.ErrorIs(t, r.res.Err, fault.ErrUnavailable)
+			var e *fault.Error
 			require.ErrorAs(t, r.res.Err, &e)
-			assert.Equal(t, 2, e.Attempts)
+			assert.True(t, e.Retryable)
+			assert.Contains(t, r.res.Error, "2 attempts")
 			assert.Contains(t, r.res.Error, said[w.provider], "the provider's message is kept")
 			waits := r.sleeps.waits()
 			require.Len(t, waits, 1)
@@ -323,7 +325,7 @@ func TestWireAuthError(t *testing.T) {
 		t.Run(w.provider, func(t *testing.T) {
 			r := replay(t, w, "auth_error", runOpts{typ: "plan", task: taskPlan})
 			assert.Equal(t, manager.Failed, r.res.State)
-			require.ErrorIs(t, r.res.Err, models.ErrAuth)
+			require.ErrorIs(t, r.res.Err, fault.ErrUnauthenticated)
 			assert.Len(t, r.srv.Requests(), 1, "not retried")
 			assert.Empty(t, r.sleeps.waits())
 			assert.NotContains(t, r.res.Error, openAIKey)
@@ -338,7 +340,7 @@ func TestWireContextTooLong(t *testing.T) {
 		t.Run(w.provider, func(t *testing.T) {
 			r := replay(t, w, "context_length", runOpts{typ: "plan", task: taskPlan})
 			assert.Equal(t, manager.Failed, r.res.State)
-			require.ErrorIs(t, r.res.Err, models.ErrContextLength)
+			require.ErrorIs(t, r.res.Err, fault.ErrContextTooLong)
 			assert.Len(t, r.srv.Requests(), 1, "not retried")
 		})
 	}

@@ -250,27 +250,27 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 		if ctx.Err() != nil {
 			return nil, stopped(ctx, m.label())
 		}
-		e := classify(m.label(), err, ex, m.o.Secrets)
-		if e == nil {
+		f := classify(m.label(), err, ex, m.o.Secrets)
+		if f == nil {
 			return nil, wrapOther(m.label(), err, m.o.Secrets)
 		}
-		e.Attempts = attempt
-		if !e.retryable() || streamed.Load() || attempt >= m.o.Retry.Attempts {
-			return nil, e
+		f.attempts = attempt
+		if !f.retryable() || streamed.Load() || attempt >= m.o.Retry.Attempts {
+			return nil, f.err()
 		}
 		wait := m.o.Retry.Backoff(attempt)
-		if e.RetryAfter > 0 {
-			wait = e.RetryAfter
+		if f.retryAfter > 0 {
+			wait = f.retryAfter
 		}
 		if wait > m.o.Retry.MaxWait {
-			e.GaveUp = fmt.Sprintf("asked to wait %s, longer than the %s allowed", wait.Round(time.Second), m.o.Retry.MaxWait)
-			return nil, e
+			f.gaveUp = fmt.Sprintf("asked to wait %s, longer than the %s allowed", wait.Round(time.Second), m.o.Retry.MaxWait)
+			return nil, f.err()
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
-			e.GaveUp = fmt.Sprintf("waiting %s more would pass the deadline", wait.Round(time.Millisecond))
-			return nil, e
+			f.gaveUp = fmt.Sprintf("waiting %s more would pass the deadline", wait.Round(time.Millisecond))
+			return nil, f.err()
 		}
-		m.o.Logger.Info("model call failed; retrying", "model", m.o.Name, "status", e.Status, "kind", e.Kind.Error(),
+		m.o.Logger.Info("model call failed; retrying", "model", m.o.Name, "status", f.status, "code", string(f.code),
 			"attempt", attempt, "wait", wait.Round(time.Millisecond).String())
 		if err := m.o.Retry.Sleep(ctx, wait); err != nil {
 			return nil, stopped(ctx, m.label())

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -15,17 +14,12 @@ import (
 // ErrorToWire turns err into the wire's Error: its code (fault.CodeOf:
 // a *fault.Error's, a wrapped sentinel's, a context error's; unknown for
 // anything else), its text, and whether it is retryable. nil stays nil.
+// It and ErrorFromWire are the one crossing of errors, both ways.
 func ErrorToWire(err error) *pluginv1.Error {
 	if err == nil {
 		return nil
 	}
-	code := fault.CodeOf(err)
-	retryable := code == fault.Unavailable
-	var e *fault.Error
-	if errors.As(err, &e) {
-		retryable = e.Retryable
-	}
-	return &pluginv1.Error{Code: string(code), Message: err.Error(), Retryable: retryable}
+	return &pluginv1.Error{Code: string(fault.CodeOf(err)), Message: err.Error(), Retryable: fault.Retryable(err)}
 }
 
 // ErrorFromWire turns the wire's Error into a *fault.Error, its message

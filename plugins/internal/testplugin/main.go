@@ -118,8 +118,8 @@ func main() {
 			tool("boom", "Panics.", func(context.Context, args, sdk.CallRequest) (string, error) {
 				panic("boom in a tool")
 			}),
-			tool("refuse", "Fails with a budget error.", func(context.Context, args, sdk.CallRequest) (string, error) {
-				return "", sdk.Errorf(sdk.CodeBudgetExceeded, "the plugin's own budget is used up")
+			tool("fail", "Fails with the code its text names.", func(_ context.Context, a args, _ sdk.CallRequest) (string, error) {
+				return "", fmt.Errorf("fail: %w", sdk.Errorf(sdk.Code(a.Text), "the plugin fails with %s", a.Text))
 			}),
 			tool("env", "Lists the plugin's environment, one variable a line.", func(context.Context, args, sdk.CallRequest) (string, error) {
 				env := os.Environ()
@@ -199,6 +199,20 @@ func main() {
 						return nil, err
 					}
 					return &sdk.RunResponse{Output: a.By + ": " + a.Text}, nil
+				}),
+			},
+			{
+				Name: "relay", Description: "Makes a model call and returns its error, after checking that in the plugin too the error has the code its task names and matches that code's sentinel.",
+				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+					_, err := s.Generate(ctx, sdk.GenerateRequest{Messages: []sdk.Message{{Role: sdk.RoleUser, Text: req.Task}}})
+					code := sdk.Code(req.Task)
+					if got := sdk.CodeOf(err); got != code {
+						return nil, fmt.Errorf("the plugin got code %s, not %s, from %v", got, code, err)
+					}
+					if s := code.Sentinel(); s != nil && !errors.Is(err, s) {
+						return nil, fmt.Errorf("in the plugin, %v does not match the sentinel of %s", err, code)
+					}
+					return nil, err
 				}),
 			},
 			{Name: "plain", Description: "A type the host's own loop runs.", Prompt: "You help.", Tools: []string{"shout"}},

@@ -32,9 +32,12 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Error is a failure that crosses the boundary whole. code is one of the
-// sdk's codes: canceled, deadline_exceeded, invalid_argument, not_found,
-// budget_exceeded, tool_refused, unavailable, internal, unknown.
+// Error is a failure that crosses the boundary whole. code is one of
+// troupe's codes (package sdk/fault): unknown, canceled,
+// deadline_exceeded, invalid_argument, not_found, unauthenticated,
+// rate_limited, context_too_long, response_too_large, budget_exceeded,
+// tool_refused, no_parent, unavailable, unreachable, internal. A code a
+// side does not know matches no sentinel there.
 type Error struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
