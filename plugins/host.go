@@ -85,13 +85,22 @@ func (c *Config) setDefaults() {
 // process among every agent that needs it, restarts it after a crash and
 // stops it on Close. It is safe for concurrent use.
 type Host struct {
-	cfg    Config
-	mu     sync.Mutex
-	procs  map[string]*proc // by plugin name
-	order  []string         // discovery order of the last Load
-	lock   *Lock
-	closed bool
-	bg     sync.WaitGroup // kills of exited processes
+	cfg   Config
+	mu    sync.Mutex
+	procs map[string]*proc // by plugin name
+	// dropped are the plugins a Load replaced or no longer found: their
+	// tools, still held by a registry of before, may start them again,
+	// so Close stops them too.
+	dropped []*proc
+	order   []string // discovery order of the last Load
+	lock    *Lock
+	closed  bool
+	// bg holds the starts in flight and the kills of exited processes,
+	// which Close waits for; bgMu guards adding to it, and shut, which
+	// Close sets before it waits.
+	bg   sync.WaitGroup
+	bgMu sync.Mutex
+	shut bool
 }
 
 // New returns a host; Load discovers the plugins.
@@ -211,7 +220,7 @@ func (p *proc) startLocked() *starting {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &starting{done: make(chan struct{}), stop: stop}
 	p.starting = s
-	p.h.bg.Go(func() {
+	started := p.h.background(func() {
 		defer stop()
 		r, err := p.start(ctx)
 		p.mu.Lock()
@@ -229,7 +238,27 @@ func (p *proc) startLocked() *starting {
 		s.r, s.err = r, err
 		close(s.done)
 	})
+	if !started {
+		// The host closed: a plugin whose name a Load dropped is not
+		// marked closing, and must not start either.
+		stop()
+		p.starting = nil
+		s.err = ErrClosed
+		close(s.done)
+	}
 	return s
+}
+
+// background runs fn on a goroutine that Close waits for, and reports
+// false, without running it, once Close has begun.
+func (h *Host) background(fn func()) bool {
+	h.bgMu.Lock()
+	defer h.bgMu.Unlock()
+	if h.shut {
+		return false
+	}
+	h.bg.Go(fn)
+	return true
 }
 
 // stoppedWhileStarting is the error of a start that the host ended. p.mu
@@ -417,7 +446,11 @@ func (p *proc) endedLocked(r *running) {
 		return
 	}
 	p.cur = nil
-	p.h.bg.Go(r.kill) // the process is gone; this ends go-plugin's goroutines and what it left
+	// The process is gone; this ends go-plugin's goroutines and what it
+	// left.
+	if !p.h.background(r.kill) {
+		go r.kill()
+	}
 	if r.stopping || p.closing {
 		return
 	}
@@ -507,9 +540,12 @@ func (h *Host) PID(name string) int {
 // Close stops every plugin process: each is asked to exit, given a moment,
 // then killed. Calls after Close fail with ErrClosed.
 func (h *Host) Close() error {
+	h.bgMu.Lock()
+	h.shut = true
+	h.bgMu.Unlock()
 	h.mu.Lock()
 	h.closed = true
-	procs := make([]*proc, 0, len(h.procs))
+	procs := slices.Clone(h.dropped)
 	for _, p := range h.procs {
 		procs = append(procs, p)
 	}

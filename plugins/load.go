@@ -159,6 +159,7 @@ func (h *Host) load(ctx context.Context) ([]Info, []error) {
 	for name, p := range h.procs {
 		if procs[name] != p {
 			gone = append(gone, p)
+			h.dropped = append(h.dropped, p)
 		}
 	}
 	h.procs = procs

@@ -192,3 +192,27 @@ func TestCloseEndsAStartInFlight(t *testing.T) {
 	assert.False(t, alive(pid), "Close returned before the plugin was gone")
 	assert.Empty(t, running(bin))
 }
+
+// A tool of a plugin that a Load dropped (its binary changed) still starts
+// its process on use, until the host closes: then it is refused, and
+// nothing starts.
+func TestAToolOfADroppedPluginStartsNothingAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	bin := copyPlugin(t, dir, "test")
+	h, _ := newHost(t, plugins.Config{}, dir)
+	reg := loaded(t, h)
+	tool, err := reg.Tool("pid")
+	require.NoError(t, err)
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin+".new", append(data, "rebuilt"...), 0o755))
+	require.NoError(t, os.Rename(bin+".new", bin))
+	require.Empty(t, h.Load(ctxTimeout(t, 20*time.Second), agenttypes.NewRegistry()), "the new binary replaces the old")
+
+	_, err = tool.Call(ctxTimeout(t, 10*time.Second), json.RawMessage(`{}`))
+	require.NoError(t, err, "the old binary's tool starts its process again")
+	require.NoError(t, h.Close())
+	_, err = tool.Call(ctxTimeout(t, 10*time.Second), json.RawMessage(`{}`))
+	require.ErrorIs(t, err, plugins.ErrClosed)
+	assert.Empty(t, running(bin))
+}
