@@ -17,3 +17,15 @@ func ExampleErrorf() {
 	// grep: pattern is empty
 	// true invalid_argument
 }
+
+// A condition narrower than its code gets a sentinel of its own, which
+// also matches its code's: it crosses a boundary as that code.
+func ExampleSentinel() {
+	errUnknownTool := fault.Sentinel(fault.NotFound, "unknown tool")
+	err := fmt.Errorf("%w: frob", errUnknownTool)
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, errUnknownTool), errors.Is(err, fault.ErrNotFound), fault.CodeOf(err))
+	// Output:
+	// unknown tool: frob
+	// true true not_found
+}
