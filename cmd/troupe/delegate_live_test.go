@@ -18,7 +18,7 @@ import (
 // pseudo-terminal: the screen ends with one line per agent, the children
 // under the parent by label, each with its usage.
 func TestRunShowsTheLiveTreeOfADelegation(t *testing.T) {
-	needDelegate(t)
+	requireDelegate(t)
 	d := &delegation{holdFirst: 250 * time.Millisecond}
 	srv := d.serve(t)
 	t.Setenv("NO_COLOR", "1")

@@ -21,16 +21,20 @@ import (
 	"github.com/troupe-dev/troupe/builtin"
 )
 
-// needDelegate skips a test that needs the delegate tool offered to the
-// general type, for builds that do not have it yet.
-func needDelegate(t *testing.T) {
+// requireDelegate fails a test whose run needs the builtin delegate tool
+// offered to the general type: without it the run would not delegate, and
+// the test would fail later for a reason that names neither.
+func requireDelegate(t *testing.T) {
 	t.Helper()
 	reg := agenttypes.NewRegistry()
 	require.NoError(t, builtin.Register(reg))
 	general, err := reg.Type("general")
 	require.NoError(t, err)
-	if _, err := reg.Tool("delegate"); err != nil || !slices.Contains(general.Tools, "delegate") {
-		t.Skip("needs the builtin delegate tool, offered to the general type; this build has none")
+	if _, err := reg.Tool("delegate"); err != nil {
+		t.Fatalf("the builtin delegate tool is not registered: %v", err)
+	}
+	if !slices.Contains(general.Tools, "delegate") {
+		t.Fatalf("the general type no longer offers the delegate tool; its tools are %v", general.Tools)
 	}
 }
 
@@ -177,7 +181,7 @@ func delegateRun(t *testing.T, srv *httptest.Server, runs string, stdin string, 
 // parent's model, their reports back to the parent in task order, and the
 // four runs on disk.
 func TestRunDelegatesToThreeChildren(t *testing.T) {
-	needDelegate(t)
+	requireDelegate(t)
 	d := &delegation{holdFirst: 200 * time.Millisecond}
 	srv := d.serve(t)
 	runs := filepath.Join(t.TempDir(), "runs")
@@ -224,7 +228,7 @@ func TestRunDelegatesToThreeChildren(t *testing.T) {
 // TestRunSummaryShowsOwnUsageAfterDelegating: on stderr, the line after
 // the run gives the tree's usage and the parent's own.
 func TestRunSummaryShowsOwnUsageAfterDelegating(t *testing.T) {
-	needDelegate(t)
+	requireDelegate(t)
 	d := &delegation{}
 	srv := d.serve(t)
 	o := delegateRun(t, srv, filepath.Join(t.TempDir(), "runs"), "", false, "run", "general", "--yes", "--model", "openai:M", "--repo", shop, "--progress", "plain", "review the cart package")
@@ -235,7 +239,7 @@ func TestRunSummaryShowsOwnUsageAfterDelegating(t *testing.T) {
 // TestRunDelegationApproval: without --yes, delegation is asked about on
 // a terminal and refused elsewhere, and the parent model reads why.
 func TestRunDelegationApproval(t *testing.T) {
-	needDelegate(t)
+	requireDelegate(t)
 	for _, tt := range []struct {
 		name     string
 		terminal bool
@@ -274,7 +278,7 @@ func TestRunMaxCostStopsTheRun(t *testing.T) {
 	o := runWith(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1"}, "prices:\n  openai:m: {input: 10, output: 10}\n",
 		"run", "general", "--yes", "--model", "openai:m", "--repo", shop, "--json", "--progress", "none", "--max-cost", "0.0005", "review the cart package")
 	if strings.Contains(o.stderr, "has no known price") {
-		t.Skip("the configured model does not tell the manager it knows its price (modelcap.Pricer); builtin/models does not implement it yet")
+		t.Fatalf("openai:m has a price in the config, yet the run says it has none: the configured model no longer tells the manager its price (modelcap.Pricer)\n%s", o.stderr)
 	}
 	assert.Equal(t, 1, o.code, o.stderr)
 	var res jsonResult
