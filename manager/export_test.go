@@ -1,5 +1,7 @@
 package manager
 
+import "time"
+
 // SetupCount is how many type setups the manager keeps, for tests.
 func (m *Manager) SetupCount() int {
 	n := 0
@@ -39,3 +41,6 @@ func (a *Agent) WaitsLen() int {
 	defer a.m.mu.Unlock()
 	return len(a.waits)
 }
+
+// SetClock makes the manager built from c read the time from now.
+func SetClock(c *Config, now func() time.Time) { c.now = now }

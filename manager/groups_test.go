@@ -44,20 +44,32 @@ func TestCancellingAHeldAgentKeepsGroupConcurrency(t *testing.T) {
 		mu.Unlock()
 		return scripted.Step{Text: "done"}
 	}}
-	tf := newTreeFixture(t, map[string][]scripted.Step{"job ...": {step}}, nil)
+	// One slot, which job 0 takes: an agent the group lets go too early
+	// then waits in the manager's queue, where it is seen at once,
+	// rather than starting on a goroutine of its own some time later.
+	tf := newTreeFixture(t, map[string][]scripted.Step{"job ...": {step}}, func(c *manager.Config) { c.MaxConcurrent = 1 })
 	g, err := tf.mgr.SpawnGroup(context.Background(), manager.GroupRequest{Concurrency: 1, Tasks: []agenttypes.ChildTask{
 		{Type: "worker", Prompt: "job 0"}, {Type: "worker", Prompt: "job 1"}, {Type: "worker", Prompt: "job 2"},
 	}})
 	require.NoError(t, err)
 	agents := g.Agents()
+	// OnComplete runs after the group was told of the agent's end, and so
+	// after any held agent that end let go was queued.
+	job2Ended := make(chan struct{})
+	tf.mgr.OnComplete(func(info manager.Info) {
+		if info.ID == agents[2].ID() {
+			close(job2Ended)
+		}
+	})
 	waitState(t, agents[0], manager.Running)
 	agents[2].Cancel() // still held
-	<-agents[2].Done()
-	time.Sleep(50 * time.Millisecond)
+	<-job2Ended
+	queued := tf.mgr.Slots().Queue
 	st := agents[1].Info().State
 	close(release)
 	<-g.Done()
-	assert.Equal(t, manager.Pending, st, "job 1 must wait for job 0: the group's concurrency is 1")
+	assert.Zero(t, queued, "job 2's end let job 1 go while job 0 runs: the group's concurrency is 1")
+	assert.Equal(t, manager.Pending, st, "job 1 must wait for job 0")
 	assert.Equal(t, 1, most, "at most one of the group ran at once")
 }
 
@@ -96,22 +108,34 @@ func TestCustomLoopParentLendsItsSlotWhileDelegating(t *testing.T) {
 // the run's end and the call race on the loop's conversation (-race), and
 // the call is charged after the result was recorded.
 func TestCustomLoopReturningWhileGenerateRuns(t *testing.T) {
-	model := scripted.New(scripted.Step{Text: "late", Delay: 30 * time.Millisecond, InputTokens: 100, OutputTokens: 100})
+	// The model call is entered before the loop returns and answers only
+	// once the loop has returned, so the call is in flight across the
+	// loop's return whatever the scheduler does.
+	entered, returned := make(chan struct{}), make(chan struct{})
+	model := scripted.New(scripted.Step{Func: func(context.Context, []llms.MessageContent) scripted.Step {
+		close(entered)
+		<-returned
+		return scripted.Step{Text: "late", InputTokens: 100, OutputTokens: 100}
+	}})
 	var wg sync.WaitGroup
+	var lateErr error
 	loop := agenttypes.LoopFunc(func(ctx context.Context, s agenttypes.Session, task string) (string, error) {
+		defer close(returned)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = s.Generate(context.Background(), agenttypes.GenerateRequest{Messages: []agenttypes.Message{{Role: agenttypes.RoleUser, Text: task}}})
+			_, lateErr = s.Generate(context.Background(), agenttypes.GenerateRequest{Messages: []agenttypes.Message{{Role: agenttypes.RoleUser, Text: task}}})
 		}()
-		time.Sleep(10 * time.Millisecond) // Generate is now inside the model call
+		<-entered
 		return "early answer", nil
 	})
 	f := customFixture(t, model, loop, nil)
 	res := f.run(t, manager.SpawnRequest{Type: "custom", Task: "t"})
 	wg.Wait()
+	require.NoError(t, lateErr, "the call was under way when the loop returned, so it is answered")
 	info, err := f.mgr.Get(res.ID)
 	require.NoError(t, err)
+	assert.Equal(t, 100, res.Usage.InputTokens, "the call in flight is charged before the result is recorded")
 	assert.Equal(t, res.Usage, info.Usage, "nothing is charged to an agent after it ended")
 }
 
@@ -145,19 +169,23 @@ func TestAskParentCallIsCappedToTheParentsBudget(t *testing.T) {
 // R5: two background delegations of one parent at once both pass the
 // MaxBackgroundGroups check.
 func TestBackgroundGroupLimitHoldsUnderConcurrency(t *testing.T) {
+	// A request past the limit's check resolves its model, and waits
+	// there until the other request is past the check too, or was
+	// refused: so both are checked before either group exists.
 	var arrived atomic.Int32
-	gate := make(chan struct{})
+	bothPast, refused := make(chan struct{}), make(chan struct{})
+	var refuse sync.Once
 	model := byTask(map[string][]scripted.Step{"lead": {{Block: true}}, "bg...": {{Block: true}}})
 	tf := newTreeFixture(t, nil, func(c *manager.Config) {
 		c.MaxBackgroundGroups = 1
 		c.Models = manager.ModelResolverFunc(func(_ context.Context, name string) (llms.Model, error) {
 			if name != "scripted" {
 				if arrived.Add(1) == 2 {
-					close(gate)
+					close(bothPast)
 				}
-				select { // both requests are past the limit's check, or one was refused
-				case <-gate:
-				case <-time.After(500 * time.Millisecond):
+				select {
+				case <-bothPast:
+				case <-refused:
 				}
 			}
 			return model, nil
@@ -175,7 +203,9 @@ func TestBackgroundGroupLimitHoldsUnderConcurrency(t *testing.T) {
 				Tasks: []agenttypes.ChildTask{{Type: "worker", Prompt: "bg", Model: []string{"m1", "m2"}[i]}}})
 			if err == nil {
 				ok.Add(1)
+				return
 			}
+			refuse.Do(func() { close(refused) })
 		}()
 	}
 	wg.Wait()
@@ -209,12 +239,21 @@ func TestGroupDoneClosesOnClose(t *testing.T) {
 // gets less time, because the parent's time budget is counted from its
 // creation, not from its start.
 func TestChildOfAPendingParentGetsItsTimeBudget(t *testing.T) {
-	tf := newTreeFixture(t, map[string][]scripted.Step{"block": {{Block: true}}, "lead": {{Block: true}}}, func(c *manager.Config) { c.MaxConcurrent = 1 })
+	// The manager's clock, moved on by hand past the parent's time budget.
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	tf := newTreeFixture(t, map[string][]scripted.Step{"block": {{Block: true}}, "lead": {{Block: true}}}, func(c *manager.Config) {
+		c.MaxConcurrent = 1
+		manager.SetClock(c, clock)
+	})
 	blocker, err := tf.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "block"})
 	require.NoError(t, err)
 	lead, err := tf.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "lead", Task: "lead", Budget: agenttypes.Budget{MaxTime: 100 * time.Millisecond}})
 	require.NoError(t, err)
-	time.Sleep(150 * time.Millisecond)
+	mu.Lock()
+	now = now.Add(150 * time.Millisecond)
+	mu.Unlock()
 	require.Equal(t, manager.Pending, lead.Info().State)
 	_, err = tf.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "child", ParentID: lead.ID()})
 	blocker.Cancel()
@@ -247,7 +286,14 @@ func TestCountersSettleAfterCancelledAndRefusedGroups(t *testing.T) {
 		case 1:
 			g.Agents()[2].Cancel()
 		case 2:
-			time.Sleep(time.Duration(i%3) * time.Millisecond)
+			// Cancelled at a point each round names: as soon as the first
+			// agent has left pending, or once it has ended.
+			first := g.Agents()[0]
+			if i%3 == 0 {
+				require.Eventually(t, func() bool { return first.Info().State != manager.Pending }, 5*time.Second, time.Millisecond, "round %d: the first agent never started", i)
+			} else {
+				<-first.Done()
+			}
 			g.Cancel()
 		}
 		select {
