@@ -132,39 +132,50 @@ func TestRunCompletesThroughToolCalls(t *testing.T) {
 
 func TestConcurrentToolCallsKeepCallOrder(t *testing.T) {
 	// Every call waits until all five are running at once, so the test
-	// fails (rather than hangs) if calls run one at a time; then the first
-	// call is the slowest, so it finishes last.
+	// fails (rather than hangs) if calls run one at a time; then each
+	// call waits for the one after it to finish, so they finish in the
+	// reverse of their order.
+	const n = 5
 	var inFlight sync.WaitGroup
-	inFlight.Add(5)
+	inFlight.Add(n)
 	together := make(chan struct{})
 	go func() { inFlight.Wait(); close(together) }()
-	slow := &agenttypes.ToolFunc{
-		ToolSpec: agenttypes.ToolSpec{Name: "sleep", Description: "sleeps"},
+	var finished [n + 1]chan struct{}
+	for i := range finished {
+		finished[i] = make(chan struct{})
+	}
+	close(finished[n]) // the last call waits for none
+	chain := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "chain", Description: "finishes after the call after it"},
 		Func: func(ctx context.Context, args json.RawMessage) (string, error) {
-			var in struct{ MS int }
-			_ = json.Unmarshal(args, &in)
-			inFlight.Done()
-			select {
-			case <-together:
-			case <-time.After(5 * time.Second):
-				return "", errors.New("the calls did not run at the same time")
+			var in struct{ I int }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return "", err
 			}
-			time.Sleep(time.Duration(in.MS) * time.Millisecond)
-			return fmt.Sprint(in.MS), nil
+			inFlight.Done()
+			for _, wait := range []chan struct{}{together, finished[in.I+1]} {
+				select {
+				case <-wait:
+				case <-time.After(5 * time.Second):
+					return "", errors.New("the calls did not run at the same time")
+				}
+			}
+			defer close(finished[in.I])
+			return fmt.Sprint(in.I), nil
 		},
 	}
 	var calls []scripted.Call
-	for _, ms := range []int{40, 30, 20, 10, 0} {
-		calls = append(calls, scripted.Call{Name: "sleep", Args: fmt.Sprintf(`{"ms":%d}`, ms)})
+	for i := range n {
+		calls = append(calls, scripted.Call{Name: "chain", Args: fmt.Sprintf(`{"i":%d}`, i)})
 	}
 	model := scripted.New(scripted.Step{Calls: calls}, scripted.Step{Text: "done"})
-	f := newFixture(t, model, func(c *manager.Config) { c.ToolConcurrency = 5 }, slow)
+	f := newFixture(t, model, func(c *manager.Config) { c.ToolConcurrency = n }, chain)
 	res := f.run(t, manager.SpawnRequest{})
 	require.Equal(t, manager.Completed, res.State)
 	got := scripted.ToolResults(model.Requests()[1].Messages)
-	require.Len(t, got, 5)
-	for i, want := range []string{"40", "30", "20", "10", "0"} {
-		assert.Equal(t, want, got[i].Content)
+	require.Len(t, got, n)
+	for i := range n {
+		assert.Equal(t, fmt.Sprint(i), got[i].Content, "results go back in call order")
 	}
 }
 
@@ -826,18 +837,22 @@ func TestStreamedTextReachesSubscribersOnly(t *testing.T) {
 
 func TestCloseWaitsForOnComplete(t *testing.T) {
 	f := newFixture(t, scripted.New(scripted.Step{Text: "done"}), nil)
-	var finished atomic.Bool
-	closed := make(chan error, 1)
+	// The callback closes the manager when the work is done (from another
+	// goroutine, as OnComplete says) and waits for Close to return. A Close
+	// that waits for the callback can return only when its context ends.
+	closedDuring := make(chan error, 1)
 	f.mgr.OnComplete(func(manager.Info) {
-		// Closing when the work is done: from another goroutine, since
-		// Close waits for this callback.
-		go func() { closed <- f.mgr.Close(context.Background()) }()
-		time.Sleep(20 * time.Millisecond)
-		finished.Store(true)
+		closed := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			closed <- f.mgr.Close(ctx)
+		}()
+		closedDuring <- <-closed
 	})
 	f.run(t, manager.SpawnRequest{})
-	require.NoError(t, <-closed)
-	assert.True(t, finished.Load(), "Close returns after every callback has run")
+	assert.ErrorIs(t, <-closedDuring, context.DeadlineExceeded, "Close returned while a callback was still running")
+	require.NoError(t, f.mgr.Close(context.Background()), "with the callback over, Close returns")
 }
 
 func TestSubscriptionClosesAfterACloseThatTimedOut(t *testing.T) {
