@@ -26,6 +26,10 @@ import (
 // DefaultMemoryLimit is the memory a script host process may use.
 const DefaultMemoryLimit = 512 << 20
 
+// DefaultStackLimit is the stack a goroutine of a script host process may
+// grow to: a recursion without end stops there.
+const DefaultStackLimit = 64 << 20
+
 // ChildOptions configure the script host processes.
 type ChildOptions struct {
 	// Command returns the command that starts a script host. Nil
@@ -36,6 +40,11 @@ type ChildOptions struct {
 	Command func() (*exec.Cmd, error)
 	// MemoryLimit caps a script host's heap; 0 means DefaultMemoryLimit.
 	MemoryLimit int64
+	// StackLimit caps the stack of each goroutine in a script host, and
+	// so how deep a script may recurse; 0 means DefaultStackLimit. Filling
+	// a stack takes CPU time in proportion to its size, which a recursion
+	// without end spends before it is stopped.
+	StackLimit int64
 	// MaxProcs caps the script host processes running at once, and so the
 	// script calls in flight; 0 means 4.
 	MaxProcs int
@@ -72,6 +81,9 @@ var _ Runner = (*ChildRunner)(nil)
 func NewChildRunner(opts ChildOptions) *ChildRunner {
 	if opts.MemoryLimit <= 0 {
 		opts.MemoryLimit = DefaultMemoryLimit
+	}
+	if opts.StackLimit <= 0 {
+		opts.StackLimit = DefaultStackLimit
 	}
 	if opts.MaxProcs <= 0 {
 		opts.MaxProcs = 4
@@ -323,6 +335,7 @@ func (r *ChildRunner) start() (*proc, error) {
 	cmd.Env = []string{
 		ChildEnv + "=" + strconv.FormatInt(r.opts.MemoryLimit, 10), "GOTRACEBACK=none",
 		childCPUEnv + "=" + strconv.Itoa(cpuSeconds(r.opts.CPUTime)),
+		childStackEnv + "=" + strconv.FormatInt(r.opts.StackLimit, 10),
 		wire.EnvHostPID + "=" + strconv.Itoa(os.Getpid()),
 	}
 	cmd.Dir = os.TempDir()

@@ -188,3 +188,45 @@ func TestACallIsEndedWhenItUsesItsCPUTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "fine: after", out, "the next call gets a fresh script host")
 }
+
+const deepHooks = `package hooks
+
+import (
+	"strconv"
+	"troupe"
+)
+
+func deep(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return deep(n-1) + 1
+}
+
+func Prompt(task troupe.Task) (string, error) {
+	n, err := strconv.Atoi(task.Prompt)
+	if err != nil {
+		return "", err
+	}
+	return "reached " + strconv.Itoa(deep(n)), nil
+}
+`
+
+// A recursion that fits in the default stack fails in a script host whose
+// stack the operator capped below it, and is said to have overflowed.
+func TestChildStackLimitIsTheOperators(t *testing.T) {
+	const depth = "20000" // some MiB of stack: more than 4, far less than the default 64
+	ctx := agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: t.TempDir(), Note: func(string) {}})
+
+	roomy := New(Options{CallTimeout: time.Minute})
+	defer roomy.Close()
+	out, err := compileHooks(t, roomy, deepHooks).Prompt(ctx, agenttypes.ScriptTask{Prompt: depth})
+	require.NoError(t, err)
+	assert.Equal(t, "reached "+depth, out)
+
+	capped := New(Options{CallTimeout: time.Minute, Child: ChildOptions{StackLimit: 4 << 20}})
+	defer capped.Close()
+	_, err = compileHooks(t, capped, deepHooks).Prompt(ctx, agenttypes.ScriptTask{Prompt: depth})
+	require.ErrorIs(t, err, agenttypes.ErrScript)
+	assert.Contains(t, err.Error(), "overflowed its stack")
+}

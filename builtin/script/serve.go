@@ -28,16 +28,17 @@ const ChildEnv = "TROUPE_SCRIPT_HOST"
 // host process.
 const childCPUEnv = "TROUPE_SCRIPT_CPU"
 
+// childStackEnv holds the bytes a goroutine's stack may grow to in a
+// script host process.
+const childStackEnv = "TROUPE_SCRIPT_STACK"
+
 // cpuSeconds is d in the whole seconds RLIMIT_CPU counts, at least one.
 func cpuSeconds(d time.Duration) int {
 	return max(int((d+time.Second-1)/time.Second), 1)
 }
 
-// Limits of a script host process.
-const (
-	maxStack      = 64 << 20 // a goroutine's stack: unbounded recursion ends here
-	maxGoroutines = 1000
-)
+// maxGoroutines is how many goroutines a script host process may run.
+const maxGoroutines = 1000
 
 // stderr is the script host's standard error as it started: go-plugin
 // redirects os.Stderr once it serves, and the host reads a fatal line
@@ -63,7 +64,11 @@ func ServeIfChild() {
 	if cpu > 0 {
 		onCPULimit(func() { fatal(fmt.Sprintf("the script used more than %ds of CPU time (the limit)", cpu)) })
 	}
-	debug.SetMaxStack(maxStack)
+	stack, err := strconv.ParseInt(os.Getenv(childStackEnv), 10, 64)
+	if err != nil || stack <= 0 {
+		stack = DefaultStackLimit
+	}
+	debug.SetMaxStack(int(stack))
 	debug.SetMemoryLimit(mem / 2)
 	go watchdog(mem)
 	s := &server{mem: mem, cpu: cpu, progs: map[string]*instance{}}
