@@ -30,11 +30,15 @@ var hostileHooks = []struct{ name, body, want string }{
 	{"passwd", `return troupe.ReadFile("/etc/passwd")`, "the Prompt hook refused the task: \"/etc/passwd\": path is outside the root"},
 }
 
+// hostileStack is the stack limit of the script hosts that run the
+// hostile scripts: room for the good scripts, a sixteenth of the default.
+const hostileStack = 4 << 20
+
 func hostileDefinition(name, body string) string {
 	src := "package hooks\n\nimport \"troupe\"\n\nfunc recurse(n int) string { return recurse(n+1) + \"x\" }\n\nfunc Prompt(task troupe.Task) (string, error) {\n" + body + "\n}\n"
 	// Only the endless loop needs a short time budget to be stopped by;
 	// the others get time enough, on a loaded machine, to meet their own
-	// limit first (a 64 MiB stack takes a while to fill under -race).
+	// limit first.
 	budget := "8s"
 	if name == "loop" {
 		budget = "1s"
@@ -99,7 +103,10 @@ func requireVerdictRuns(t *testing.T, mgr *manager.Manager, dir string) {
 // script_error and a message saying what happened, this process carries
 // on, and an agent of a good scripted type then completes.
 func TestHostileScriptsFailTheirAgentThroughTheManager(t *testing.T) {
-	h := script.New(script.Options{CallTimeout: 12 * time.Second})
+	// A small stack: the recursion then overflows after a small part of
+	// the CPU time that filling the default 64 MiB takes (about a second
+	// under -race), which a loaded machine stretches past the time budget.
+	h := script.New(script.Options{CallTimeout: 12 * time.Second, Child: script.ChildOptions{StackLimit: hostileStack}})
 	defer h.Close()
 	defs := map[string]string{}
 	for _, c := range hostileHooks {
