@@ -105,8 +105,7 @@ func checkPromptNode(n parse.Node, ranges int) error {
 
 // findAssigned records every variable an assignment names.
 func (c promptChecker) findAssigned(n parse.Node) {
-	var pipe func(p *parse.PipeNode)
-	pipe = func(p *parse.PipeNode) {
+	pipe := func(p *parse.PipeNode) {
 		if p != nil && p.IsAssign {
 			for _, v := range p.Decl {
 				c.assigned[v.Ident[0]] = true

@@ -268,14 +268,6 @@ func (r *Registry) Withheld() []Withheld {
 	return out
 }
 
-// registered looks name up among the types registered with RegisterType.
-func (r *Registry) registered(name string) (*Type, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	t, ok := r.types[name]
-	return t, ok
-}
-
 // Tool returns the tool registered under name.
 func (r *Registry) Tool(name string) (Tool, error) {
 	r.mu.RLock()
