@@ -367,7 +367,7 @@ func TestQuestionWithAReferenceIsNoFinding(t *testing.T) {
 func TestRefusedDelegationFallsBackToSearchingTheWholeTask(t *testing.T) {
 	first := generate(t, taskMessages(threeQuestions), llms.WithTools(delegateTools))
 	require.Len(t, first.ToolCalls, 1)
-	refusal := "error: Cannot spawn subagents: delegation refused: not approved"
+	refusal := "error: cannot spawn subagents: delegation refused: not approved"
 	msgs := append(taskMessages(threeQuestions),
 		llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{first.ToolCalls[0]}},
 		llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{

@@ -128,10 +128,10 @@ func runDelegate(ctx context.Context, env *agenttypes.Env, raw json.RawMessage) 
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			return "", err
 		}
-		return "", fmt.Errorf("Cannot spawn subagents: %w", err)
+		return "", fmt.Errorf("cannot spawn subagents: %w", err)
 	}
 	if resp == nil {
-		return "", errors.New("Cannot spawn subagents: the manager returned no response")
+		return "", errors.New("cannot spawn subagents: the manager returned no response")
 	}
 	if req.Background {
 		return renderStarted(resp, format), nil

@@ -217,8 +217,8 @@ func TestDelegateTreeErrors(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"limit", refused, "Cannot spawn subagents: delegation refused: agent a-0 is at depth 1, the deepest delegation goes; do the work yourself"},
-		{"no model", errors.New("no API key for provider openai: set OPENAI_API_KEY"), "Cannot spawn subagents: no API key for provider openai: set OPENAI_API_KEY"},
+		{"limit", refused, "cannot spawn subagents: delegation refused: agent a-0 is at depth 1, the deepest delegation goes; do the work yourself"},
+		{"no model", errors.New("no API key for provider openai: set OPENAI_API_KEY"), "cannot spawn subagents: no API key for provider openai: set OPENAI_API_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

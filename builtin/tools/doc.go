@@ -119,7 +119,7 @@
 // share 64 KiB, and one that no longer fits is named with "[not included:
 // ...]". An error from Tree.Delegate (a refusal wrapping
 // agenttypes.ErrDelegation, a model that cannot be resolved) is the
-// tool's error, prefixed "Cannot spawn subagents: ".
+// tool's error, prefixed "cannot spawn subagents: ".
 //
 // In parallel mode the result lists every child in task order. Markdown:
 //
