@@ -3,7 +3,6 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -223,7 +222,7 @@ func BenchmarkCancelAll(b *testing.B) {
 			b.Fatalf("%d goroutines left behind", n-baseline)
 		}
 		if st := mgr.Stats(); st.Cancelled != agents {
-			b.Fatal(fmt.Sprintf("%+v", st))
+			b.Fatalf("%+v", st)
 		}
 	}
 }
