@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/traefik/yaegi/interp"
 
@@ -120,8 +121,10 @@ var yaegiPos = regexp.MustCompile(`^(?:[^:\s]*:)?(\d+):(\d+): (.*)$`)
 
 // compile checks and evaluates a program in a fresh interpreter. The
 // package's top-level declarations run here, so it must run where a
-// script may fail: in the script host, or in process under a deadline.
-func compile(ctx context.Context, p *Program) (inst *instance, err error) {
+// script may fail: in the script host, or in process under a limit.
+// They are stopped when ctx ends, or limit after they start (0: no
+// limit).
+func compile(ctx context.Context, p *Program, limit time.Duration) (inst *instance, err error) {
 	c, problems := check(p.Source, p.Kind)
 	if len(problems) > 0 {
 		return nil, &CompileError{Problems: problems}
@@ -149,7 +152,7 @@ func compile(ctx context.Context, p *Program) (inst *instance, err error) {
 			err = &CompileError{Problems: []srcError{{1, 1, interpreterPanic(r)}}}
 		}
 	}()
-	if err := evalCtx(ctx, inst, p.Source); err != nil {
+	if err := evalCtx(ctx, inst, p.Source, limit); err != nil {
 		return nil, compileError(err)
 	}
 	for name, line := range c.has {
@@ -165,8 +168,23 @@ func compile(ctx context.Context, p *Program) (inst *instance, err error) {
 	return inst, nil
 }
 
-// evalCtx evaluates src, stopping it when ctx ends.
-func evalCtx(ctx context.Context, inst *instance, src string) error {
+// evalCtx compiles src, then runs its top-level declarations, stopping
+// them when ctx ends or limit after they start. Compiling runs none of
+// the script and always ends, so it is not stopped: a stop while the
+// interpreter compiles races with the compiler.
+func evalCtx(ctx context.Context, inst *instance, src string, limit time.Duration) error {
+	prog, err := inst.i.Compile(src)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return topLevelStopped(ctx)
+	}
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, limit, errCallTimeout)
+		defer cancel()
+	}
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -174,7 +192,7 @@ func evalCtx(ctx context.Context, inst *instance, src string) error {
 				done <- &CompileError{Problems: []srcError{{1, 1, interpreterPanic(r)}}}
 			}
 		}()
-		_, err := inst.i.Eval(src)
+		_, err := inst.i.Execute(prog)
 		done <- err
 	}()
 	select {
@@ -183,8 +201,17 @@ func evalCtx(ctx context.Context, inst *instance, src string) error {
 	case <-ctx.Done():
 		inst.stop()
 		<-done
+		return topLevelStopped(ctx)
+	}
+}
+
+// topLevelStopped says why a script's top-level declarations were
+// stopped, or did not start: their time ran out, or ctx was cancelled.
+func topLevelStopped(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), errCallTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%w: the script's top-level declarations ran past their time and were stopped", agenttypes.ErrScript)
 	}
+	return fmt.Errorf("%w: the script was stopped before its top-level declarations ended: %w", agenttypes.ErrScript, ctx.Err())
 }
 
 func interpreterPanic(r any) string {

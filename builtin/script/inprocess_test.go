@@ -117,6 +117,17 @@ func TestInProcessLoopIsStoppedByThePerCallLimit(t *testing.T) {
 	assert.Equal(t, "fine: x", out)
 }
 
+// pooled counts the idle interpreters h keeps in process.
+func pooled(h *Host) int {
+	h.inproc.mu.Lock()
+	defer h.inproc.mu.Unlock()
+	n := 0
+	for _, pool := range h.inproc.pools {
+		n += len(pool)
+	}
+	return n
+}
+
 // On the caller's goroutine, a loop is stopped when its context ends: by
 // a deadline (the agent's time budget) or a cancellation.
 func TestInProcessLoopIsStoppedByItsContextOnTheCallersGoroutine(t *testing.T) {
@@ -130,10 +141,17 @@ func TestInProcessLoopIsStoppedByItsContextOnTheCallersGoroutine(t *testing.T) {
 	require.ErrorIs(t, err, agenttypes.ErrScript)
 	assert.Contains(t, err.Error(), "time budget")
 
+	// The stopped interpreter was dropped: a good call compiles the next
+	// one, so the cancelled call below goes straight into its loop.
+	out, err := hooks.Prompt(context.Background(), agenttypes.ScriptTask{Prompt: "warm"})
+	require.NoError(t, err)
+	require.Equal(t, "fine: warm", out)
+	require.Equal(t, 1, pooled(h), "the good call's interpreter is kept")
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err = hooks.Prompt(ctx, agenttypes.ScriptTask{Prompt: "loop"})
 	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, pooled(h), "the loop's interpreter was stopped and dropped: the cancellation came during the call, not before it")
 
 	for i := range 20 {
 		out, err := hooks.Prompt(context.Background(), agenttypes.ScriptTask{Prompt: fmt.Sprint(i)})
@@ -185,4 +203,26 @@ func TestInProcessParkedCallIsLeftBehind(t *testing.T) {
 	text := string(out)
 	assert.Contains(t, text, "error: script failed: Prompt ran past the agent's time budget and was stopped")
 	assert.True(t, strings.Contains(text, "next: fine: x <nil>"), text)
+}
+
+// A load whose context has already ended runs none of the script, and
+// says why. The interpreter is never stopped while it compiles: a stop
+// then races with the compiler.
+func TestLoadWithAnEndedContextStopsBeforeTheScriptRuns(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := &InProcess{Timeout: time.Minute}
+	defer r.Close()
+	err := r.Load(ctx, newProgram(KindHooks, spinHooks))
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// Top-level declarations that loop are stopped by the per-call limit.
+func TestTopLevelLoopIsStoppedByThePerCallLimit(t *testing.T) {
+	src := "package hooks\n\nimport \"troupe\"\n\nvar n = spin()\n\nfunc spin() int {\n\tfor {\n\t}\n}\n\nfunc Prompt(task troupe.Task) (string, error) { return \"\", nil }\n"
+	r := &InProcess{Timeout: 200 * time.Millisecond}
+	defer r.Close()
+	err := r.Load(context.Background(), newProgram(KindHooks, src))
+	require.ErrorIs(t, err, agenttypes.ErrScript)
+	assert.Contains(t, err.Error(), "top-level declarations ran past their time")
 }

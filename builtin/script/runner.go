@@ -81,9 +81,7 @@ func (r *InProcess) timeout() time.Duration {
 
 // Load compiles p once and keeps the interpreter for the first call.
 func (r *InProcess) Load(ctx context.Context, p *Program) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout(), errCallTimeout)
-	defer cancel()
-	inst, err := compile(ctx, p)
+	inst, err := compile(ctx, p, r.timeout())
 	if err != nil {
 		return err
 	}
@@ -112,9 +110,7 @@ func (r *InProcess) get(ctx context.Context, p *Program) (*instance, error) {
 		return inst, nil
 	}
 	r.mu.Unlock()
-	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout(), errCallTimeout)
-	defer cancel()
-	return compile(ctx, p)
+	return compile(ctx, p, r.timeout())
 }
 
 // Call runs one function in an interpreter of its own; a call that runs

@@ -145,7 +145,7 @@ func handle(progs map[string]*instance, req *request) (resp response) {
 			if _, ok := progs[req.Prog.ID]; ok {
 				return
 			}
-			inst, err := compile(context.Background(), req.Prog)
+			inst, err := compile(context.Background(), req.Prog, 0)
 			if err != nil {
 				var ce *CompileError
 				if errors.As(err, &ce) {
