@@ -167,7 +167,7 @@ func (a *Agent) runTool(ctx context.Context, c llms.ToolCall) (o toolOutcome) {
 	tool := a.tools.byName[name]
 	a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: cutEnd(args, maxToolText)})
 
-	text, err, panicked := invoke(ctx, tool, args)
+	text, panicked, err := invoke(ctx, tool, args)
 	if panicked != nil {
 		a.logger().Error("tool panicked", "tool", name, "panic", panicked.value, "stack", panicked.stack)
 		o.err = fmt.Errorf("%w: %s: %w", ErrToolPanic, name, &PanicError{Value: panicked.value, Stack: panicked.stack})
@@ -197,14 +197,14 @@ type panicValue struct {
 	stack string
 }
 
-func invoke(ctx context.Context, tool agenttypes.Tool, args string) (text string, err error, p *panicValue) {
+func invoke(ctx context.Context, tool agenttypes.Tool, args string) (text string, p *panicValue, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &panicValue{value: v, stack: string(debug.Stack())}
 		}
 	}()
 	text, err = tool.Call(ctx, json.RawMessage(orEmptyObject(args)))
-	return text, err, nil
+	return text, nil, err
 }
 
 // cutEnd cuts s to at most limit bytes, on a character boundary, saying

@@ -92,7 +92,6 @@ type Host struct {
 	// tools, still held by a registry of before, may start them again,
 	// so Close stops them too.
 	dropped []*proc
-	order   []string // discovery order of the last Load
 	lock    *Lock
 	closed  bool
 	// bg holds the starts in flight and the kills of exited processes,

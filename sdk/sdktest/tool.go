@@ -132,7 +132,7 @@ func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
 func specOf(tool sdk.Tool) (spec sdk.ToolSpec, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("Spec panicked: %v", p)
+			err = fmt.Errorf("the tool's Spec panicked: %v", p)
 		}
 	}()
 	return tool.Spec(), nil
