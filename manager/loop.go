@@ -112,12 +112,8 @@ func (l *loop) run() {
 		}
 		// The tokens or dollars are spent; the tool calls they asked for
 		// are not run.
-		if r.limit.agent != nil && r.limit.left < 0 {
-			l.endOnBudget(ReasonBudgetTokens, "token", r.limit.agent, r.limit.limit)
-			return
-		}
-		if x := a.costSpent(); x != nil {
-			l.budgetCost(x)
+		if r.past != nil {
+			l.end(r.past)
 			return
 		}
 		if !l.tools(r.choice) {
@@ -230,12 +226,8 @@ const perMessageTokens = 4
 // are spent, and the result says by how much.
 func (l *loop) final(r modelReply) bool {
 	a := l.a
-	content, usage, t := r.choice.Content, r.usage, r.crossed
-	over := 0
-	if t.agent != nil {
-		over = -t.left
-	}
-	spent := r.limit.agent != nil && r.limit.left < 0
+	content, usage := r.choice.Content, r.usage
+	spent := r.past != nil
 	data, err := l.parseOutput(content)
 	if err != nil {
 		hooked := a.typ.Hooks != nil && a.typ.Hooks.Result != nil
@@ -273,16 +265,26 @@ func (l *loop) final(r modelReply) bool {
 	l.add(llms.TextParts(llms.ChatMessageTypeAI, content), content)
 	// The final text is stored once, in the completed event.
 	a.emit(&Event{Kind: EventModelCall, Turn: r.turn, Usage: usage})
-	if over > 0 {
-		whose := "its token budget"
-		if t.agent != a {
-			whose = "the token budget" + a.whose(t.agent)
-		}
-		a.emit(&Event{Kind: EventBudgetExceeded, Turn: r.turn, Usage: usage,
-			Text: fmt.Sprintf("the final answer took the run %d tokens past %s of %d; it is kept", over, whose, t.limit)})
-	}
-	a.finishWith(Completed, ReasonDone, nil, content, data, false, over)
+	a.complete(content, data, r.crossed, r.turn)
 	return true
+}
+
+// complete ends a run with its final answer, for the manager's loop and a
+// type's own alike. crossed is the token budget the answer took the run
+// past, if any: the answer is kept all the same, since its tokens are
+// spent, and the result and an EventBudgetExceeded say by how much.
+func (a *Agent) complete(output string, data any, crossed treeLimit, turn int) {
+	over := 0
+	if crossed.agent != nil {
+		over = -crossed.left
+		whose := "its token budget"
+		if crossed.agent != a {
+			whose = "the token budget" + a.whose(crossed.agent)
+		}
+		a.emit(&Event{Kind: EventBudgetExceeded, Turn: turn,
+			Text: fmt.Sprintf("the final answer took the run %d tokens past %s of %d; it is kept", over, whose, crossed.limit)})
+	}
+	a.finishWith(Completed, ReasonDone, nil, output, data, false, over)
 }
 
 // parseOutput turns the final answer into the type's structured data.
@@ -360,16 +362,6 @@ func (l *loop) end(stop *runStop) {
 		return
 	}
 	l.fail(stop.reason, stop.err)
-}
-
-// endOnBudget ends the run on a used-up budget of x, the agent or an
-// ancestor.
-func (l *loop) endOnBudget(reason Reason, what string, x *Agent, limit int) {
-	l.a.finish(Failed, reason, fmt.Errorf("%w: %s budget%s of %d used up", ErrBudgetExceeded, what, l.a.whose(x), limit), l.partialOutput(), nil, true)
-}
-
-func (l *loop) budgetCost(x *Agent) {
-	l.a.finish(Failed, ReasonBudgetCost, costBudgetError(l.a, x), l.partialOutput(), nil, true)
 }
 
 func (l *loop) fail(reason Reason, err error) {

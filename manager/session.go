@@ -33,9 +33,11 @@ type session struct {
 	// run cannot go on from); the run ends with it whatever the loop
 	// returns, and later calls are refused with it.
 	stop *runStop
-	// over is how far a model call's tokens went past the agent's own
-	// token budget; the answer was handed over, later calls are refused.
-	over int
+	// past is the budget a model call took the run past: its answer was
+	// handed over, and later calls are refused with it; crossed is the
+	// token budget the loop's calls took furthest past its limit.
+	past    *runStop
+	crossed treeLimit
 	// done is set when the loop has returned: calls after it are refused.
 	done bool
 }
@@ -60,7 +62,7 @@ func (l *loop) runCustom() {
 	s.cancel()
 	s.calls.Wait()
 	s.mu.Lock()
-	stop, over := s.stop, s.over
+	stop, crossed := s.stop, s.crossed
 	s.mu.Unlock()
 	if out != "" {
 		l.lastText = out
@@ -81,10 +83,7 @@ func (l *loop) runCustom() {
 			return
 		}
 		l.add(llms.TextParts(llms.ChatMessageTypeAI, out), out)
-		if over > 0 {
-			a.emit(&Event{Kind: EventBudgetExceeded, Text: fmt.Sprintf("the run went %d tokens past its token budget of %d; its answer is kept", over, a.budget.MaxTokens)})
-		}
-		a.finishWith(Completed, ReasonDone, nil, out, data, false, over)
+		a.complete(out, data, crossed, 0)
 	}
 }
 
@@ -98,9 +97,8 @@ func (s *session) enter() error {
 		return errLoopReturned
 	case s.stop != nil:
 		return s.stop
-	case s.over > 0:
-		a := s.l.a
-		return s.record(&runStop{reason: ReasonBudgetTokens, err: fmt.Errorf("%w: token budget of %d used up", ErrBudgetExceeded, a.budget.MaxTokens)})
+	case s.past != nil:
+		return s.record(s.past)
 	}
 	s.calls.Add(1)
 	return nil
@@ -166,12 +164,13 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 	if r.choice.Content != "" {
 		l.lastText = r.choice.Content
 	}
-	if t := r.limit; t.agent != nil && t.left < 0 {
-		if t.agent == a {
-			s.over = max(s.over, -t.left)
-		} else {
-			s.record(&runStop{reason: ReasonBudgetTokens, err: fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit)})
-		}
+	// As in the manager's loop: an answer that took the run past a budget
+	// is kept, and the next call is refused.
+	if r.past != nil && s.past == nil {
+		s.past = r.past
+	}
+	if c := r.crossed; c.agent != nil && (s.crossed.agent == nil || c.left < s.crossed.left) {
+		s.crossed = c
 	}
 	s.mu.Unlock()
 	resp := &agenttypes.GenerateResponse{Text: r.choice.Content, Usage: r.usage}

@@ -48,6 +48,11 @@ type modelReply struct {
 	// call was charged; crossed the budget this call's own tokens took
 	// past its limit, if any (another call may have crossed it before).
 	limit, crossed treeLimit
+	// past, when set, is the budget (tokens or cost) of the chain the run
+	// is past once this call was charged: the answer is spent and kept,
+	// and no further call may be made, so the tool calls it asks for are
+	// not run.
+	past *runStop
 }
 
 // generate makes one model call of a: refused when a turn, cost or token
@@ -104,6 +109,12 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 	r := modelReply{choice: resp.Choices[0], turn: turn}
 	r.usage = usageOf(r.choice, c.input)
 	r.limit, r.crossed = a.chargeCall(r.usage)
+	switch x := a.costSpent(); {
+	case r.limit.agent != nil && r.limit.left < 0:
+		r.past = &runStop{reason: ReasonBudgetTokens, err: r.limit.err(a)}
+	case x != nil:
+		r.past = &runStop{reason: ReasonBudgetCost, err: costBudgetError(a, x)}
+	}
 	if !c.keepFinal || len(r.choice.ToolCalls) > 0 {
 		a.emit(&Event{Kind: EventModelCall, Turn: turn, Usage: r.usage, Text: r.choice.Content})
 	}

@@ -24,6 +24,7 @@ import (
 func TestLoop(t *testing.T, loop agenttypes.Loop) {
 	t.Run("hooks", func(t *testing.T) { testHooks(t, loop) })
 	t.Run("budgets", func(t *testing.T) { testBudgets(t, loop) })
+	t.Run("an answer past the budget", func(t *testing.T) { testPast(t, loop) })
 	t.Run("events", func(t *testing.T) { testEvents(t, loop) })
 	t.Run("tool results are cut", func(t *testing.T) { testCut(t, loop) })
 }
@@ -202,6 +203,32 @@ func testBudgets(t *testing.T, loop agenttypes.Loop) {
 				t.Error(msg)
 			}
 		})
+	}
+}
+
+// testPast checks an answer that takes the run past its token budget: a
+// final one is kept and the overshoot reported; one that asks for tools
+// ends the run, and its tools are not run, since its tokens are spent.
+func testPast(t *testing.T, loop agenttypes.Loop) {
+	budget := agenttypes.Budget{MaxTokens: 200}
+	final := scripted.Step{Text: "the answer", InputTokens: 190, OutputTokens: 20}
+	f := newFixture(t, loop, scripted.New(final), nil, "")
+	res := f.run(t, "answer", budget)
+	if res.State != manager.Completed || res.Output != "the answer" {
+		t.Fatalf("a final answer past the budget: the run %s (%s) with %q; want it completed with the answer kept", res.State, res.Reason, res.Output)
+	}
+	if res.TokensOverBudget != 10 {
+		t.Errorf("the result says the run went %d tokens past its budget, want 10", res.TokensOverBudget)
+	}
+
+	asks := scripted.Step{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"hi"}`}}, InputTokens: 190, OutputTokens: 20}
+	f = newFixture(t, loop, scripted.New(asks, final), nil, "")
+	res = f.run(t, "answer", budget)
+	if res.State != manager.Failed || res.Reason != manager.ReasonBudgetTokens {
+		t.Fatalf("an answer past the budget that asks for tools: the run %s (%s), want failed (budget_tokens): %s", res.State, res.Reason, res.Error)
+	}
+	if res.ToolCalls != 0 {
+		t.Errorf("%d tools ran after the budget was spent, want none", res.ToolCalls)
 	}
 }
 
