@@ -323,52 +323,92 @@ func Grants(reg *Registry, src Sources) []Grant {
 func load(reg *Registry, src Sources) loadResult {
 	var res loadResult
 	l := parseLayers(src)
-	layers, parsed := l.layers, l.parsed
 	res.diags = append(res.diags, l.diags...)
+	p := l.pick(reg, src)
+	res.diags = append(res.diags, p.diags...)
+	r := newResolver(p.visible, reg, true)
+	r.broken = p.broken
+	r.withheld = p.withheld
+	res.types = resolveShadowed(r, reg, p.shadows)
+	res.diags = append(res.diags, r.diags...)
+	res.withheld = r.withheld
+	p.addFailed(r)
+	res.broken = p.brokenErrors()
+	res.diags.Sort()
+	return res
+}
+
+// picked is what choosing one definition for each name across the layers
+// comes to, before anything is resolved.
+type picked struct {
+	visible  map[string]*definition // the winning definition of each name
+	withheld map[string]Withheld
+	shadows  map[string][]string
+	broken   map[string]string    // name → file of the definition that failed
+	twice    map[string][2]string // name → the files that both define it
+	diags    Diagnostics
+}
+
+// pick chooses, layer by layer from the top, the definition each name
+// stands for: the first layer that defines a name wins it, and every
+// definition below is a shadow.
+func (l layered) pick(reg *Registry, src Sources) picked {
+	p := picked{
+		visible:  map[string]*definition{},
+		withheld: map[string]Withheld{},
+		shadows:  map[string][]string{},
+		broken:   map[string]string{},
+		twice:    map[string][2]string{},
+	}
 	trust := src.TrustProject
 	if trust == nil {
 		trust = func(Grant) bool { return false }
 	}
-
-	visible := map[string]*definition{} // the winning definition of each name
-	withheld := map[string]Withheld{}
-	shadows := map[string][]string{}
-	broken := map[string]string{}   // name → file of the definition that failed
-	twice := map[string][2]string{} // name → the files that both define it
-	for i, layer := range layers {
-		inLayer := parsed[i]
+	for i, layer := range l.layers {
+		inLayer := l.parsed[i]
 		for _, name := range slices.Sorted(maps.Keys(inLayer)) {
-			entries := inLayer[name]
-			kept, ignored, ds := pickDuplicate(entries, layer.Name)
-			res.diags = append(res.diags, ds...)
-			if _, taken := visible[name]; taken || broken[name] != "" {
-				for _, d := range entries {
-					shadows[name] = append(shadows[name], d.path)
-				}
-				continue
-			}
-			if kept == nil {
-				broken[name] = entries[0].path + " and " + entries[1].path
-				twice[name] = [2]string{entries[0].path, entries[1].path}
-				continue
-			}
-			if kept.project {
-				if w, ok := withhold(kept, l.hides(reg, src, name), trust); !ok {
-					// The name goes to the layers below, or to the builtin
-					// type, as if the project did not define it.
-					withheld[name] = w
-					continue
-				}
-			}
-			visible[name] = kept
-			for _, d := range ignored {
-				shadows[name] = append(shadows[name], d.path)
-			}
+			p.pickName(name, inLayer[name], layer.Name, func() string { return l.hides(reg, src, name) }, trust)
 		}
 	}
-	r := newResolver(visible, reg, true)
-	r.broken = broken
-	r.withheld = withheld
+	return p
+}
+
+// pickName settles name for the definitions of it in one layer, entries;
+// hides says what a project definition of it would hide, asked only when
+// one would.
+func (p *picked) pickName(name string, entries []*definition, layer string, hides func() string, trust func(Grant) bool) {
+	kept, ignored, ds := pickDuplicate(entries, layer)
+	p.diags = append(p.diags, ds...)
+	if _, taken := p.visible[name]; taken || p.broken[name] != "" {
+		for _, d := range entries {
+			p.shadows[name] = append(p.shadows[name], d.path)
+		}
+		return
+	}
+	if kept == nil {
+		p.broken[name] = entries[0].path + " and " + entries[1].path
+		p.twice[name] = [2]string{entries[0].path, entries[1].path}
+		return
+	}
+	if kept.project {
+		if w, ok := withhold(kept, hides(), trust); !ok {
+			// The name goes to the layers below, or to the builtin
+			// type, as if the project did not define it.
+			p.withheld[name] = w
+			return
+		}
+	}
+	p.visible[name] = kept
+	for _, d := range ignored {
+		p.shadows[name] = append(p.shadows[name], d.path)
+	}
+}
+
+// resolveShadowed resolves every visible definition, and lists under each
+// type what it shadows: the definitions below it, then the registry's own
+// type of that name and what that one shadows.
+func resolveShadowed(r *resolver, reg *Registry, shadows map[string][]string) []Type {
+	var types []Type
 	for _, t := range r.all() {
 		t.Shadows = shadows[t.Name]
 		if reg != nil {
@@ -377,29 +417,38 @@ func load(reg *Registry, src Sources) loadResult {
 				t.Shadows = append(t.Shadows, base.Shadows...)
 			}
 		}
-		res.types = append(res.types, t)
+		types = append(types, t)
 	}
-	res.diags = append(res.diags, r.diags...)
-	res.withheld = r.withheld
+	return types
+}
+
+// addFailed marks broken each name whose definition did not resolve,
+// except one held back until trusted, which is not broken.
+func (p *picked) addFailed(r *resolver) {
 	for name := range r.failed {
-		if w, ok := r.withheld[name]; ok && w.Source == visible[name].path {
+		if w, ok := r.withheld[name]; ok && w.Source == p.visible[name].path {
 			continue // not broken: held back until trusted
 		}
 		delete(r.withheld, name)
-		broken[name] = visible[name].path
+		p.broken[name] = p.visible[name].path
 	}
-	if len(broken) > 0 {
-		res.broken = map[string]error{}
-		for name, where := range broken {
-			if pair, ok := twice[name]; ok {
-				res.broken[name] = fmt.Errorf("%w: type %q is not loaded: it is defined in both %s and %s; rename or delete one of them", ErrInvalid, name, pair[0], pair[1])
-				continue
-			}
-			res.broken[name] = fmt.Errorf("%w: type %q is not loaded: %s has errors; fix them to load it", ErrInvalid, name, where)
+}
+
+// brokenErrors is the error of each broken name, saying what to fix to
+// load it; nil when nothing is broken.
+func (p *picked) brokenErrors() map[string]error {
+	if len(p.broken) == 0 {
+		return nil
+	}
+	out := map[string]error{}
+	for name, where := range p.broken {
+		if pair, ok := p.twice[name]; ok {
+			out[name] = fmt.Errorf("%w: type %q is not loaded: it is defined in both %s and %s; rename or delete one of them", ErrInvalid, name, pair[0], pair[1])
+			continue
 		}
+		out[name] = fmt.Errorf("%w: type %q is not loaded: %s has errors; fix them to load it", ErrInvalid, name, where)
 	}
-	res.diags.Sort()
-	return res
+	return out
 }
 
 // grantsFor is every grant a project definition needs: to hide another

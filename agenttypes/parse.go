@@ -178,102 +178,163 @@ func parseDefinition(path string, data []byte, mode Mode) (def *definition, diag
 }
 
 func parseInto(sink *diagSink, path string, data []byte, mode Mode) *definition {
-	if len(data) > MaxDefinitionSize {
-		sink.errorf(0, 0, "file is %s; definitions are limited to %s: move long text out of it", sizeString(int64(len(data))), sizeString(MaxDefinitionSize))
+	text, ok := readText(sink, data)
+	if !ok {
 		return nil
 	}
-	if line, col, msg := checkText(data); msg != "" {
-		sink.errorf(line, col, "%s", msg)
-		return nil
-	}
-	text := strings.TrimPrefix(string(data), "\ufeff")
-	text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
-
 	d := &definition{path: path, given: map[string]pos{}}
-	var fm, body string
-	lineOff, bodyLine := 0, 0
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".yaml", ".yml":
-		fm = text
-	case ".md", ".markdown":
-		d.markdown = true
-		var ok bool
-		fm, lineOff, body, bodyLine, ok = splitFrontMatter(sink, text)
-		if !ok {
-			return nil
-		}
-	default:
-		sink.errorf(0, 0, "unsupported file type %q: write definitions as *.yaml, *.yml or *.md", filepath.Ext(path))
+	src, ok := splitSource(sink, d, path, text)
+	if !ok {
 		return nil
 	}
-
 	d.strict = mode == ModeStrict || (mode == ModeAuto && !inClaudeDir(path))
-	root, yerr := parseYAML(fm)
-	switch {
-	case yerr != nil:
-		line := yamlErrorLine(yerr)
-		if d.markdown && mode != ModeStrict {
-			lroot, ignored := parseLenient(fm)
-			if !d.strict || looksClaude(lroot) {
-				d.strict = false
-				sink.warnf(line+lineOff, 1, "front matter is not valid YAML (%s); read it line by line instead. Quote values that hold \": \" (description: \"...\") to make it valid", yamlErrorText(yerr))
-				for _, l := range ignored {
-					sink.warnf(l+lineOff, 1, "ignored line: it is not \"key: value\" and follows no key")
-				}
-				root = lroot
-			}
-		}
-		if root == nil {
-			sink.errorf(line+lineOff, 1, "not valid YAML: %s", yamlErrorText(yerr))
-			return nil
-		}
-	case d.markdown && mode == ModeAuto && d.strict && looksClaude(root):
-		d.strict = false
+	root := parseFrontMatter(sink, d, src, mode)
+	if root == nil {
+		return nil
 	}
 	d.claude = d.markdown && !d.strict
-
-	switch n, deep := countValues(root, maxYAMLValues); {
-	case deep:
-		sink.errorf(1+lineOff, 1, "the YAML is nested more than %d levels deep; a definition needs a few", maxYAMLDepth)
-		return nil
-	case n > maxYAMLValues:
-		sink.errorf(1+lineOff, 1, "the YAML holds more than %d values once aliases (*name) are expanded; write the values out instead of repeating aliases", maxYAMLValues)
+	if root, ok = checkShape(sink, root, src.lineOff); !ok {
 		return nil
 	}
-	if root.Kind != yaml.MappingNode {
-		if !(root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
-			sink.errorf(root.Line+lineOff, root.Column, "a definition is a mapping of \"key: value\" lines, such as %s", topFields["name"])
-			return nil
-		}
-		root = &yaml.Node{Kind: yaml.MappingNode}
-	}
-	dec := &decoder{sink: sink, def: d, lineOff: lineOff, lines: strings.Split(text, "\n")}
+	dec := &decoder{sink: sink, def: d, lineOff: src.lineOff, lines: strings.Split(text, "\n")}
 	dec.top(root)
 
 	if d.markdown {
-		if d.has("prompt") {
-			p := d.at("prompt")
-			sink.problem(d.strict, p.line, p.col, "prompt: in a Markdown file the body below the front matter is the prompt; move this text there")
-		}
-		if body = strings.TrimSpace(body); body != "" {
-			d.prompt = body
-			d.given["prompt"] = pos{bodyLine, 1}
-		}
+		takeBody(sink, d, src)
 	}
 	if d.has("prompt") {
 		dec.checkPrompt()
 	}
 	if !d.has("name") {
-		stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		d.name = stem
-		if slug := slugOf(stem); d.claude && slug != "" && slug != stem {
-			sink.warnf(1, 1, "no name: and the file name %q is not lowercase-and-hyphens as Claude Code asks; the type is called %q (add name: %s to say so)", stem, slug, slug)
-			d.name = slug
-		} else if !typeName.MatchString(stem) {
-			sink.errorf(1, 1, "no name: and the file name %q is not a type name; add name: %s", stem, slugify(stem))
-		}
+		nameFromFile(sink, d, path)
 	}
 	return d
+}
+
+// readText is a definition file's text, with a byte order mark dropped and
+// every line ending made "\n"; false, with an error reported, when the file
+// is too large or is not UTF-8 text.
+func readText(sink *diagSink, data []byte) (string, bool) {
+	if len(data) > MaxDefinitionSize {
+		sink.errorf(0, 0, "file is %s; definitions are limited to %s: move long text out of it", sizeString(int64(len(data))), sizeString(MaxDefinitionSize))
+		return "", false
+	}
+	if line, col, msg := checkText(data); msg != "" {
+		sink.errorf(line, col, "%s", msg)
+		return "", false
+	}
+	text := strings.TrimPrefix(string(data), "\ufeff")
+	text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
+	return text, true
+}
+
+// source is a definition file's text split into the YAML to decode and,
+// in a Markdown file, the body below it.
+type source struct {
+	fm       string // the YAML: the whole file, or a Markdown file's front matter
+	lineOff  int    // lines before the YAML, added to its line numbers
+	body     string // a Markdown file's body
+	bodyLine int    // the line the body starts on
+}
+
+// splitSource splits text by the kind of file path names, marking d as
+// Markdown when it is; false, with an error reported, for a kind of file
+// definitions are not written in or front matter that cannot be found.
+func splitSource(sink *diagSink, d *definition, path, text string) (source, bool) {
+	var src source
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		src.fm = text
+	case ".md", ".markdown":
+		d.markdown = true
+		var ok bool
+		src.fm, src.lineOff, src.body, src.bodyLine, ok = splitFrontMatter(sink, text)
+		if !ok {
+			return source{}, false
+		}
+	default:
+		sink.errorf(0, 0, "unsupported file type %q: write definitions as *.yaml, *.yml or *.md", filepath.Ext(path))
+		return source{}, false
+	}
+	return src, true
+}
+
+// parseFrontMatter parses src's YAML, and settles whether d is read
+// strictly: Markdown front matter that is not valid YAML, or that looks
+// like Claude Code's, is read leniently unless mode asks for strict. It
+// returns nil, with an error reported, when nothing can be read.
+func parseFrontMatter(sink *diagSink, d *definition, src source, mode Mode) *yaml.Node {
+	root, yerr := parseYAML(src.fm)
+	switch {
+	case yerr != nil:
+		line := yamlErrorLine(yerr)
+		if d.markdown && mode != ModeStrict {
+			lroot, ignored := parseLenient(src.fm)
+			if !d.strict || looksClaude(lroot) {
+				d.strict = false
+				sink.warnf(line+src.lineOff, 1, "front matter is not valid YAML (%s); read it line by line instead. Quote values that hold \": \" (description: \"...\") to make it valid", yamlErrorText(yerr))
+				for _, l := range ignored {
+					sink.warnf(l+src.lineOff, 1, "ignored line: it is not \"key: value\" and follows no key")
+				}
+				root = lroot
+			}
+		}
+		if root == nil {
+			sink.errorf(line+src.lineOff, 1, "not valid YAML: %s", yamlErrorText(yerr))
+			return nil
+		}
+	case d.markdown && mode == ModeAuto && d.strict && looksClaude(root):
+		d.strict = false
+	}
+	return root
+}
+
+// checkShape refuses YAML too large or too deep to be a definition, and
+// YAML that is not a mapping; an empty document is an empty mapping.
+func checkShape(sink *diagSink, root *yaml.Node, lineOff int) (*yaml.Node, bool) {
+	switch n, deep := countValues(root, maxYAMLValues); {
+	case deep:
+		sink.errorf(1+lineOff, 1, "the YAML is nested more than %d levels deep; a definition needs a few", maxYAMLDepth)
+		return nil, false
+	case n > maxYAMLValues:
+		sink.errorf(1+lineOff, 1, "the YAML holds more than %d values once aliases (*name) are expanded; write the values out instead of repeating aliases", maxYAMLValues)
+		return nil, false
+	}
+	if root.Kind != yaml.MappingNode {
+		if !(root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
+			sink.errorf(root.Line+lineOff, root.Column, "a definition is a mapping of \"key: value\" lines, such as %s", topFields["name"])
+			return nil, false
+		}
+		root = &yaml.Node{Kind: yaml.MappingNode}
+	}
+	return root, true
+}
+
+// takeBody makes a Markdown file's body its prompt: a prompt: key in the
+// front matter is a problem there, since the body is where a prompt goes.
+func takeBody(sink *diagSink, d *definition, src source) {
+	if d.has("prompt") {
+		p := d.at("prompt")
+		sink.problem(d.strict, p.line, p.col, "prompt: in a Markdown file the body below the front matter is the prompt; move this text there")
+	}
+	if body := strings.TrimSpace(src.body); body != "" {
+		d.prompt = body
+		d.given["prompt"] = pos{src.bodyLine, 1}
+	}
+}
+
+// nameFromFile names a definition without name: after its file: the file
+// name itself, or, for a Claude Code file, the file name made
+// lowercase-and-hyphens.
+func nameFromFile(sink *diagSink, d *definition, path string) {
+	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	d.name = stem
+	if slug := slugOf(stem); d.claude && slug != "" && slug != stem {
+		sink.warnf(1, 1, "no name: and the file name %q is not lowercase-and-hyphens as Claude Code asks; the type is called %q (add name: %s to say so)", stem, slug, slug)
+		d.name = slug
+	} else if !typeName.MatchString(stem) {
+		sink.errorf(1, 1, "no name: and the file name %q is not a type name; add name: %s", stem, slugify(stem))
+	}
 }
 
 // checkText refuses what is not UTF-8 text, saying where the first bad byte
@@ -500,80 +561,112 @@ func (dc *decoder) top(root *yaml.Node) {
 			dc.problem(k, "%s is given twice (first at line %d); keep one", key, p.line)
 		}
 		d.given[field] = dc.pos(k)
-		switch field {
-		case "name":
-			if s, ok := dc.str(k, v); ok {
-				d.name = strings.TrimSpace(s)
-				if slug := slugOf(d.name); d.claude && slug != "" && slug != d.name {
-					// Claude Code's names are lowercase words joined by
-					// hyphens, and files in the wild often write a title.
-					dc.warnf(v, "name %q is not lowercase-and-hyphens as Claude Code asks; the type is called %q (write name: %s to say so)", d.name, slug, slug)
-					d.name = slug
-				} else if !typeName.MatchString(d.name) {
-					dc.errorf(v, "name %q is not a type name: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (no spaces or '/'), such as %q", d.name, slugify(d.name))
-				}
-			}
-		case "description":
-			if s, ok := dc.str(k, v); ok {
-				d.description = strings.TrimSpace(s)
-			}
-		case "prompt":
-			if s, ok := dc.str(k, v); ok {
-				d.prompt = s
-				d.given["prompt"] = dc.pos(v)
-			}
-		case "tools":
-			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
-				delete(d.given, "tools") // "tools:" with nothing: the default set
-				continue
-			}
-			d.tools, d.toolPos = dc.toolList(k, v)
-		case "disallowed_tools":
-			d.disallowed, _ = dc.toolList(k, v)
-		case "model":
-			if s, ok := dc.str(k, v); ok {
-				m, err := modelname.Normalize(s)
-				if err != nil {
-					dc.problem(v, "%s", err)
-					if !d.strict {
-						m = modelname.Inherit
-					}
-				}
-				d.model = m
-			}
-		case "budget":
-			dc.budget(v)
-		case "maxTurns":
-			if n, ok := dc.count(k, v); ok {
-				d.budget.MaxTurns = n
-			}
-		case "inherit_context":
-			d.inherit, _ = dc.boolean(k, v)
-		case "needs_language_model":
-			d.needsLM, _ = dc.boolean(k, v)
-		case "output":
-			dc.output(v)
-		case "extends":
-			if s, ok := dc.str(k, v); ok {
-				d.extends = strings.TrimSpace(s)
-				d.given["extends"] = dc.pos(v)
-				if !typeName.MatchString(d.extends) {
-					dc.errorf(v, "extends %q: name a type, such as explore", d.extends)
-				}
-			}
-		case "examples":
-			dc.examples(k, v)
-		case "color":
-			d.color, _ = dc.str(k, v)
-		case "script", "script_file":
-			if d.hooks != nil {
-				dc.errorf(k, "give the hooks once: script: (the source) or script_file: (a .go file beside the definition), not both")
-				continue
-			}
-			d.hooks = dc.script(k, v)
-		case "script_tools":
-			dc.scriptTools(v)
+		dc.field(field, k, v)
+	}
+}
+
+// field decodes v, the value of the top-level key k, which stands for
+// field.
+func (dc *decoder) field(field string, k, v *yaml.Node) {
+	d := dc.def
+	switch field {
+	case "name":
+		dc.name(k, v)
+	case "description":
+		if s, ok := dc.str(k, v); ok {
+			d.description = strings.TrimSpace(s)
 		}
+	case "prompt":
+		if s, ok := dc.str(k, v); ok {
+			d.prompt = s
+			d.given["prompt"] = dc.pos(v)
+		}
+	case "tools":
+		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			delete(d.given, "tools") // "tools:" with nothing: the default set
+			return
+		}
+		d.tools, d.toolPos = dc.toolList(k, v)
+	case "disallowed_tools":
+		d.disallowed, _ = dc.toolList(k, v)
+	case "model":
+		dc.model(k, v)
+	case "budget":
+		dc.budget(v)
+	case "maxTurns":
+		if n, ok := dc.count(k, v); ok {
+			d.budget.MaxTurns = n
+		}
+	case "inherit_context":
+		d.inherit, _ = dc.boolean(k, v)
+	case "needs_language_model":
+		d.needsLM, _ = dc.boolean(k, v)
+	case "output":
+		dc.output(v)
+	case "extends":
+		dc.extends(k, v)
+	case "examples":
+		dc.examples(k, v)
+	case "color":
+		d.color, _ = dc.str(k, v)
+	case "script", "script_file":
+		if d.hooks != nil {
+			dc.errorf(k, "give the hooks once: script: (the source) or script_file: (a .go file beside the definition), not both")
+			return
+		}
+		d.hooks = dc.script(k, v)
+	case "script_tools":
+		dc.scriptTools(v)
+	}
+}
+
+// name decodes name:, checking that it is a type name.
+func (dc *decoder) name(k, v *yaml.Node) {
+	d := dc.def
+	s, ok := dc.str(k, v)
+	if !ok {
+		return
+	}
+	d.name = strings.TrimSpace(s)
+	if slug := slugOf(d.name); d.claude && slug != "" && slug != d.name {
+		// Claude Code's names are lowercase words joined by
+		// hyphens, and files in the wild often write a title.
+		dc.warnf(v, "name %q is not lowercase-and-hyphens as Claude Code asks; the type is called %q (write name: %s to say so)", d.name, slug, slug)
+		d.name = slug
+	} else if !typeName.MatchString(d.name) {
+		dc.errorf(v, "name %q is not a type name: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit (no spaces or '/'), such as %q", d.name, slugify(d.name))
+	}
+}
+
+// model decodes model:, a model name or alias; one it cannot read is
+// inherit in a lenient file.
+func (dc *decoder) model(k, v *yaml.Node) {
+	d := dc.def
+	s, ok := dc.str(k, v)
+	if !ok {
+		return
+	}
+	m, err := modelname.Normalize(s)
+	if err != nil {
+		dc.problem(v, "%s", err)
+		if !d.strict {
+			m = modelname.Inherit
+		}
+	}
+	d.model = m
+}
+
+// extends decodes extends:, the name of the type this one builds on.
+func (dc *decoder) extends(k, v *yaml.Node) {
+	d := dc.def
+	s, ok := dc.str(k, v)
+	if !ok {
+		return
+	}
+	d.extends = strings.TrimSpace(s)
+	d.given["extends"] = dc.pos(v)
+	if !typeName.MatchString(d.extends) {
+		dc.errorf(v, "extends %q: name a type, such as explore", d.extends)
 	}
 }
 

@@ -125,82 +125,126 @@ func (dc *decoder) scriptTools(v *yaml.Node) {
 			dc.errorf(item, "each script tool is a mapping: {name: count_todos, description: ..., parameters: {type: object}, script_file: count.go}")
 			continue
 		}
-		var t ScriptTool
-		var script *Script
-		ok := true
-		for i := 0; i+1 < len(item.Content); i += 2 {
-			k, val := item.Content[i], deref(item.Content[i+1])
-			switch k.Value {
-			case "name":
-				s, _ := dc.str(k, val)
-				t.Name = strings.TrimSpace(s)
-				if !toolName.MatchString(t.Name) {
-					dc.errorf(val, "script tool name %q: use lower-case letters, digits and '_', such as count_todos", t.Name)
-					ok = false
-				}
-			case "description":
-				s, _ := dc.str(k, val)
-				t.Description = strings.TrimSpace(s)
-			case "parameters":
-				raw, err := schemaJSON(val)
-				if err == nil {
-					err = checkSchema(raw)
-				}
-				if err != nil {
-					dc.errorf(val, "parameters of a script tool is a JSON schema object, such as {type: object, properties: {path: {type: string}}}: %v", err)
-					ok = false
-					continue
-				}
-				t.Parameters = raw
-			case "script", "script_file":
-				if script != nil {
-					dc.errorf(k, "give a script tool's body once: script: or script_file:, not both")
-					ok = false
-					continue
-				}
-				if script = dc.script(k, val); script == nil {
-					ok = false
-				}
-			case "read_only":
-				dc.boolean(k, val) // every script tool is read-only: scripts cannot write
-			default:
-				hint := "; the fields are " + strings.Join(scriptToolFields, ", ")
-				if near := suggest.Nearest(k.Value, scriptToolFields); near != "" {
-					hint = fmt.Sprintf("; did you mean %q?", near)
-				}
-				dc.errorf(k, "unknown script tool field %q%s", k.Value, hint)
-				ok = false
-			}
-		}
-		switch {
-		case !ok:
-			continue
-		case t.Name == "":
-			dc.errorf(item, "this script tool has no name: add name: such as count_todos")
-			continue
-		case t.Description == "":
-			dc.errorf(item, "script tool %q has no description: say when the model should call it", t.Name)
-			continue
-		case script == nil:
-			dc.errorf(item, "script tool %q has no body: add script: (Go source with func Run(args map[string]any) (string, error)) or script_file:", t.Name)
+		decl := dc.scriptTool(item)
+		// A wrong field is reported already; a tool with one is not
+		// checked for what it lacks or for a repeated name.
+		if !decl.ok || !dc.scriptToolComplete(item, decl) || dc.scriptToolTwice(item, decl.tool.Name) {
 			continue
 		}
-		for j, other := range d.scriptTools {
-			if other.Name == t.Name {
-				dc.errorf(item, "script tool %q is declared twice (first at line %d)", t.Name, d.toolAt[j].line)
-				ok = false
-			}
-		}
-		if !ok {
-			continue
-		}
+		t := decl.tool
 		if len(t.Parameters) == 0 {
 			t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		t.Script = *script
+		t.Script = *decl.script
 		d.scriptTools = append(d.scriptTools, t)
 		d.toolAt = append(d.toolAt, dc.pos(item))
 	}
+}
+
+// scriptToolDecl is one item of script_tools: as its fields are read.
+type scriptToolDecl struct {
+	tool   ScriptTool
+	script *Script // the body; nil until one is read
+	ok     bool    // false once a field is wrong
+}
+
+// scriptTool reads the fields of one item of script_tools:.
+func (dc *decoder) scriptTool(item *yaml.Node) *scriptToolDecl {
+	decl := &scriptToolDecl{ok: true}
+	for i := 0; i+1 < len(item.Content); i += 2 {
+		k, val := item.Content[i], deref(item.Content[i+1])
+		if !dc.scriptToolField(decl, k, val) {
+			decl.ok = false
+		}
+	}
+	return decl
+}
+
+// scriptToolField reads the field k of a script tool into decl; false
+// when the field is wrong, which has been reported.
+func (dc *decoder) scriptToolField(decl *scriptToolDecl, k, val *yaml.Node) bool {
+	t := &decl.tool
+	switch k.Value {
+	case "name":
+		s, _ := dc.str(k, val)
+		t.Name = strings.TrimSpace(s)
+		if !toolName.MatchString(t.Name) {
+			dc.errorf(val, "script tool name %q: use lower-case letters, digits and '_', such as count_todos", t.Name)
+			return false
+		}
+	case "description":
+		s, _ := dc.str(k, val)
+		t.Description = strings.TrimSpace(s)
+	case "parameters":
+		raw, ok := dc.scriptToolParameters(val)
+		if !ok {
+			return false
+		}
+		t.Parameters = raw
+	case "script", "script_file":
+		if decl.script != nil {
+			dc.errorf(k, "give a script tool's body once: script: or script_file:, not both")
+			return false
+		}
+		if decl.script = dc.script(k, val); decl.script == nil {
+			return false
+		}
+	case "read_only":
+		dc.boolean(k, val) // every script tool is read-only: scripts cannot write
+	default:
+		hint := "; the fields are " + strings.Join(scriptToolFields, ", ")
+		if near := suggest.Nearest(k.Value, scriptToolFields); near != "" {
+			hint = fmt.Sprintf("; did you mean %q?", near)
+		}
+		dc.errorf(k, "unknown script tool field %q%s", k.Value, hint)
+		return false
+	}
+	return true
+}
+
+// scriptToolParameters reads a script tool's parameters:, which must be a
+// JSON schema object.
+func (dc *decoder) scriptToolParameters(val *yaml.Node) (json.RawMessage, bool) {
+	raw, err := schemaJSON(val)
+	if err == nil {
+		err = checkSchema(raw)
+	}
+	if err != nil {
+		dc.errorf(val, "parameters of a script tool is a JSON schema object, such as {type: object, properties: {path: {type: string}}}: %v", err)
+		return nil, false
+	}
+	return raw, true
+}
+
+// scriptToolComplete reports whether a script tool has what every tool
+// needs: a name, a description and a body; it says which is missing.
+func (dc *decoder) scriptToolComplete(item *yaml.Node, decl *scriptToolDecl) bool {
+	t := decl.tool
+	switch {
+	case t.Name == "":
+		dc.errorf(item, "this script tool has no name: add name: such as count_todos")
+	case t.Description == "":
+		dc.errorf(item, "script tool %q has no description: say when the model should call it", t.Name)
+	case decl.script == nil:
+		dc.errorf(item, "script tool %q has no body: add script: (Go source with func Run(args map[string]any) (string, error)) or script_file:", t.Name)
+	default:
+		return true
+	}
+	return false
+}
+
+// scriptToolTwice reports whether the definition already declares a
+// script tool called name, saying where.
+func (dc *decoder) scriptToolTwice(item *yaml.Node, name string) bool {
+	d := dc.def
+	twice := false
+	for j, other := range d.scriptTools {
+		if other.Name == name {
+			dc.errorf(item, "script tool %q is declared twice (first at line %d)", name, d.toolAt[j].line)
+			twice = true
+		}
+	}
+	return twice
 }
 
 // errNoCompiler is why a definition with a script does not load in a
