@@ -70,10 +70,29 @@ type checked struct {
 // signatures, and the newer Go features the interpreter does not know.
 func check(src string, kind Kind) (checked, []srcError) {
 	c := checked{has: map[string]int{}}
-	if len(src) > maxSource {
-		return c, []srcError{{1, 1, fmt.Sprintf("the script is %d bytes; scripts are limited to %d", len(src), maxSource)}}
-	}
 	fset := token.NewFileSet()
+	f, failed := parseScript(fset, src)
+	if failed != nil {
+		return c, failed
+	}
+	errs := &srcErrors{fset: fset}
+	if f.Name.Name != "hooks" {
+		errs.at(f.Name.Pos(), "a script is package hooks, not package %s", f.Name.Name)
+	}
+	troupeName := errs.imports(f)
+	errs.list = append(errs.list, unsupported(fset, f)...)
+	c.blocks = mayBlock(f)
+	errs.signatures(f, kind, troupeName, c.has)
+	errs.hooksDefined(f.Name.Pos(), kind, c.has)
+	return c, errs.list
+}
+
+// parseScript parses src; when it is too long or is not Go, it returns
+// why instead, at most ten syntax errors.
+func parseScript(fset *token.FileSet, src string) (*ast.File, []srcError) {
+	if len(src) > maxSource {
+		return nil, []srcError{{1, 1, fmt.Sprintf("the script is %d bytes; scripts are limited to %d", len(src), maxSource)}}
+	}
 	f, err := parser.ParseFile(fset, "script.go", src, parser.AllErrors|parser.SkipObjectResolution)
 	if err != nil {
 		var list scanner.ErrorList
@@ -85,19 +104,28 @@ func check(src string, kind Kind) (checked, []srcError) {
 					break
 				}
 			}
-			return c, out
+			return nil, out
 		}
-		return c, []srcError{{1, 1, err.Error()}}
+		return nil, []srcError{{1, 1, err.Error()}}
 	}
-	var errs []srcError
-	at := func(p token.Pos, format string, args ...any) {
-		pp := fset.Position(p)
-		errs = append(errs, srcError{pp.Line, pp.Column, fmt.Sprintf(format, args...)})
-	}
-	if f.Name.Name != "hooks" {
-		at(f.Name.Pos(), "a script is package hooks, not package %s", f.Name.Name)
-	}
-	troupeName := ""
+	return f, nil
+}
+
+// srcErrors gathers the problems the check finds in a parsed script.
+type srcErrors struct {
+	fset *token.FileSet
+	list []srcError
+}
+
+// at adds a problem at p.
+func (e *srcErrors) at(p token.Pos, format string, args ...any) {
+	pp := e.fset.Position(p)
+	e.list = append(e.list, srcError{pp.Line, pp.Column, fmt.Sprintf(format, args...)})
+}
+
+// imports checks f's imports against the allow-list, and returns the name
+// the host package goes by in f ("" when f does not import it).
+func (e *srcErrors) imports(f *ast.File) (troupeName string) {
 	for _, imp := range f.Imports {
 		path, _ := strconv.Unquote(imp.Path.Value)
 		switch {
@@ -108,12 +136,15 @@ func check(src string, kind Kind) (checked, []srcError) {
 			}
 		case slices.Contains(Allowed, path):
 		default:
-			at(imp.Path.Pos(), "import %q is not allowed: a script may import only %s and %s (the host API)", path, strings.Join(Allowed, ", "), HostPackage)
+			e.at(imp.Path.Pos(), "import %q is not allowed: a script may import only %s and %s (the host API)", path, strings.Join(Allowed, ", "), HostPackage)
 		}
 	}
-	errs = append(errs, unsupported(fset, f)...)
-	c.blocks = mayBlock(f)
+	return troupeName
+}
 
+// signatures checks the signature of each hook of kind that f defines, and
+// records its line in has.
+func (e *srcErrors) signatures(f *ast.File, kind Kind, troupeName string, has map[string]int) {
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Recv != nil {
@@ -124,32 +155,36 @@ func check(src string, kind Kind) (checked, []srcError) {
 			continue
 		}
 		h := hooks[i]
-		line := fset.Position(fd.Pos()).Line
+		line := e.fset.Position(fd.Pos()).Line
 		if h.kind != kind {
 			continue // a helper that happens to share a name
 		}
-		c.has[h.name] = line
+		has[h.name] = line
 		if fd.Type.TypeParams != nil {
-			at(fd.Name.Pos(), "%s must be %s, without type parameters", h.name, h.sig)
+			e.at(fd.Name.Pos(), "%s must be %s, without type parameters", h.name, h.sig)
 			continue
 		}
-		got := shape(fset, fd.Type, troupeName)
+		got := shape(e.fset, fd.Type, troupeName)
 		if !slices.Contains(shapes[h.name], got) {
-			at(fd.Name.Pos(), "%s is %s; it must be %s", h.name, got, h.sig)
+			e.at(fd.Name.Pos(), "%s is %s; it must be %s", h.name, got, h.sig)
 		}
 	}
-	pkgPos := f.Name.Pos()
+}
+
+// hooksDefined checks that a script of kind defines what such a script is
+// for: a hook script at least one hook, a script tool its Run. The problem
+// is put at pkgPos, the package clause.
+func (e *srcErrors) hooksDefined(pkgPos token.Pos, kind Kind, has map[string]int) {
 	switch kind {
 	case KindHooks:
-		if len(c.has) == 0 {
-			at(pkgPos, "this script defines no hook: define one or more of func Prompt(task troupe.Task) (string, error), func Result(output string) (any, error) and func BeforeTool(call troupe.ToolCall) error")
+		if len(has) == 0 {
+			e.at(pkgPos, "this script defines no hook: define one or more of func Prompt(task troupe.Task) (string, error), func Result(output string) (any, error) and func BeforeTool(call troupe.ToolCall) error")
 		}
 	case KindTool:
-		if _, ok := c.has["Run"]; !ok {
-			at(pkgPos, "a script tool defines func Run(args map[string]any) (string, error)")
+		if _, ok := has["Run"]; !ok {
+			e.at(pkgPos, "a script tool defines func Run(args map[string]any) (string, error)")
 		}
 	}
-	return c, errs
 }
 
 // shape prints a func type without parameter names, the host package
