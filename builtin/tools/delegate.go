@@ -151,76 +151,134 @@ func parseDelegate(dir string, raw json.RawMessage) (agenttypes.DelegateRequest,
 	if err != nil {
 		return req, "", err
 	}
+	if err := a.options(&req); err != nil {
+		return req, "", err
+	}
+	if err := checkTaskCount(len(a.Tasks)); err != nil {
+		return req, "", err
+	}
+	if req.Tasks, err = parseTasks(dir, a.Tasks); err != nil {
+		return req, "", err
+	}
+	return req, format, nil
+}
+
+// options sets the mode and concurrency a call asks for on req, the
+// default concurrency when it asks for none.
+func (a delegateArgs) options(req *agenttypes.DelegateRequest) error {
 	switch a.Mode {
 	case "", "parallel":
 	case "background":
 		req.Background = true
 	default:
-		return req, "", fmt.Errorf(`mode is %q; use "parallel" (the default: wait for the results) or "background" (return a group ID at once)`, a.Mode)
+		return fmt.Errorf(`mode is %q; use "parallel" (the default: wait for the results) or "background" (return a group ID at once)`, a.Mode)
 	}
 	req.Concurrency = agenttypes.DefaultDelegateConcurrency
 	if a.Concurrency != nil {
 		if *a.Concurrency < 1 || *a.Concurrency > agenttypes.MaxDelegateConcurrency {
-			return req, "", fmt.Errorf("concurrency is %d; give 1 to %d (default %d)", *a.Concurrency, agenttypes.MaxDelegateConcurrency, agenttypes.DefaultDelegateConcurrency)
+			return fmt.Errorf("concurrency is %d; give 1 to %d (default %d)", *a.Concurrency, agenttypes.MaxDelegateConcurrency, agenttypes.DefaultDelegateConcurrency)
 		}
 		req.Concurrency = *a.Concurrency
 	}
-	switch n := len(a.Tasks); {
-	case n == 0:
-		return req, "", fmt.Errorf(`missing "tasks": give 1 to %d tasks, each with a label and a prompt`, agenttypes.MaxDelegateTasks)
-	case n > agenttypes.MaxDelegateTasks:
-		return req, "", fmt.Errorf("%d tasks is too many: give at most %d per call; merge related tasks, or delegate the rest when these have finished", n, agenttypes.MaxDelegateTasks)
-	}
+	return nil
+}
 
-	var root *fsroot.Root
-	defer func() {
-		if root != nil {
-			root.Close()
-		}
-	}()
+// checkTaskCount refuses a call with no task or with more than a call
+// may give.
+func checkTaskCount(n int) error {
+	switch {
+	case n == 0:
+		return fmt.Errorf(`missing "tasks": give 1 to %d tasks, each with a label and a prompt`, agenttypes.MaxDelegateTasks)
+	case n > agenttypes.MaxDelegateTasks:
+		return fmt.Errorf("%d tasks is too many: give at most %d per call; merge related tasks, or delegate the rest when these have finished", n, agenttypes.MaxDelegateTasks)
+	}
+	return nil
+}
+
+// parseTasks checks each task and builds it, its context files read from
+// dir into its prompt. The first wrong task's error names it.
+func parseTasks(dir string, objs []rawObject) ([]agenttypes.ChildTask, error) {
+	files := &contextRoot{dir: dir}
+	defer files.close()
+	var tasks []agenttypes.ChildTask
 	labels := map[string]int{}
-	for i, obj := range a.Tasks {
-		var t taskArgs
-		name := fmt.Sprintf("tasks[%d]", i)
-		if bytes.HasPrefix(bytes.TrimSpace(obj), []byte("{")) {
-			if err := decodeArgs(json.RawMessage(obj), &t); err != nil {
-				return req, "", fmt.Errorf("%s: %w", name, err)
-			}
-		} else {
-			return req, "", fmt.Errorf("%s must be an object with fields %s", name, strings.Join(fieldNames(&t), ", "))
+	for i, obj := range objs {
+		t, name, err := decodeTask(i, obj, labels)
+		if err != nil {
+			return nil, err
 		}
-		if t.Label != "" {
-			name = fmt.Sprintf("tasks[%d] (%q)", i, t.Label)
-		}
-		if err := checkLabel(t.Label); err != nil {
-			return req, "", fmt.Errorf("%s: %w", name, err)
-		}
-		if j, dup := labels[t.Label]; dup {
-			return req, "", fmt.Errorf("%s: label %q is also the label of tasks[%d]; give each task its own label", name, t.Label, j)
-		}
-		labels[t.Label] = i
 		task, err := buildTask(t)
 		if err != nil {
-			return req, "", fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if len(t.Context) > 0 {
-			if root == nil {
-				if dir == "" {
-					return req, "", fmt.Errorf("%s: context files need the agent's directory (agenttypes.Env.Dir), and there is none; put what the subagent needs in the prompt", name)
-				}
-				if root, err = fsroot.Open(dir); err != nil {
-					return req, "", fmt.Errorf("%s: %w", name, err)
-				}
+			if task.Prompt, err = files.prepend(t.Context, task.Prompt); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			ctxText, err := readContext(root, t.Context)
-			if err != nil {
-				return req, "", fmt.Errorf("%s: %w", name, err)
-			}
-			task.Prompt = ctxText + "Your task:\n\n" + task.Prompt
 		}
-		req.Tasks = append(req.Tasks, task)
+		tasks = append(tasks, task)
 	}
-	return req, format, nil
+	return tasks, nil
+}
+
+// decodeTask decodes tasks[i] and checks its label, which must differ
+// from the labels of the tasks before it (labels, which it adds to). name
+// is what errors about the task call it; an error it returns names it
+// already.
+func decodeTask(i int, obj rawObject, labels map[string]int) (t taskArgs, name string, err error) {
+	name = fmt.Sprintf("tasks[%d]", i)
+	if bytes.HasPrefix(bytes.TrimSpace(obj), []byte("{")) {
+		if err := decodeArgs(json.RawMessage(obj), &t); err != nil {
+			return t, name, fmt.Errorf("%s: %w", name, err)
+		}
+	} else {
+		return t, name, fmt.Errorf("%s must be an object with fields %s", name, strings.Join(fieldNames(&t), ", "))
+	}
+	if t.Label != "" {
+		name = fmt.Sprintf("tasks[%d] (%q)", i, t.Label)
+	}
+	if err := checkLabel(t.Label); err != nil {
+		return t, name, fmt.Errorf("%s: %w", name, err)
+	}
+	if j, dup := labels[t.Label]; dup {
+		return t, name, fmt.Errorf("%s: label %q is also the label of tasks[%d]; give each task its own label", name, t.Label, j)
+	}
+	labels[t.Label] = i
+	return t, name, nil
+}
+
+// contextRoot is the agent's directory, which tasks' context files are
+// read from. It is opened the first time a task names context files, and
+// only then: most calls name none, and an agent may have no directory.
+type contextRoot struct {
+	dir  string
+	root *fsroot.Root
+}
+
+// prepend reads the context files paths and puts them before prompt.
+func (c *contextRoot) prepend(paths []string, prompt string) (string, error) {
+	if c.root == nil {
+		if c.dir == "" {
+			return "", errors.New("context files need the agent's directory (agenttypes.Env.Dir), and there is none; put what the subagent needs in the prompt")
+		}
+		root, err := fsroot.Open(c.dir)
+		if err != nil {
+			return "", err
+		}
+		c.root = root
+	}
+	ctxText, err := readContext(c.root, paths)
+	if err != nil {
+		return "", err
+	}
+	return ctxText + "Your task:\n\n" + prompt, nil
+}
+
+// close closes the directory if a task opened it.
+func (c *contextRoot) close() {
+	if c.root != nil {
+		c.root.Close()
+	}
 }
 
 func checkLabel(label string) error {

@@ -55,37 +55,12 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 	if err := decodeArgs(raw, &a); err != nil {
 		return "", err
 	}
-	if a.Pattern == "" {
-		return "", errors.New(`missing "pattern": give a glob such as "**/*.go"`)
-	}
-	if !doublestar.ValidatePattern(a.Pattern) {
-		return "", fmt.Errorf("bad pattern %q: use doublestar syntax (*, **, ?, [abc], {a,b})", a.Pattern)
-	}
-	dir, err := root.Resolve(a.Path)
-	if err != nil {
+	if err := a.check(); err != nil {
 		return "", err
 	}
-	pattern := strings.TrimPrefix(a.Pattern, "./")
-	if strings.HasPrefix(pattern, "/") {
-		// An absolute pattern: its fixed part must be inside the root.
-		base, rest := doublestar.SplitPattern(pattern)
-		rel, err := root.Resolve(base)
-		if err != nil {
-			return "", err
-		}
-		dir, pattern = ".", joinPattern(escapeMeta(rel), rest)
-	}
-	// Match against paths from the root, and walk only from the fixed
-	// part of the pattern.
-	full := joinPattern(escapeMeta(dir), pattern)
-	base, _ := doublestar.SplitPattern(full)
-	base = unescapeMeta(base)
-	if a.Path != "" {
-		if fi, err := root.Stat(dir); err != nil {
-			return "", err
-		} else if !fi.IsDir() {
-			return "", fmt.Errorf("%s is not a directory; give a directory as path", dir)
-		}
+	full, base, err := a.resolve(root)
+	if err != nil {
+		return "", err
 	}
 	if fi, err := root.Stat(base); err != nil || !fi.IsDir() {
 		if errors.Is(err, fsroot.ErrOutside) {
@@ -93,17 +68,76 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		}
 		return globNoMatch, nil
 	}
-	descend := descendFilter(full, base)
-
-	type hit struct {
-		rel   string
-		mtime time.Time
+	hits, res, err := globWalk(ctx, root, full, base)
+	if err != nil {
+		return "", err
 	}
+	if len(hits) == 0 {
+		return globNoMatch + depthNote(res, "listed"), nil
+	}
+	return listHits(hits) + depthNote(res, "listed"), nil
+}
+
+// check refuses a missing pattern and one that is not doublestar syntax.
+func (a globArgs) check() error {
+	if a.Pattern == "" {
+		return errors.New(`missing "pattern": give a glob such as "**/*.go"`)
+	}
+	if !doublestar.ValidatePattern(a.Pattern) {
+		return fmt.Errorf("bad pattern %q: use doublestar syntax (*, **, ?, [abc], {a,b})", a.Pattern)
+	}
+	return nil
+}
+
+// resolve turns the pattern and path into full, the pattern matched
+// against paths from the root, and base, its fixed part, the directory the
+// walk starts from (which may not exist). A path that is not a directory
+// is an error; so is anything outside the root.
+func (a globArgs) resolve(root *fsroot.Root) (full, base string, err error) {
+	dir, err := root.Resolve(a.Path)
+	if err != nil {
+		return "", "", err
+	}
+	pattern := strings.TrimPrefix(a.Pattern, "./")
+	if strings.HasPrefix(pattern, "/") {
+		// An absolute pattern: its fixed part must be inside the root.
+		base, rest := doublestar.SplitPattern(pattern)
+		rel, err := root.Resolve(base)
+		if err != nil {
+			return "", "", err
+		}
+		dir, pattern = ".", joinPattern(escapeMeta(rel), rest)
+	}
+	// Match against paths from the root, and walk only from the fixed
+	// part of the pattern.
+	full = joinPattern(escapeMeta(dir), pattern)
+	base, _ = doublestar.SplitPattern(full)
+	base = unescapeMeta(base)
+	if a.Path != "" {
+		if fi, err := root.Stat(dir); err != nil {
+			return "", "", err
+		} else if !fi.IsDir() {
+			return "", "", fmt.Errorf("%s is not a directory; give a directory as path", dir)
+		}
+	}
+	return full, base, nil
+}
+
+// globHit is a file that matched, with its modification time to sort by.
+type globHit struct {
+	rel   string
+	mtime time.Time
+}
+
+// globWalk walks the tree below base and returns the files that match
+// full, in no order.
+func globWalk(ctx context.Context, root *fsroot.Root, full, base string) ([]globHit, walkResult, error) {
 	var (
 		mu   sync.Mutex
-		hits []hit
+		hits []globHit
 	)
-	res, err := walk(ctx, root, base, walkOptions{workers: runtime.GOMAXPROCS(0), descend: descend}, func(_ int, e walkEntry) {
+	opt := walkOptions{workers: runtime.GOMAXPROCS(0), descend: descendFilter(full, base)}
+	res, err := walk(ctx, root, base, opt, func(_ int, e walkEntry) {
 		if !doublestar.MatchUnvalidated(full, e.rel) {
 			return
 		}
@@ -119,16 +153,16 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 			return
 		}
 		mu.Lock()
-		hits = append(hits, hit{e.rel, fi.ModTime()})
+		hits = append(hits, globHit{e.rel, fi.ModTime()})
 		mu.Unlock()
 	})
-	if err != nil {
-		return "", err
-	}
-	if len(hits) == 0 {
-		return globNoMatch + depthNote(res, "listed"), nil
-	}
-	slices.SortFunc(hits, func(a, b hit) int {
+	return hits, res, err
+}
+
+// listHits lists hits one a line, most recently modified first (then by
+// path, so that the order is stable), at most globMaxResults of them.
+func listHits(hits []globHit) string {
+	slices.SortFunc(hits, func(a, b globHit) int {
 		if c := b.mtime.Compare(a.mtime); c != 0 {
 			return c
 		}
@@ -143,7 +177,7 @@ func runGlob(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (strin
 		sb.WriteString(QuotePath(h.rel))
 		sb.WriteByte('\n')
 	}
-	return strings.TrimSuffix(sb.String(), "\n") + depthNote(res, "listed"), nil
+	return strings.TrimSuffix(sb.String(), "\n")
 }
 
 // descendFilter returns a filter that skips directories deeper than a
