@@ -375,34 +375,59 @@ func (c *toolCheck) checkCases() {
 // take or refuse but must not panic or hang on.
 func (c *toolCheck) checkArgs() {
 	agent := c.agent()
-	base := map[string]json.RawMessage{}
+	base := c.baseArgs()
+	probes := append(c.shapeProbes(base), c.propertyProbes(base)...)
+	for _, p := range probes {
+		r := c.call(agent, p.args)
+		if !c.sane(p.what, p.args, r) {
+			continue
+		}
+		if p.refuse && r.err == nil {
+			c.errorf("%s: want an error, got none (args %s, text %s)", p.what, abbrev(p.args), abbrev(r.text))
+		}
+	}
+}
+
+// argProbe is one set of arguments checkArgs sends: what it is, and
+// whether the tool must refuse it.
+type argProbe struct {
+	what, args string
+	refuse     bool
+}
+
+// baseArgs are the arguments of the first quick case the tool should
+// take, as an object: a probe changes one of them, so that it tests that
+// argument alone. Empty when no such case is an object.
+func (c *toolCheck) baseArgs() map[string]json.RawMessage {
 	for _, cs := range c.quick() {
 		if cs.WantErr {
 			continue
 		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal([]byte(cs.Args), &m) == nil && m != nil {
-			base = m
-			break
+			return m
 		}
 	}
-	with := func(name string, v json.RawMessage) string {
-		m := make(map[string]json.RawMessage, len(base)+1)
-		for k, x := range base {
-			m[k] = x
-		}
-		m[name] = v
-		b, _ := json.Marshal(m)
-		return string(b)
-	}
+	return map[string]json.RawMessage{}
+}
 
+// withArg is base with the argument name set to v, as JSON.
+func withArg(base map[string]json.RawMessage, name string, v json.RawMessage) string {
+	m := make(map[string]json.RawMessage, len(base)+1)
+	for k, x := range base {
+		m[k] = x
+	}
+	m[name] = v
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// shapeProbes are arguments wrong as a whole: not JSON, not an object,
+// empty (which only a tool with required arguments must refuse), and, for
+// a strict schema, an argument it does not name.
+func (c *toolCheck) shapeProbes(base map[string]json.RawMessage) []argProbe {
 	baseJSON, _ := json.Marshal(base)
-
-	type probe struct {
-		what, args string
-		refuse     bool
-	}
-	probes := []probe{
+	probes := []argProbe{
 		{"malformed JSON", `{`, true},
 		{"malformed JSON", `{"`, true},
 		{"malformed JSON", `not json`, true},
@@ -419,8 +444,18 @@ func (c *toolCheck) checkArgs() {
 		{"null", `null`, len(c.req) > 0},
 	}
 	if c.strict {
-		probes = append(probes, probe{"an unknown argument", with("sdktest_unknown", json.RawMessage(`1`)), true})
+		probes = append(probes, argProbe{"an unknown argument", withArg(base, "sdktest_unknown", json.RawMessage(`1`)), true})
 	}
+	return probes
+}
+
+// propertyProbes change one argument of base at a time, property by
+// property in name order: to a value of a type the schema does not allow,
+// which the tool must refuse, and to extremes of the types it does (huge
+// strings and arrays, numbers at the edges), which it may take. A huge
+// string goes in an unknown argument when no property is a string.
+func (c *toolCheck) propertyProbes(base map[string]json.RawMessage) []argProbe {
+	var probes []argProbe
 	names := make([]string, 0, len(c.props))
 	for name := range c.props {
 		names = append(names, name)
@@ -434,34 +469,25 @@ func (c *toolCheck) checkArgs() {
 			continue
 		}
 		if wrong := wrongValue(types); wrong != "" {
-			probes = append(probes, probe{fmt.Sprintf("argument %q of the wrong type", name), with(name, json.RawMessage(wrong)), true})
+			probes = append(probes, argProbe{fmt.Sprintf("argument %q of the wrong type", name), withArg(base, name, json.RawMessage(wrong)), true})
 		}
 		if slices.Contains(types, "string") {
-			probes = append(probes, probe{fmt.Sprintf("a huge argument %q", name), with(name, huge), false})
+			probes = append(probes, argProbe{fmt.Sprintf("a huge argument %q", name), withArg(base, name, huge), false})
 			hugeUsed = true
 		}
 		if slices.Contains(types, "integer") || slices.Contains(types, "number") {
 			for _, n := range []string{"-1", "0", "9223372036854775807", "-9223372036854775808", "1e300"} {
-				probes = append(probes, probe{fmt.Sprintf("argument %q = %s", name, n), with(name, json.RawMessage(n)), false})
+				probes = append(probes, argProbe{fmt.Sprintf("argument %q = %s", name, n), withArg(base, name, json.RawMessage(n)), false})
 			}
 		}
 		if slices.Contains(types, "array") {
-			probes = append(probes, probe{fmt.Sprintf("a huge array %q", name), with(name, json.RawMessage("["+strings.Repeat(`"x",`, 100_000)+`"x"]`)), false})
+			probes = append(probes, argProbe{fmt.Sprintf("a huge array %q", name), withArg(base, name, json.RawMessage("["+strings.Repeat(`"x",`, 100_000)+`"x"]`)), false})
 		}
 	}
 	if !hugeUsed {
-		probes = append(probes, probe{"a huge argument", with("sdktest_huge", huge), c.strict})
+		probes = append(probes, argProbe{"a huge argument", withArg(base, "sdktest_huge", huge), c.strict})
 	}
-
-	for _, p := range probes {
-		r := c.call(agent, p.args)
-		if !c.sane(p.what, p.args, r) {
-			continue
-		}
-		if p.refuse && r.err == nil {
-			c.errorf("%s: want an error, got none (args %s, text %s)", p.what, abbrev(p.args), abbrev(r.text))
-		}
-	}
+	return probes
 }
 
 // schemaTypes returns the JSON types a property's schema allows.
