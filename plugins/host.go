@@ -284,25 +284,44 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 	}
 	defer done() // once started, the process runs on from its own copy
 	r := &running{p: p, exited: make(chan struct{})}
+	cmd.Env = process.Env(os.Environ(), append(slices.Clone(h.cfg.Env),
+		wire.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
+		wire.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
+	r.cmd = process.Kept(cmd)
+	// go-plugin's handshake takes no context: ending the process is what
+	// ends it early.
+	watch := &startWatch{}
+	defer context.AfterFunc(ctx, watch.cancel)()
+	r.client = plugin.NewClient(p.clientConfig(r, watch))
+	if err := p.connect(r, watch); err != nil {
+		r.kill()
+		return nil, err
+	}
+	d, err := p.describe(ctx, r)
+	if err != nil {
+		r.kill()
+		return nil, err
+	}
+	p.keepDescription(d)
+	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)
+	return r, nil
+}
+
+// clientConfig is how go-plugin runs r's command: through the runner that
+// watch sees the handshake of, over gRPC alone, with the plugin's log
+// lines going to the host's logger and its exit closing r.exited.
+func (p *proc) clientConfig(r *running, watch *startWatch) *plugin.ClientConfig {
+	h := p.h
 	logger := &slogger{l: h.cfg.Logger, name: p.bin.Name, onExit: func(status string) {
 		r.exitOnce.Do(func() {
 			r.exitStatus = status
 			close(r.exited)
 		})
 	}}
-	cmd.Env = process.Env(os.Environ(), append(slices.Clone(h.cfg.Env),
-		wire.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
-		wire.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
-	cmd = process.Kept(cmd)
-	r.cmd = cmd
-	// go-plugin's handshake takes no context: ending the process is what
-	// ends it early.
-	watch := &startWatch{}
-	defer context.AfterFunc(ctx, watch.cancel)()
-	client := plugin.NewClient(&plugin.ClientConfig{
+	return &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
-		RunnerFunc:       runnerFunc(cmd, p.bin.Path, h.cfg.CancelGrace, watch),
+		RunnerFunc:       runnerFunc(r.cmd, p.bin.Path, h.cfg.CancelGrace, watch),
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.cfg.StartTimeout,
@@ -311,42 +330,55 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 		GRPCDialOptions:  wire.DialOptions(),
-	})
-	r.client = client
-	fail := func(err error) (*running, error) {
-		r.kill()
-		return nil, err
 	}
-	rpc, err := client.Client()
+}
+
+// connect starts r's process and makes the handshake, refusing a plugin
+// that speaks another version of the protocol, and takes the connection
+// to the plugin.
+func (p *proc) connect(r *running, watch *startWatch) error {
+	rpc, err := r.client.Client()
 	if v, ok := watch.version(); ok && v != wire.Version {
 		// Read from the plugin's own handshake line, not from go-plugin's
 		// error: a plugin that announces another version is refused for
 		// that, whatever go-plugin makes of it.
-		return fail(fmt.Errorf("%w: %w: plugin %s (%s) speaks version %d of the plugin protocol, and this troupe speaks %d: rebuild it against this troupe's sdk",
-			ErrStart, ErrProtocolVersion, p.bin.Name, p.bin.Path, v, wire.Version))
+		return fmt.Errorf("%w: %w: plugin %s (%s) speaks version %d of the plugin protocol, and this troupe speaks %d: rebuild it against this troupe's sdk",
+			ErrStart, ErrProtocolVersion, p.bin.Name, p.bin.Path, v, wire.Version)
 	}
 	if err != nil {
-		return fail(fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.bin.Name, p.bin.Path, err))
+		return fmt.Errorf("%w: plugin %s (%s): %v", ErrStart, p.bin.Name, p.bin.Path, err)
 	}
 	raw, err := rpc.Dispense(wire.PluginName)
 	if err != nil {
-		return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
+		return fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
 	}
 	r.conn = raw.(*wire.Conn)
-	if cmd.Process != nil {
-		r.pid = cmd.Process.Pid
+	if r.cmd.Process != nil {
+		r.pid = r.cmd.Process.Pid
 	}
-	// Every process describes itself, so a description from the cache is
-	// checked against the process that now serves it.
-	dctx, cancel := context.WithTimeout(ctx, h.cfg.StartTimeout)
+	return nil
+}
+
+// describe asks r's process to describe itself, and checks what it says.
+// Every process describes itself, so a description from the cache is
+// checked against the process that now serves it.
+func (p *proc) describe(ctx context.Context, r *running) (*pluginv1.DescribeResponse, error) {
+	dctx, cancel := context.WithTimeout(ctx, p.h.cfg.StartTimeout)
 	defer cancel()
 	d, err := r.conn.Plugin.Describe(dctx, &pluginv1.DescribeRequest{ProtocolVersion: wire.Version})
 	if err != nil {
-		return fail(fmt.Errorf("%w: plugin %s did not describe itself: %v", ErrStart, p.bin.Name, err))
+		return nil, fmt.Errorf("%w: plugin %s did not describe itself: %v", ErrStart, p.bin.Name, err)
 	}
 	if err := wire.Check(d, wire.Version); err != nil {
-		return fail(fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err))
+		return nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
 	}
+	return d, nil
+}
+
+// keepDescription makes d the plugin's description, and caches it when
+// it changed; a change shows in the types and tools at the next load.
+func (p *proc) keepDescription(d *pluginv1.DescribeResponse) {
+	h := p.h
 	p.mu.Lock()
 	changed := p.desc == nil || !proto.Equal(p.desc, d)
 	if changed && p.desc != nil {
@@ -357,8 +389,6 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 	if changed {
 		h.storeDescription(p.cacheKey(), d)
 	}
-	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)
-	return r, nil
 }
 
 // command is the command that starts the plugin. When the lock file or
