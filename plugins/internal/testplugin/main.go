@@ -75,6 +75,24 @@ func tool(name, desc string, fn func(ctx context.Context, a args, req sdk.CallRe
 }
 
 func main() {
+	misbehaveAtStart()
+	if v := os.Getenv("TESTPLUGIN_PROTOCOL"); v != "" {
+		serveProtocol(v)
+		return
+	}
+	serve.Serve(sdk.Plugin{
+		Name:    "test",
+		Version: "1.2.3",
+		Tools:   slices.Concat(answerTools(), faultTools(), processTools()),
+		Types: slices.Concat(modelTypes(), blockingTypes(), sessionTypes(), []sdk.Type{
+			{Name: "plain", Description: "A type the host's own loop runs.", Prompt: "You help.", Tools: []string{"shout"}},
+		}),
+	})
+}
+
+// misbehaveAtStart hangs, exits or waits at the gate before serving, as
+// the environment asks.
+func misbehaveAtStart() {
 	if hang := os.Getenv("TESTPLUGIN_HANG"); hang != "" {
 		mark(args{Marker: hang})
 		time.Sleep(time.Hour)
@@ -85,139 +103,176 @@ func main() {
 	if gate := os.Getenv("TESTPLUGIN_GATE"); gate != "" {
 		atGate(gate)
 	}
-	if v := os.Getenv("TESTPLUGIN_PROTOCOL"); v != "" {
-		// A plugin built against another version of the protocol.
-		n, _ := strconv.Atoi(v)
-		plugin.Serve(&plugin.ServeConfig{
-			HandshakeConfig: wire.Handshake,
-			VersionedPlugins: map[int]plugin.PluginSet{n: {wire.PluginName: &wire.Plugin{
-				Serve: func(*plugin.GRPCBroker) pluginv1.PluginServer { return pluginv1.UnimplementedPluginServer{} },
-			}}},
-			GRPCServer: plugin.DefaultGRPCServer,
-		})
-		return
+}
+
+// serveProtocol serves as a plugin built against another version of the
+// protocol, version v, would.
+func serveProtocol(v string) {
+	n, _ := strconv.Atoi(v)
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: wire.Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{n: {wire.PluginName: &wire.Plugin{
+			Serve: func(*plugin.GRPCBroker) pluginv1.PluginServer { return pluginv1.UnimplementedPluginServer{} },
+		}}},
+		GRPCServer: plugin.DefaultGRPCServer,
+	})
+}
+
+// answerTools answer from their arguments and the calling agent.
+func answerTools() []sdk.Tool {
+	return []sdk.Tool{
+		tool("shout", "Upper-cases text.", func(_ context.Context, a args, req sdk.CallRequest) (string, error) {
+			return strings.ToUpper(a.Text) + " from " + req.Agent.ID, nil
+		}),
+		tool("pid", "Says the plugin's process ID.", func(context.Context, args, sdk.CallRequest) (string, error) {
+			return strconv.Itoa(os.Getpid()), nil
+		}),
 	}
-	serve.Serve(sdk.Plugin{
-		Name:    "test",
-		Version: "1.2.3",
-		Tools: []sdk.Tool{
-			tool("shout", "Upper-cases text.", func(_ context.Context, a args, req sdk.CallRequest) (string, error) {
-				return strings.ToUpper(a.Text) + " from " + req.Agent.ID, nil
-			}),
-			tool("pid", "Says the plugin's process ID.", func(context.Context, args, sdk.CallRequest) (string, error) {
-				return strconv.Itoa(os.Getpid()), nil
-			}),
-			tool("block", "Waits until cancelled.", func(ctx context.Context, _ args, _ sdk.CallRequest) (string, error) {
+}
+
+// faultTools misbehave in a call: they block, hang past cancellation,
+// panic or fail.
+func faultTools() []sdk.Tool {
+	return []sdk.Tool{
+		tool("block", "Waits until cancelled.", func(ctx context.Context, _ args, _ sdk.CallRequest) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}),
+		tool("stubborn", "Ignores cancellation.", func(context.Context, args, sdk.CallRequest) (string, error) {
+			time.Sleep(time.Hour)
+			return "", nil
+		}),
+		tool("boom", "Panics.", func(context.Context, args, sdk.CallRequest) (string, error) {
+			panic("boom in a tool")
+		}),
+		tool("fail", "Fails with the code its text names.", func(_ context.Context, a args, _ sdk.CallRequest) (string, error) {
+			return "", fmt.Errorf("fail: %w", sdk.Errorf(sdk.Code(a.Text), "the plugin fails with %s", a.Text))
+		}),
+	}
+}
+
+// processTools say what the plugin's process sees (its environment, its
+// deadline) or start processes of their own.
+func processTools() []sdk.Tool {
+	return []sdk.Tool{
+		tool("env", "Lists the plugin's environment, one variable a line.", func(context.Context, args, sdk.CallRequest) (string, error) {
+			env := os.Environ()
+			slices.Sort(env)
+			return strings.Join(env, "\n"), nil
+		}),
+		tool("spawn", "Starts a process of its own that sleeps, and says its process ID; with text \"escape\", in a session of its own.", func(_ context.Context, a args, _ sdk.CallRequest) (string, error) {
+			cmd := exec.Command("sleep", "300")
+			if a.Text == "escape" {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			}
+			if err := cmd.Start(); err != nil {
+				return "", err
+			}
+			go func() { _ = cmd.Wait() }()
+			return strconv.Itoa(cmd.Process.Pid), nil
+		}),
+		tool("deadline", "Says how long is left until its deadline.", func(ctx context.Context, _ args, _ sdk.CallRequest) (string, error) {
+			d, ok := ctx.Deadline()
+			if !ok {
+				return "none", nil
+			}
+			return time.Until(d).Round(time.Second).String(), nil
+		}),
+	}
+}
+
+// modelTypes run the small custom loop over the host's model and tools.
+func modelTypes() []sdk.Type {
+	return []sdk.Type{
+		{
+			Name: "looper", Description: "Asks the host's model, runs the tools it asks for, answers.",
+			Tools: []string{"echo", "shout"}, Loop: sdk.LoopFunc(loop),
+		},
+		{
+			Name: "shouter", Description: "The looper with the troupe binary's own tools.",
+			Tools: []string{"ls", "shout"}, Loop: sdk.LoopFunc(loop),
+		},
+	}
+}
+
+// blockingTypes block until cancelled, for the tests of stopping an
+// agent and what it started.
+func blockingTypes() []sdk.Type {
+	return []sdk.Type{
+		{
+			Name: "waiter", Description: "Blocks until cancelled.",
+			Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+				mark(args{Marker: req.Task})
 				<-ctx.Done()
-				return "", ctx.Err()
+				return nil, ctx.Err()
 			}),
-			tool("stubborn", "Ignores cancellation.", func(context.Context, args, sdk.CallRequest) (string, error) {
-				time.Sleep(time.Hour)
-				return "", nil
-			}),
-			tool("boom", "Panics.", func(context.Context, args, sdk.CallRequest) (string, error) {
-				panic("boom in a tool")
-			}),
-			tool("fail", "Fails with the code its text names.", func(_ context.Context, a args, _ sdk.CallRequest) (string, error) {
-				return "", fmt.Errorf("fail: %w", sdk.Errorf(sdk.Code(a.Text), "the plugin fails with %s", a.Text))
-			}),
-			tool("env", "Lists the plugin's environment, one variable a line.", func(context.Context, args, sdk.CallRequest) (string, error) {
-				env := os.Environ()
-				slices.Sort(env)
-				return strings.Join(env, "\n"), nil
-			}),
-			tool("spawn", "Starts a process of its own that sleeps, and says its process ID; with text \"escape\", in a session of its own.", func(_ context.Context, a args, _ sdk.CallRequest) (string, error) {
+		},
+		{
+			Name: "spawner", Description: "Starts a process that sleeps, writes the plugin's and that process's IDs to the file its task names, and blocks until cancelled.",
+			Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
 				cmd := exec.Command("sleep", "300")
-				if a.Text == "escape" {
-					cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-				}
 				if err := cmd.Start(); err != nil {
-					return "", err
+					return nil, err
 				}
 				go func() { _ = cmd.Wait() }()
-				return strconv.Itoa(cmd.Process.Pid), nil
-			}),
-			tool("deadline", "Says how long is left until its deadline.", func(ctx context.Context, _ args, _ sdk.CallRequest) (string, error) {
-				d, ok := ctx.Deadline()
-				if !ok {
-					return "none", nil
-				}
-				return time.Until(d).Round(time.Second).String(), nil
-			}),
-		},
-		Types: []sdk.Type{
-			{
-				Name: "looper", Description: "Asks the host's model, runs the tools it asks for, answers.",
-				Tools: []string{"echo", "shout"}, Loop: sdk.LoopFunc(loop),
-			},
-			{
-				Name: "shouter", Description: "The looper with the troupe binary's own tools.",
-				Tools: []string{"ls", "shout"}, Loop: sdk.LoopFunc(loop),
-			},
-			{
-				Name: "waiter", Description: "Blocks until cancelled.",
-				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
-					mark(args{Marker: req.Task})
-					<-ctx.Done()
-					return nil, ctx.Err()
-				}),
-			},
-			{
-				Name: "spawner", Description: "Starts a process that sleeps, writes the plugin's and that process's IDs to the file its task names, and blocks until cancelled.",
-				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
-					cmd := exec.Command("sleep", "300")
-					if err := cmd.Start(); err != nil {
-						return nil, err
-					}
-					go func() { _ = cmd.Wait() }()
-					pids := fmt.Sprintf("%d %d\n", os.Getpid(), cmd.Process.Pid)
-					if err := os.WriteFile(req.Task, []byte(pids), 0o644); err != nil {
-						return nil, err
-					}
-					<-ctx.Done()
-					return nil, ctx.Err()
-				}),
-			},
-			{
-				Name: "stepper", Description: "Makes as many model calls as its task says, for benchmarks.",
-				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
-					n, _ := strconv.Atoi(req.Task)
-					msgs := []sdk.Message{{Role: sdk.RoleUser, Text: "step"}}
-					for range n {
-						if _, err := s.Generate(ctx, sdk.GenerateRequest{Messages: msgs}); err != nil {
-							return nil, err
-						}
-					}
-					return &sdk.RunResponse{Output: strconv.Itoa(n)}, nil
-				}),
-			},
-			{
-				Name: "asker", Description: "Asks its parent the task and answers with the reply.",
-				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
-					a, err := s.AskParent(ctx, sdk.Question{Text: req.Task, Suggestions: []string{"OAuth", "API keys"}})
-					if err != nil {
-						return nil, err
-					}
-					return &sdk.RunResponse{Output: a.By + ": " + a.Text}, nil
-				}),
-			},
-			{
-				Name: "relay", Description: "Makes a model call and returns its error, after checking that in the plugin too the error has the code its task names and matches that code's sentinel.",
-				Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
-					_, err := s.Generate(ctx, sdk.GenerateRequest{Messages: []sdk.Message{{Role: sdk.RoleUser, Text: req.Task}}})
-					code := sdk.Code(req.Task)
-					if got := sdk.CodeOf(err); got != code {
-						return nil, fmt.Errorf("the plugin got code %s, not %s, from %v", got, code, err)
-					}
-					if s := code.Sentinel(); s != nil && !errors.Is(err, s) {
-						return nil, fmt.Errorf("in the plugin, %v does not match the sentinel of %s", err, code)
-					}
+				pids := fmt.Sprintf("%d %d\n", os.Getpid(), cmd.Process.Pid)
+				if err := os.WriteFile(req.Task, []byte(pids), 0o644); err != nil {
 					return nil, err
-				}),
-			},
-			{Name: "plain", Description: "A type the host's own loop runs.", Prompt: "You help.", Tools: []string{"shout"}},
+				}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}),
 		},
-	})
+	}
+}
+
+// sessionTypes each use one call of the session: the model, the parent,
+// and the errors that come back over it.
+func sessionTypes() []sdk.Type {
+	return []sdk.Type{
+		{
+			Name: "stepper", Description: "Makes as many model calls as its task says, for benchmarks.",
+			Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+				n, _ := strconv.Atoi(req.Task)
+				msgs := []sdk.Message{{Role: sdk.RoleUser, Text: "step"}}
+				for range n {
+					if _, err := s.Generate(ctx, sdk.GenerateRequest{Messages: msgs}); err != nil {
+						return nil, err
+					}
+				}
+				return &sdk.RunResponse{Output: strconv.Itoa(n)}, nil
+			}),
+		},
+		{
+			Name: "asker", Description: "Asks its parent the task and answers with the reply.",
+			Loop: sdk.LoopFunc(func(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+				a, err := s.AskParent(ctx, sdk.Question{Text: req.Task, Suggestions: []string{"OAuth", "API keys"}})
+				if err != nil {
+					return nil, err
+				}
+				return &sdk.RunResponse{Output: a.By + ": " + a.Text}, nil
+			}),
+		},
+		{
+			Name: "relay", Description: "Makes a model call and returns its error, after checking that in the plugin too the error has the code its task names and matches that code's sentinel.",
+			Loop: sdk.LoopFunc(relay),
+		},
+	}
+}
+
+// relay makes a model call and returns its error, after checking that in
+// the plugin too the error has the code the task names and matches that
+// code's sentinel.
+func relay(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
+	_, err := s.Generate(ctx, sdk.GenerateRequest{Messages: []sdk.Message{{Role: sdk.RoleUser, Text: req.Task}}})
+	code := sdk.Code(req.Task)
+	if got := sdk.CodeOf(err); got != code {
+		return nil, fmt.Errorf("the plugin got code %s, not %s, from %v", got, code, err)
+	}
+	if s := code.Sentinel(); s != nil && !errors.Is(err, s) {
+		return nil, fmt.Errorf("in the plugin, %v does not match the sentinel of %s", err, code)
+	}
+	return nil, err
 }
 
 // atGate holds the plugin's start until the test says: it writes its
