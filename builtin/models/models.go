@@ -356,18 +356,50 @@ func (r Resolver) Resolve(_ context.Context, name string) (llms.Model, error) {
 	if name == Offline {
 		return offline.New(), nil
 	}
-	full := r.Expand(name)
+	full, provider, model, err := r.split(name)
+	if err != nil {
+		return nil, err
+	}
+	o := r.options(full)
+	var inner llms.Model
+	switch provider {
+	case "openai":
+		inner, err = r.openAI(name, model, &o)
+	case "anthropic":
+		inner, err = r.anthropic(name, model, &o)
+	case "ollama":
+		inner, err = r.ollama(name, model, &o)
+	case "googleai":
+		inner, err = r.googleAI(name, model, &o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(inner, o), nil
+}
+
+// split expands an alias and checks that what it stands for is
+// provider:model with a provider troupe knows.
+func (r Resolver) split(name string) (full, provider, model string, err error) {
+	full = r.Expand(name)
 	provider, model, ok := strings.Cut(full, ":")
 	if !ok || model == "" {
 		msg := howTo
 		if !ok {
 			msg = fmt.Sprintf("%q is not an alias (the aliases are: %s); %s", name, strings.Join(sortedKeys(r.cfg().aliases()), ", "), howTo)
 		}
-		return nil, fmt.Errorf("%w %q: %s", ErrUnresolvable, name, msg)
+		return "", "", "", fmt.Errorf("%w %q: %s", ErrUnresolvable, name, msg)
 	}
 	if !slices.Contains(providerNames, provider) {
-		return nil, fmt.Errorf("%w %q: unknown provider %q; %s", ErrUnresolvable, name, provider, howTo)
+		return "", "", "", fmt.Errorf("%w %q: unknown provider %q; %s", ErrUnresolvable, name, provider, howTo)
 	}
+	return full, provider, model, nil
+}
+
+// options are the wrapper's options for the model named full, from the
+// config and the resolver's own fields; the provider's constructor adds
+// what depends on its wire.
+func (r Resolver) options(full string) Options {
 	cfg := r.cfg()
 	o := Options{
 		Name:        full,
@@ -378,6 +410,13 @@ func (r Resolver) Resolve(_ context.Context, name string) (llms.Model, error) {
 	if p, ok := cfg.price(full); ok {
 		o.Price = &p
 	}
+	o.Retry = r.retry(cfg)
+	return o
+}
+
+// retry is the config file's retry policy with the resolver's fields that
+// are set over it; the backoff and the sleep only the resolver sets.
+func (r Resolver) retry(cfg *Config) Retry {
 	retry := Retry{Attempts: cfg.Retry.Attempts, MaxWait: time.Duration(cfg.Retry.MaxWait)}
 	if r.Retry.Attempts > 0 {
 		retry.Attempts = r.Retry.Attempts
@@ -386,79 +425,104 @@ func (r Resolver) Resolve(_ context.Context, name string) (llms.Model, error) {
 		retry.MaxWait = r.Retry.MaxWait
 	}
 	retry.Base, retry.Max, retry.Sleep = r.Retry.Base, r.Retry.Max, r.Retry.Sleep
-	o.Retry = retry
-	maxBody := r.maxResponseBytes()
-	client := &http.Client{Transport: &recorder{base: r.transport(), maxBody: maxBody}}
-	where := r.userFile
-	if where == "" {
-		where = "the config file"
-	}
+	return retry
+}
 
-	var inner llms.Model
-	var err error
-	switch provider {
-	case "openai":
-		key, _ := r.key("openai")
-		base := r.openAIBase()
-		if key == "" && base == "" {
-			return nil, fmt.Errorf("%w %q: set %s (or OPENAI_BASE_URL for an OpenAI-compatible server, or api_key under providers.openai in %s)", ErrUnresolvable, name, r.keyVar("openai"), where)
-		}
-		if base == "" {
-			base = DefaultOpenAIBaseURL
-		}
-		if key == "" {
-			key = "not-needed" // local OpenAI-compatible servers still want a bearer token
-		}
-		o.Secrets = []string{key}
-		// OpenAI-compatible servers know max_tokens; OpenAI itself wants
-		// max_completion_tokens, and its reasoning models refuse the other.
-		o.LegacyMaxTokens = !sameURL(base, DefaultOpenAIBaseURL) && !openAIReasoning(model)
-		inner, err = openai.New(openai.WithModel(model), openai.WithToken(key), openai.WithBaseURL(strings.TrimRight(base, "/")),
-			openai.WithOrganization(r.env("OPENAI_ORGANIZATION")), openai.WithHTTPClient(client))
-	case "anthropic":
-		key, _ := r.key("anthropic")
-		if key == "" {
-			return nil, fmt.Errorf("%w %q: set %s (or api_key under providers.anthropic in %s)", ErrUnresolvable, name, r.keyVar("anthropic"), where)
-		}
-		base := r.env("ANTHROPIC_BASE_URL")
-		if base == "" {
-			base = cfg.Providers.Anthropic.BaseURL
-		}
-		base = anthropicBase(base)
-		o.Secrets = []string{key}
-		o.DefaultMaxTokens = o.OutputLimit
-		client.Transport = &recorder{base: &anthropicWire{base: r.transport()}, maxBody: maxBody}
-		inner, err = anthropic.New(anthropic.WithModel(model), anthropic.WithToken(key), anthropic.WithBaseURL(base), anthropic.WithHTTPClient(client))
-	case "ollama":
-		// Ollama's OpenAI-compatible endpoint, because langchaingo's
-		// native Ollama client does not pass tools.
-		o.LegacyMaxTokens = true
-		inner, err = openai.New(openai.WithModel(model), openai.WithToken("ollama"), openai.WithBaseURL(r.ollamaHost()+"/v1"),
-			openai.WithOrganization(""), openai.WithHTTPClient(client))
-	case "googleai":
-		// Gemini's OpenAI-compatible endpoint: the same client, tool
-		// calling and wire handling as OpenAI.
-		key, _ := r.key("googleai")
-		if key == "" {
-			keys := "GOOGLE_API_KEY or GEMINI_API_KEY"
-			if v := r.keyVar("googleai"); v != keyEnv["googleai"] {
-				keys = v
-			}
-			return nil, fmt.Errorf("%w %q: set %s (or api_key under providers.googleai in %s)", ErrUnresolvable, name, keys, where)
-		}
-		base := cfg.Providers.GoogleAI.BaseURL
-		if base == "" {
-			base = DefaultGoogleAIBaseURL
-		}
-		o.Secrets = []string{key}
-		o.LegacyMaxTokens = true
-		inner, err = openai.New(openai.WithModel(model), openai.WithToken(key), openai.WithBaseURL(strings.TrimRight(base, "/")),
-			openai.WithOrganization(""), openai.WithHTTPClient(client))
+// httpClient carries a provider client's requests over wire through a
+// recorder, which keeps what failures said and caps what is read.
+func (r Resolver) httpClient(wire http.RoundTripper) *http.Client {
+	return &http.Client{Transport: &recorder{base: wire, maxBody: r.maxResponseBytes()}}
+}
+
+// configName names the user's config file in messages.
+func (r Resolver) configName() string {
+	if r.userFile == "" {
+		return "the config file"
 	}
+	return r.userFile
+}
+
+// openAI is OpenAI, or an OpenAI-compatible server at OPENAI_BASE_URL
+// (which may need no key).
+func (r Resolver) openAI(name, model string, o *Options) (llms.Model, error) {
+	key, _ := r.key("openai")
+	base := r.openAIBase()
+	if key == "" && base == "" {
+		return nil, fmt.Errorf("%w %q: set %s (or OPENAI_BASE_URL for an OpenAI-compatible server, or api_key under providers.openai in %s)", ErrUnresolvable, name, r.keyVar("openai"), r.configName())
+	}
+	if base == "" {
+		base = DefaultOpenAIBaseURL
+	}
+	if key == "" {
+		key = "not-needed" // local OpenAI-compatible servers still want a bearer token
+	}
+	o.Secrets = []string{key}
+	// OpenAI-compatible servers know max_tokens; OpenAI itself wants
+	// max_completion_tokens, and its reasoning models refuse the other.
+	o.LegacyMaxTokens = !sameURL(base, DefaultOpenAIBaseURL) && !openAIReasoning(model)
+	return r.openAIClient(name, model, key, strings.TrimRight(base, "/"), r.env("OPENAI_ORGANIZATION"))
+}
+
+// anthropic is Anthropic's Messages API, which requires an output limit
+// on every call.
+func (r Resolver) anthropic(name, model string, o *Options) (llms.Model, error) {
+	key, _ := r.key("anthropic")
+	if key == "" {
+		return nil, fmt.Errorf("%w %q: set %s (or api_key under providers.anthropic in %s)", ErrUnresolvable, name, r.keyVar("anthropic"), r.configName())
+	}
+	base := r.env("ANTHROPIC_BASE_URL")
+	if base == "" {
+		base = r.cfg().Providers.Anthropic.BaseURL
+	}
+	base = anthropicBase(base)
+	o.Secrets = []string{key}
+	o.DefaultMaxTokens = o.OutputLimit
+	// anthropicWire joins again the turns the wrapper splits into one
+	// message a part for langchaingo.
+	client := r.httpClient(&anthropicWire{base: r.transport()})
+	inner, err := anthropic.New(anthropic.WithModel(model), anthropic.WithToken(key), anthropic.WithBaseURL(base), anthropic.WithHTTPClient(client))
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrUnresolvable, name, err)
 	}
-	return Wrap(inner, o), nil
+	return inner, nil
+}
+
+// ollama is Ollama's OpenAI-compatible endpoint, because langchaingo's
+// native Ollama client does not pass tools.
+func (r Resolver) ollama(name, model string, o *Options) (llms.Model, error) {
+	o.LegacyMaxTokens = true
+	return r.openAIClient(name, model, "ollama", r.ollamaHost()+"/v1", "")
+}
+
+// googleAI is Gemini's OpenAI-compatible endpoint: the same client, tool
+// calling and wire handling as OpenAI.
+func (r Resolver) googleAI(name, model string, o *Options) (llms.Model, error) {
+	key, _ := r.key("googleai")
+	if key == "" {
+		keys := "GOOGLE_API_KEY or GEMINI_API_KEY"
+		if v := r.keyVar("googleai"); v != keyEnv["googleai"] {
+			keys = v
+		}
+		return nil, fmt.Errorf("%w %q: set %s (or api_key under providers.googleai in %s)", ErrUnresolvable, name, keys, r.configName())
+	}
+	base := r.cfg().Providers.GoogleAI.BaseURL
+	if base == "" {
+		base = DefaultGoogleAIBaseURL
+	}
+	o.Secrets = []string{key}
+	o.LegacyMaxTokens = true
+	return r.openAIClient(name, model, key, strings.TrimRight(base, "/"), "")
+}
+
+// openAIClient is langchaingo's OpenAI client, which speaks to OpenAI,
+// compatible servers, Ollama and Gemini alike.
+func (r Resolver) openAIClient(name, model, key, base, org string) (llms.Model, error) {
+	inner, err := openai.New(openai.WithModel(model), openai.WithToken(key), openai.WithBaseURL(base),
+		openai.WithOrganization(org), openai.WithHTTPClient(r.httpClient(r.transport())))
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrUnresolvable, name, err)
+	}
+	return inner, nil
 }
 
 // anthropicBase accepts the base URL with or without /v1, as Anthropic's

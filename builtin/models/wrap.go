@@ -190,42 +190,12 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 	for _, o := range options {
 		o(&opts)
 	}
-	callOpts := options[:len(options):len(options)]
-	maxTokens := opts.MaxTokens
-	if m.o.OutputLimit > 0 && maxTokens > m.o.OutputLimit {
-		maxTokens = m.o.OutputLimit
-	}
-	if maxTokens <= 0 && m.o.DefaultMaxTokens > 0 {
-		maxTokens = m.o.DefaultMaxTokens
-	}
-	if maxTokens != opts.MaxTokens {
-		callOpts = append(callOpts, llms.WithMaxTokens(maxTokens))
-	}
-	if m.o.LegacyMaxTokens && maxTokens > 0 {
-		callOpts = append(callOpts, openai.WithLegacyMaxTokensField())
-	}
-	// Stream to the context's function, the model's, and one the caller
-	// passed with llms.WithStreamingFunc: text only, never the fragments
-	// of tool-call arguments langchaingo's OpenAI client also hands over.
+	callOpts := m.limitOutput(options, opts.MaxTokens)
+	// Set once text has reached a stream: such a call is not retried, as
+	// the text cannot be taken back.
 	var streamed atomic.Bool
-	fn := streamFrom(ctx)
-	if fn == nil {
-		fn = m.o.Stream
-	}
-	if orig := opts.StreamingFunc; fn != nil || orig != nil {
-		callOpts = append(callOpts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
-			if len(chunk) == 0 || isToolDelta(chunk) {
-				return nil
-			}
-			streamed.Store(true)
-			if fn != nil {
-				fn(ctx, string(chunk))
-			}
-			if orig != nil {
-				return orig(ctx, chunk)
-			}
-			return nil
-		}))
+	if stream := m.streamTo(ctx, opts.StreamingFunc, &streamed); stream != nil {
+		callOpts = append(callOpts, stream)
 	}
 	sent := msgs
 	if m.provider == "anthropic" {
@@ -258,16 +228,8 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 		if !f.retryable() || streamed.Load() || attempt >= m.o.Retry.Attempts {
 			return nil, f.err()
 		}
-		wait := m.o.Retry.Backoff(attempt)
-		if f.retryAfter > 0 {
-			wait = f.retryAfter
-		}
-		if wait > m.o.Retry.MaxWait {
-			f.gaveUp = fmt.Sprintf("asked to wait %s, longer than the %s allowed", wait.Round(time.Second), m.o.Retry.MaxWait)
-			return nil, f.err()
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
-			f.gaveUp = fmt.Sprintf("waiting %s more would pass the deadline", wait.Round(time.Millisecond))
+		wait, ok := m.delay(ctx, f, attempt)
+		if !ok {
 			return nil, f.err()
 		}
 		m.o.Logger.Info("model call failed; retrying", "model", m.o.Name, "status", f.status, "code", string(f.code),
@@ -276,6 +238,77 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 			return nil, stopped(ctx, m.label())
 		}
 	}
+}
+
+// limitOutput returns the caller's options with the output limit the call
+// asks for: the caller's limit (asked) capped at the model's, else the
+// default the provider requires, in the field the server knows. The
+// result never shares its array with options, so appending to it leaves
+// the caller's slice alone.
+func (m *Model) limitOutput(options []llms.CallOption, asked int) []llms.CallOption {
+	callOpts := options[:len(options):len(options)]
+	maxTokens := asked
+	if m.o.OutputLimit > 0 && maxTokens > m.o.OutputLimit {
+		maxTokens = m.o.OutputLimit
+	}
+	if maxTokens <= 0 && m.o.DefaultMaxTokens > 0 {
+		maxTokens = m.o.DefaultMaxTokens
+	}
+	if maxTokens != asked {
+		callOpts = append(callOpts, llms.WithMaxTokens(maxTokens))
+	}
+	if m.o.LegacyMaxTokens && maxTokens > 0 {
+		callOpts = append(callOpts, openai.WithLegacyMaxTokensField())
+	}
+	return callOpts
+}
+
+// streamTo returns the option that streams to the context's function, the
+// model's, and orig, the one the caller passed with
+// llms.WithStreamingFunc: text only, never the fragments of tool-call
+// arguments langchaingo's OpenAI client also hands over. It sets streamed
+// when text went out. It is nil when there is nowhere to stream.
+func (m *Model) streamTo(ctx context.Context, orig func(context.Context, []byte) error, streamed *atomic.Bool) llms.CallOption {
+	fn := streamFrom(ctx)
+	if fn == nil {
+		fn = m.o.Stream
+	}
+	if fn == nil && orig == nil {
+		return nil
+	}
+	return llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
+		if len(chunk) == 0 || isToolDelta(chunk) {
+			return nil
+		}
+		streamed.Store(true)
+		if fn != nil {
+			fn(ctx, string(chunk))
+		}
+		if orig != nil {
+			return orig(ctx, chunk)
+		}
+		return nil
+	})
+}
+
+// delay is how long to wait before retrying the failure f of the
+// given attempt: what the provider asked for, else the backoff. It is
+// false, with f saying why it gave up, when the wait is longer than the
+// policy allows or would pass the context's deadline.
+func (m *Model) delay(ctx context.Context, f *failure, attempt int) (time.Duration, bool) {
+	wait := m.o.Retry.Backoff(attempt)
+	if f.retryAfter > 0 {
+		wait = f.retryAfter
+	}
+	if wait > m.o.Retry.MaxWait {
+		f.gaveUp = fmt.Sprintf("asked to wait %s, longer than the %s allowed", wait.Round(time.Second), m.o.Retry.MaxWait)
+		return 0, false
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
+		f.gaveUp = fmt.Sprintf("waiting %s more would pass the deadline", wait.Round(time.Millisecond))
+		return 0, false
+	}
+	return wait, true
 }
 
 func (m *Model) label() string {
