@@ -57,12 +57,46 @@ func ParseFile(path string) ([]Exchange, error) {
 
 // Parse reads fixture text; name is used in messages.
 func Parse(name string, data []byte) ([]Exchange, error) {
-	type section struct {
-		kind  string // "request" or "response"
-		line  int    // line of the delimiter
-		start int    // byte offset after the delimiter line
-		end   int    // byte offset of the newline before the next delimiter
+	secs := sections(data)
+	if len(secs) == 0 {
+		return nil, fmt.Errorf("%s: no \"--- request\" line", name)
 	}
+	var out []Exchange
+	for i := 0; i < len(secs); i += 2 {
+		req := secs[i]
+		where := fmt.Sprintf("%s:%d", name, req.line)
+		if req.kind != "request" {
+			return nil, fmt.Errorf("%s: expected \"--- request\", found \"--- %s\"", where, req.kind)
+		}
+		if i+1 >= len(secs) || secs[i+1].kind != "response" {
+			return nil, fmt.Errorf("%s: the request has no \"--- response\" after it", where)
+		}
+		ex := Exchange{Source: where}
+		var err error
+		if ex.Request, err = parseRequest(where, data[req.start:req.end]); err != nil {
+			return nil, err
+		}
+		resp := secs[i+1]
+		rwhere := fmt.Sprintf("%s:%d", name, resp.line)
+		if ex.Response, err = parseResponse(rwhere, data[resp.start:resp.end]); err != nil {
+			return nil, err
+		}
+		out = append(out, ex)
+	}
+	return out, nil
+}
+
+// section is the text under one "--- request" or "--- response" line.
+type section struct {
+	kind  string // "request" or "response"
+	line  int    // line of the delimiter
+	start int    // byte offset after the delimiter line
+	end   int    // byte offset of the newline before the next delimiter
+}
+
+// sections finds the delimiter lines of data, in order; the last section
+// runs to the end of data, less one final newline.
+func sections(data []byte) []section {
 	var secs []section
 	line, off := 1, 0
 	for off <= len(data) {
@@ -91,58 +125,56 @@ func Parse(name string, data []byte) ([]Exchange, error) {
 		line++
 	}
 	if len(secs) == 0 {
-		return nil, fmt.Errorf("%s: no \"--- request\" line", name)
+		return nil
 	}
 	last := &secs[len(secs)-1]
 	last.end = len(data)
 	if last.end > last.start && data[last.end-1] == '\n' {
 		last.end--
 	}
-	var out []Exchange
-	for i := 0; i < len(secs); i += 2 {
-		req := secs[i]
-		where := fmt.Sprintf("%s:%d", name, req.line)
-		if req.kind != "request" {
-			return nil, fmt.Errorf("%s: expected \"--- request\", found \"--- %s\"", where, req.kind)
-		}
-		if i+1 >= len(secs) || secs[i+1].kind != "response" {
-			return nil, fmt.Errorf("%s: the request has no \"--- response\" after it", where)
-		}
-		resp := secs[i+1]
-		ex := Exchange{Source: where}
-		start, header, body, err := splitMessage(data[req.start:req.end])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		method, path, ok := strings.Cut(start, " ")
-		if !ok || method == "" || !strings.HasPrefix(path, "/") {
-			return nil, fmt.Errorf("%s: the request line must be \"METHOD /path\", not %q", where, start)
-		}
-		ex.Request = Request{Method: method, Path: strings.TrimSpace(path), Header: header}
-		if len(bytes.TrimSpace(body)) > 0 {
-			if err := json.Unmarshal(body, &ex.Request.Body); err != nil {
-				return nil, fmt.Errorf("%s: request body pattern: %w", where, err)
-			}
-		}
-		rwhere := fmt.Sprintf("%s:%d", name, resp.line)
-		start, header, body, err = splitMessage(data[resp.start:resp.end])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", rwhere, err)
-		}
-		fields := strings.Fields(start)
-		if len(fields) < 2 || !strings.HasPrefix(fields[0], "HTTP/") {
-			return nil, fmt.Errorf("%s: the status line must be \"HTTP/1.1 200 OK\", not %q", rwhere, start)
-		}
-		status, err := strconv.Atoi(fields[1])
-		if err != nil || status < 100 || status > 999 {
-			return nil, fmt.Errorf("%s: bad status %q", rwhere, fields[1])
-		}
-		header.Del("Content-Length")
-		header.Del("Transfer-Encoding")
-		ex.Response = Response{Status: status, Header: header, Body: body}
-		out = append(out, ex)
+	return secs
+}
+
+// parseRequest reads a request section: "METHOD /path", the headers that
+// must match, and the JSON pattern of the body, if any. where is the
+// section's file:line, for messages.
+func parseRequest(where string, text []byte) (Request, error) {
+	start, header, body, err := splitMessage(text)
+	if err != nil {
+		return Request{}, fmt.Errorf("%s: %w", where, err)
 	}
-	return out, nil
+	method, path, ok := strings.Cut(start, " ")
+	if !ok || method == "" || !strings.HasPrefix(path, "/") {
+		return Request{}, fmt.Errorf("%s: the request line must be \"METHOD /path\", not %q", where, start)
+	}
+	req := Request{Method: method, Path: strings.TrimSpace(path), Header: header}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &req.Body); err != nil {
+			return Request{}, fmt.Errorf("%s: request body pattern: %w", where, err)
+		}
+	}
+	return req, nil
+}
+
+// parseResponse reads a response section: the status line, the headers
+// and the body. The framing headers are dropped, as the server replaying
+// it writes its own.
+func parseResponse(where string, text []byte) (Response, error) {
+	start, header, body, err := splitMessage(text)
+	if err != nil {
+		return Response{}, fmt.Errorf("%s: %w", where, err)
+	}
+	fields := strings.Fields(start)
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "HTTP/") {
+		return Response{}, fmt.Errorf("%s: the status line must be \"HTTP/1.1 200 OK\", not %q", where, start)
+	}
+	status, err := strconv.Atoi(fields[1])
+	if err != nil || status < 100 || status > 999 {
+		return Response{}, fmt.Errorf("%s: bad status %q", where, fields[1])
+	}
+	header.Del("Content-Length")
+	header.Del("Transfer-Encoding")
+	return Response{Status: status, Header: header, Body: body}, nil
 }
 
 // splitMessage splits a section into its first line, its headers (up to a
