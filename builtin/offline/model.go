@@ -75,76 +75,10 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	for _, o := range options {
 		o(&opts)
 	}
-	offered := offeredTools(opts)
-	conv := readConversation(messages)
-	terms := extractTerms(conv.task)
-	var questions []string
-	if offered[toolDelegate] || len(conv.delegations) > 0 {
-		questions = splitQuestions(conv.task)
-	}
-
-	var (
-		content string
-		calls   []llms.ToolCall
-	)
-	// A delegate call that failed (refused, say) is no end: the task is
-	// then searched as one, as without the tool.
-	refused := ""
-	if n := len(conv.delegations); n > 0 && strings.HasPrefix(conv.delegations[n-1].Content, "error: ") {
-		refused = conv.delegations[n-1].Content
-	}
-	switch {
-	case len(conv.delegations) > 0 && refused == "":
-		last := conv.delegations[len(conv.delegations)-1]
-		content = mergeResults(questions, last.Content).fit(opts.MaxTokens)
-	case offered[toolDelegate] && len(questions) > 1 && !conv.delegated && !conv.searched:
-		content, calls = delegateTurn(questions, opts.MaxTokens)
-	case len(terms) == 0:
-		content, _ = answer{noTerms: true, refused: refused}.fit(opts.MaxTokens)
-	case !conv.searched:
-		if !offered[toolGrep] {
-			return nil, ErrGrepNotOffered
-		}
-		content, calls = searchTurn(newRanker(conv.task, terms), terms, offered[toolGlob], opts.MaxTokens)
-	default:
-		sc := scorer{terms: terms}
-		r := newRanker(conv.task, terms)
-		ev, err := conv.evidence(ctx, sc, r)
-		if err != nil {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		// Definitions first: the findings are their spans.
-		if cands := r.candidates(ev.grep); len(cands) > 0 {
-			n := maxReadFiles
-			if searchScale(opts.MaxTokens) < 1 {
-				n = leanReads // a tight budget, as a child's share
-			}
-			if plan := readPlan(cands, n); !conv.read && offered[toolRead] && len(plan) > 0 {
-				content, calls = readTurn(plan, opts.MaxTokens)
-				break
-			}
-			a := answer{searched: r.searched(), findings: r.findings(r.resolve(cands, ev.reads)), refused: refused}
-			if len(a.findings) > 0 {
-				content, _ = a.fit(opts.MaxTokens)
-				break
-			}
-		}
-		files, err := sc.rankFiles(ctx, ev)
-		if err != nil {
-			return nil, err
-		}
-		if !conv.read && offered[toolRead] && len(files) > 0 {
-			content, calls = readTurn(filePlan(files), opts.MaxTokens)
-			break
-		}
-		a := answer{searched: grepTerms(terms), findings: sc.findings(files, ev.reads), refused: refused}
-		if len(a.findings) == 0 {
-			a.suggestions = suggestions(terms)
-		}
-		content, _ = a.fit(opts.MaxTokens)
+	s := newStep(messages, opts)
+	content, calls, err := s.next(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -154,7 +88,119 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 			return nil, err
 		}
 	}
+	return response(content, calls, s.conv.chars), nil
+}
 
+// step is what one turn is decided from: the conversation since the
+// task, the task's terms, and the call's tools and output cap.
+type step struct {
+	conv      conversation
+	terms     []term
+	offered   map[string]bool
+	maxTokens int
+	// refused is the response of the last delegate call when it failed.
+	refused string
+}
+
+func newStep(messages []llms.MessageContent, opts llms.CallOptions) *step {
+	s := &step{offered: offeredTools(opts), maxTokens: opts.MaxTokens}
+	s.conv = readConversation(messages)
+	s.terms = extractTerms(s.conv.task)
+	// A delegate call that failed (refused, say) is no end: the task is
+	// then searched as one, as without the tool.
+	if n := len(s.conv.delegations); n > 0 && strings.HasPrefix(s.conv.delegations[n-1].Content, "error: ") {
+		s.refused = s.conv.delegations[n-1].Content
+	}
+	return s
+}
+
+// next is the turn: an answer (content) or tool calls. The children's
+// findings are merged once they are back; a task of several questions is
+// delegated, one question a child; else the task is searched, then read,
+// then answered.
+func (s *step) next(ctx context.Context) (content string, calls []llms.ToolCall, err error) {
+	var questions []string
+	if s.offered[toolDelegate] || len(s.conv.delegations) > 0 {
+		questions = splitQuestions(s.conv.task)
+	}
+	switch {
+	case len(s.conv.delegations) > 0 && s.refused == "":
+		last := s.conv.delegations[len(s.conv.delegations)-1]
+		content = mergeResults(questions, last.Content).fit(s.maxTokens)
+	case s.offered[toolDelegate] && len(questions) > 1 && !s.conv.delegated && !s.conv.searched:
+		content, calls = delegateTurn(questions, s.maxTokens)
+	case len(s.terms) == 0:
+		content, _ = answer{noTerms: true, refused: s.refused}.fit(s.maxTokens)
+	case !s.conv.searched:
+		if !s.offered[toolGrep] {
+			return "", nil, ErrGrepNotOffered
+		}
+		content, calls = searchTurn(newRanker(s.conv.task, s.terms), s.terms, s.offered[toolGlob], s.maxTokens)
+	default:
+		return s.afterSearch(ctx)
+	}
+	return content, calls, nil
+}
+
+// afterSearch reads what the search found, or answers from what was read.
+func (s *step) afterSearch(ctx context.Context) (string, []llms.ToolCall, error) {
+	sc := scorer{terms: s.terms}
+	r := newRanker(s.conv.task, s.terms)
+	ev, err := s.conv.evidence(ctx, sc, r)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", nil, err
+	}
+	// Definitions first: the findings are their spans.
+	if content, calls, ok := s.fromDefinitions(r, ev); ok {
+		return content, calls, nil
+	}
+	// Else whole files, ranked by the lines found in them.
+	files, err := sc.rankFiles(ctx, ev)
+	if err != nil {
+		return "", nil, err
+	}
+	if !s.conv.read && s.offered[toolRead] && len(files) > 0 {
+		content, calls := readTurn(filePlan(files), s.maxTokens)
+		return content, calls, nil
+	}
+	a := answer{searched: grepTerms(s.terms), findings: sc.findings(files, ev.reads), refused: s.refused}
+	if len(a.findings) == 0 {
+		a.suggestions = suggestions(s.terms)
+	}
+	content, _ := a.fit(s.maxTokens)
+	return content, nil, nil
+}
+
+// fromDefinitions is the turn the definitions found make: read the best
+// of them, or answer with their spans. It is false when no definition
+// was found, or none makes a finding.
+func (s *step) fromDefinitions(r *ranker, ev evidence) (string, []llms.ToolCall, bool) {
+	cands := r.candidates(ev.grep)
+	if len(cands) == 0 {
+		return "", nil, false
+	}
+	n := maxReadFiles
+	if searchScale(s.maxTokens) < 1 {
+		n = leanReads // a tight budget, as a child's share
+	}
+	if plan := readPlan(cands, n); !s.conv.read && s.offered[toolRead] && len(plan) > 0 {
+		content, calls := readTurn(plan, s.maxTokens)
+		return content, calls, true
+	}
+	a := answer{searched: r.searched(), findings: r.findings(r.resolve(cands, ev.reads)), refused: s.refused}
+	if len(a.findings) == 0 {
+		return "", nil, false
+	}
+	content, _ := a.fit(s.maxTokens)
+	return content, nil, true
+}
+
+// response is the turn as a provider returns it, with token counts
+// estimated from inChars, the bytes of the messages, and what it says.
+func response(content string, calls []llms.ToolCall, inChars int) *llms.ContentResponse {
 	choice := &llms.ContentChoice{Content: content, StopReason: stopReasonStop}
 	if len(calls) > 0 {
 		choice.StopReason = stopReasonToolCalls
@@ -162,14 +208,14 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		fc := *calls[0].FunctionCall
 		choice.FuncCall = &fc
 	}
-	in := estimateTokens(conv.chars)
+	in := estimateTokens(inChars)
 	out := estimateTokens(outputChars(content, calls))
 	choice.GenerationInfo = map[string]any{
 		"PromptTokens":     in,
 		"CompletionTokens": out,
 		"TotalTokens":      in + out,
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}
 }
 
 // offeredTools returns the names of the tools (and legacy functions) in

@@ -656,14 +656,7 @@ func readPlan(cs []*cand, n int) []readReq {
 // resolve completes the candidates with what was read: the enclosing
 // definition of an anchor, each definition's span, doc comment and body.
 func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
-	byLine := make(map[string]map[int]string)
-	for p, hs := range reads {
-		m := make(map[int]string, len(hs))
-		for _, h := range hs {
-			m[h.line] = h.text
-		}
-		byLine[p] = m
-	}
+	byLine := linesByPath(reads)
 	seen := make(map[string]*cand)
 	var out []*cand
 	for _, c := range cs {
@@ -678,31 +671,7 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 			out = append(out, c)
 			continue
 		}
-		if c.comment {
-			// The definition below the comment block, if any.
-			for l := c.line; l <= c.line+30; l++ {
-				text, ok := lines[l]
-				if !ok || !commentRe.MatchString(text) {
-					if name := defNameOf(c.path, text); ok && name != "" {
-						c.name, c.line, c.signature = name, l, signature(text)
-					}
-					break
-				}
-			}
-		}
-		if c.name == "" {
-			// Find the definition the line is in.
-			for l := c.line; l >= c.line-anchorReadBefore; l-- {
-				text, ok := lines[l]
-				if !ok {
-					break
-				}
-				if name := defNameOf(c.path, text); name != "" {
-					c.name, c.line, c.signature = name, l, signature(text)
-					break
-				}
-			}
-		}
+		c.findDefinition(lines)
 		key := c.path + "\x00" + strconv.Itoa(c.line)
 		if prev := seen[key]; prev != nil {
 			prev.body = append(prev.body, c.body...)
@@ -711,21 +680,7 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 		seen[key] = c
 		c.read = true
 		if c.name != "" {
-			c.end = spanEnd(c.path, lines, c.line)
-			c.doc = docAbove(lines, c.line)
-			c.body = c.body[:0]
-			var data map[int]bool
-			if path.Ext(c.path) == ".go" {
-				data = goStringLines(lines, c.line, c.end)
-				if sig := goSignature(lines, c.line, c.end); sig != "" {
-					c.signature = sig
-				}
-			}
-			for l := c.line + 1; l <= c.end; l++ {
-				if !data[l] {
-					c.body = append(c.body, hit{path: c.path, line: l, text: lines[l]})
-				}
-			}
+			c.readSpan(lines)
 		}
 		out = append(out, c)
 	}
@@ -737,6 +692,71 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 	}
 	sortCands(out)
 	return out
+}
+
+// linesByPath indexes the lines read by path and line number.
+func linesByPath(reads map[string][]hit) map[string]map[int]string {
+	byLine := make(map[string]map[int]string)
+	for p, hs := range reads {
+		m := make(map[int]string, len(hs))
+		for _, h := range hs {
+			m[h.line] = h.text
+		}
+		byLine[p] = m
+	}
+	return byLine
+}
+
+// findDefinition moves an anchor to the definition it stands for in the
+// lines read, and leaves it where it is when they show none.
+func (c *cand) findDefinition(lines map[int]string) {
+	if c.comment {
+		// The definition below the comment block, if any.
+		for l := c.line; l <= c.line+30; l++ {
+			text, ok := lines[l]
+			if !ok || !commentRe.MatchString(text) {
+				if name := defNameOf(c.path, text); ok && name != "" {
+					c.name, c.line, c.signature = name, l, signature(text)
+				}
+				break
+			}
+		}
+	}
+	if c.name == "" {
+		// Find the definition the line is in.
+		for l := c.line; l >= c.line-anchorReadBefore; l-- {
+			text, ok := lines[l]
+			if !ok {
+				break
+			}
+			if name := defNameOf(c.path, text); name != "" {
+				c.name, c.line, c.signature = name, l, signature(text)
+				break
+			}
+		}
+	}
+}
+
+// readSpan sets the definition's end, doc comment and body from the lines
+// read, in place of the lines grep found. A Go function's signature is
+// printed whole, however many lines it spans, and the lines of its
+// multi-line string literals stay out of the body, as data.
+func (c *cand) readSpan(lines map[int]string) {
+	c.end = spanEnd(c.path, lines, c.line)
+	c.doc = docAbove(lines, c.line)
+	c.body = c.body[:0]
+	var data map[int]bool
+	if path.Ext(c.path) == ".go" {
+		data = goStringLines(lines, c.line, c.end)
+		if sig := goSignature(lines, c.line, c.end); sig != "" {
+			c.signature = sig
+		}
+	}
+	for l := c.line + 1; l <= c.end; l++ {
+		if !data[l] {
+			c.body = append(c.body, hit{path: c.path, line: l, text: lines[l]})
+		}
+	}
 }
 
 // bestBodyLine is the line of the body that does the most of the work

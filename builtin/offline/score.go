@@ -254,6 +254,30 @@ func pathMult(p string) float64 {
 
 // rankFiles aggregates the evidence per file, best first.
 func (s scorer) rankFiles(ctx context.Context, ev evidence) ([]*fileRank, error) {
+	files, err := s.fileHits(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*fileRank, 0, len(files))
+	for _, f := range files {
+		s.scoreFile(f)
+		if f.score > 0 {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b *fileRank) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	return out, nil
+}
+
+// fileHits are the files the search found, by path, each with the lines
+// of the evidence that score: grep's, and what was read of it. A line
+// found twice counts once.
+func (s scorer) fileHits(ctx context.Context, ev evidence) (map[string]*fileRank, error) {
 	files := make(map[string]*fileRank)
 	seen := make(map[string]map[int]bool)
 	get := func(p string) *fileRank {
@@ -295,47 +319,40 @@ func (s scorer) rankFiles(ctx context.Context, ev evidence) ([]*fileRank, error)
 			addHit(h)
 		}
 	}
+	return files, nil
+}
 
-	out := make([]*fileRank, 0, len(files))
-	for _, f := range files {
-		slices.SortFunc(f.hits, func(a, b hit) int {
-			if c := cmp.Compare(b.score, a.score); c != 0 {
-				return c
-			}
-			return a.line - b.line
-		})
-		var agg float64
-		covered := make(map[string]bool)
-		for i, h := range f.hits {
-			if i < maxLinesPerFile {
-				agg += h.score * math.Pow(lineDecay, float64(i))
-			}
-			lt := strings.ToLower(h.text)
-			for _, t := range s.terms {
-				if strings.Contains(lt, t.lower) {
-					covered[t.lower] = true
-				}
-			}
-		}
-		var coverage float64
-		for _, t := range s.terms {
-			if covered[t.lower] {
-				coverage += t.weight
-			}
-		}
-		f.mult = pathMult(f.path)
-		f.score = (agg + 0.5*coverage + s.nameScore(f.path)) * f.mult
-		if f.score > 0 {
-			out = append(out, f)
-		}
-	}
-	slices.SortFunc(out, func(a, b *fileRank) int {
+// scoreFile sorts f's lines best first and scores f: its best lines,
+// each counting less than the one before, the weight of the terms its
+// lines mention, and its name, all times the weight of its path.
+func (s scorer) scoreFile(f *fileRank) {
+	slices.SortFunc(f.hits, func(a, b hit) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		return strings.Compare(a.path, b.path)
+		return a.line - b.line
 	})
-	return out, nil
+	var agg float64
+	covered := make(map[string]bool)
+	for i, h := range f.hits {
+		if i < maxLinesPerFile {
+			agg += h.score * math.Pow(lineDecay, float64(i))
+		}
+		lt := strings.ToLower(h.text)
+		for _, t := range s.terms {
+			if strings.Contains(lt, t.lower) {
+				covered[t.lower] = true
+			}
+		}
+	}
+	var coverage float64
+	for _, t := range s.terms {
+		if covered[t.lower] {
+			coverage += t.weight
+		}
+	}
+	f.mult = pathMult(f.path)
+	f.score = (agg + 0.5*coverage + s.nameScore(f.path)) * f.mult
 }
 
 // findings turns ranked files into ranked findings with relevance in
