@@ -137,7 +137,11 @@ func TestAPluginThatNeverStartsLeavesNothingBehind(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "escaped")
 	script := "#!/bin/sh\nsetsid sleep 303 > /dev/null 2>&1 &\necho $! > " + pidFile + "\nsleep 15\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, plugins.Prefix+"stuck"), []byte(script), 0o755))
-	h, _ := newHost(t, plugins.Config{StartTimeout: 500 * time.Millisecond}, dir)
+	// The start times out; first, the script starts its process and says
+	// so, which on a loaded machine can take well over half a second, so
+	// the bound leaves it ample time (a start that never completes waits
+	// for the bound in any case).
+	h, _ := newHost(t, plugins.Config{StartTimeout: 3 * time.Second}, dir)
 	problems := h.Load(ctxTimeout(t, 30*time.Second), agenttypes.NewRegistry())
 	require.Len(t, problems, 1)
 	data, err := os.ReadFile(pidFile)
