@@ -360,6 +360,11 @@ func TestProgressLineShowsCost(t *testing.T) {
 	assert.Equal(t, "  plan#01234567 turn 2: 100 tokens in, 20 out", progressLine(e, false))
 }
 
+func TestProgressLineSaysWhenAnAgentSettles(t *testing.T) {
+	e := manager.Event{Kind: manager.EventSettled, Type: "general", AgentID: "0123456789", Usage: manager.Usage{InputTokens: 900, OutputTokens: 40}}
+	assert.Equal(t, "  general#01234567 settled: its subagents have ended; 900 tokens in, 40 out in all", progressLine(e, false))
+}
+
 // TestStderrIsSharedSafely runs with debug logs on, so loggers on agent
 // goroutines and the progress display write to stderr at the same time;
 // -race fails this test if those writes are not serialised.

@@ -218,6 +218,8 @@ func progressLine(e manager.Event, colour bool) string {
 		line = fmt.Sprintf("  %s group %s done", name, e.Group)
 	case manager.EventBudgetExceeded:
 		line = paint(yellow, fmt.Sprintf("  %s ⚠ over its token budget with its final answer (kept)", name))
+	case manager.EventSettled:
+		line = paint(dim, fmt.Sprintf("  %s settled: its subagents have ended; %d tokens in, %d out in all%s", name, e.Usage.InputTokens, e.Usage.OutputTokens, cost(e.Usage)))
 	case manager.EventDropped:
 		return paint(dim, fmt.Sprintf("… %d progress events not shown: the display fell behind", e.Dropped))
 	case manager.EventCompleted:
