@@ -62,6 +62,10 @@ type Env struct {
 	// Tree lets the tool act on the agent tree: delegate to children,
 	// collect background groups, ask the parent. Nil outside a manager.
 	Tree Tree
+	// Workspace is the agent's own workspace, where the changing tools
+	// (write, edit, run, merge) act; nil for an agent that has none, to
+	// which they refuse. Dir is its directory when it is set.
+	Workspace Workspace
 }
 
 type envKey struct{}

@@ -30,6 +30,10 @@ type Tree interface {
 	// AskParent asks the calling agent's parent a question and waits for
 	// the answer or for the question's time limit.
 	AskParent(ctx context.Context, q Question) (Answer, error)
+	// ChildChanges returns the changes of an ended child of the calling
+	// agent, named by its label or ID: nil when it had no workspace or
+	// changed nothing.
+	ChildChanges(ctx context.Context, child string) (*Changes, error)
 }
 
 // Sentinel errors of the agent tree, for errors.Is.
@@ -151,6 +155,9 @@ type ChildResult struct {
 	Report string `json:"report"`
 	// Error says what went wrong, for a child that did not complete.
 	Error string `json:"error,omitempty"`
+	// Changes are what the child changed in its workspace, on its branch
+	// for the parent to merge; nil when it had no workspace.
+	Changes *Changes `json:"changes,omitempty"`
 }
 
 // DelegateResponse is what Delegate returns.

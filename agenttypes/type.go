@@ -50,6 +50,14 @@ type Type struct {
 	Hooks *Hooks `json:"-"`
 	// Scripts is the source of the hooks, as the definition gave it.
 	Scripts *Scripts `json:"scripts,omitempty"`
+	// Workspace is WorkspaceWorktree or WorkspaceNone; "" means a
+	// worktree when the type lists a changing tool, none otherwise.
+	Workspace string `json:"workspace,omitempty"`
+	// Run is what the run tool may start for agents of the type.
+	Run RunPolicy `json:"run,omitzero"`
+	// Setup are commands that prepare a new workspace (fetching
+	// dependencies, say), allowed by Run like any command.
+	Setup []string `json:"setup,omitempty"`
 	// Examples are tasks the type is meant for; a smoke test can run them.
 	Examples []string `json:"examples,omitempty"`
 	// Extends names the type this one was built from, when its definition
@@ -104,6 +112,9 @@ func (t *Type) Validate() error {
 	default:
 		return fmt.Errorf("%w: type %q has output format %q; use %q or %q", ErrInvalid, t.Name, t.Output.Format, OutputText, OutputJSON)
 	}
+	if err := t.validateWorkspace(); err != nil {
+		return fmt.Errorf("type %q: %w", t.Name, err)
+	}
 	if t.Output.Format == OutputJSON && len(t.Output.Schema) > 0 {
 		if !json.Valid(t.Output.Schema) {
 			return fmt.Errorf("%w: type %q has an output schema that is not valid JSON", ErrInvalid, t.Name)
@@ -127,5 +138,7 @@ func (t Type) clone() *Type {
 	t.Output.Schema = slices.Clone(t.Output.Schema)
 	t.Examples = slices.Clone(t.Examples)
 	t.Shadows = slices.Clone(t.Shadows)
+	t.Run.Allow = slices.Clone(t.Run.Allow)
+	t.Setup = slices.Clone(t.Setup)
 	return &t
 }

@@ -73,6 +73,10 @@ func (waitingTree) Collect(ctx context.Context, req agenttypes.CollectRequest) (
 
 func (waitingTree) CancelGroup(context.Context, string) error { return nil }
 
+func (waitingTree) ChildChanges(context.Context, string) (*agenttypes.Changes, error) {
+	return nil, nil
+}
+
 func (waitingTree) AskParent(ctx context.Context, q agenttypes.Question) (agenttypes.Answer, error) {
 	if strings.Contains(q.Text, "wait") {
 		<-ctx.Done()

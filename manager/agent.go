@@ -59,6 +59,9 @@ type Agent struct {
 	// onQuestion answers this agent's children's questions first.
 	onQuestion QuestionHandler
 	group      *Group // the group it was spawned in, if any
+	// ws is its own workspace, for a type that changes files; dir is
+	// then the workspace's directory.
+	ws agenttypes.Workspace
 	// children counts the children it spawned; alive, on a root, its
 	// descendants that have not ended.
 	children atomic.Int32
@@ -294,10 +297,14 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	a.cancel(&stopCause{agent: a.id, ended: true, state: to})
 	a.awaitChildren()
 	a.uncountLiving()
+	changes, werr := a.closeWorkspace()
+	if werr != nil && to == Completed {
+		to, reason, err = Failed, ReasonWorkspace, werr
+	}
 
 	r := Result{
 		ID: a.id, Type: a.typ.Name, Model: a.modelName, State: to, Reason: reason,
-		Partial: partial, Output: output, Data: data, Err: err, TokensOverBudget: overBudget,
+		Partial: partial, Output: output, Data: data, Err: err, TokensOverBudget: overBudget, Changes: changes,
 	}
 	from, settled := a.record(&r, now)
 	// The slot is free once the agent is terminal (an agent waiting for

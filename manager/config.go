@@ -94,6 +94,10 @@ type Config struct {
 	// reader that has fallen behind; past it, events are dropped and the
 	// reader is told how many (EventDropped). Default 4,096.
 	SubscriptionBuffer int
+	// Workspaces makes the workspaces of agents whose types change files
+	// (write, edit, run, merge). Without it such types cannot be
+	// spawned: an agent never writes outside a workspace of its own.
+	Workspaces agenttypes.Workspaces
 	// TranscriptDir, when set, receives one JSON-lines transcript per agent.
 	TranscriptDir string
 	// Logger receives the manager's logs. Default slog.Default().

@@ -326,5 +326,6 @@ func ChildResultOf(label string, r Result) agenttypes.ChildResult {
 	return agenttypes.ChildResult{
 		Label: label, ID: r.ID, Type: r.Type, Model: r.Model, Status: childStatus(r), Reason: string(r.Reason),
 		Usage: r.Usage, ToolCalls: r.ToolCalls, Turns: r.Turns, Duration: r.Duration, Report: r.Output, Error: r.Error,
+		Changes: r.Changes,
 	}
 }

@@ -38,7 +38,7 @@ func (a *Agent) run() {
 		ctx, cancel = context.WithTimeoutCause(ctx, a.budget.MaxTime, errTimeBudget)
 		defer cancel()
 	}
-	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{AgentID: a.id, Dir: a.dir, Note: a.addNote, Tree: agentTree{a}})
+	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{AgentID: a.id, Dir: a.dir, Note: a.addNote, Tree: agentTree{a}, Workspace: a.ws})
 	a.runCtx = ctx
 
 	l := loop{a: a, ctx: ctx}

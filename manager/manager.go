@@ -208,6 +208,10 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if err := a.join(at.ctx, !req.Detach); err != nil {
 		return nil, err
 	}
+	if err := m.openWorkspace(ctx, a); err != nil {
+		m.discard(a)
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -322,6 +326,9 @@ func (m *Manager) discard(a *Agent) {
 		}
 	}
 	a.cancel(nil)
+	if _, err := a.closeWorkspace(); err != nil {
+		m.cfg.Logger.Warn("the workspace of an agent that never started could not be closed", "agent", a.id, "err", err)
+	}
 }
 
 // admit registers a and starts it or queues it.

@@ -78,11 +78,15 @@ type Result struct {
 	// have all ended the manager's record (Manager.Wait, Manager.Get) is
 	// brought up to date, Unsettled cleared, and an EventSettled on the
 	// agent gives the final usage.
-	Unsettled  bool          `json:"unsettled,omitempty"`
-	ToolCalls  int           `json:"tool_calls"`
-	Turns      int           `json:"turns"`
-	Duration   time.Duration `json:"-"`
-	Transcript string        `json:"transcript,omitempty"`
+	Unsettled bool `json:"unsettled,omitempty"`
+	// Changes are what the agent changed in its workspace, recorded on
+	// its branch whether it completed, failed or was cancelled; nil for
+	// an agent with no workspace.
+	Changes    *agenttypes.Changes `json:"changes,omitempty"`
+	ToolCalls  int                 `json:"tool_calls"`
+	Turns      int                 `json:"turns"`
+	Duration   time.Duration       `json:"-"`
+	Transcript string              `json:"transcript,omitempty"`
 }
 
 // Success reports whether the run completed.

@@ -82,6 +82,10 @@ func (f *fakeTree) AskParent(_ context.Context, q agenttypes.Question) (agenttyp
 	return f.answer, f.askErr
 }
 
+func (f *fakeTree) ChildChanges(context.Context, string) (*agenttypes.Changes, error) {
+	return nil, nil
+}
+
 // callTree calls tool as an agent working in dir whose manager offers
 // tree.
 func callTree(ctx context.Context, tool agenttypes.Tool, tree agenttypes.Tree, dir, args string) (string, error) {
