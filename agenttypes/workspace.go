@@ -174,7 +174,7 @@ func SplitCommand(line string) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			i, inTok = i+1+n, true
+			i, inTok = i+n, true
 		case c == '\\':
 			if i+1 >= len(rs) {
 				return nil, fmt.Errorf("%w: the command ends in a backslash", ErrCommandSyntax)

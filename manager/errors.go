@@ -38,6 +38,10 @@ var (
 	// ErrBadOutput is wrapped by Result.Err when the final answer could not
 	// be parsed into the type's output format or does not match its schema.
 	ErrBadOutput = agenttypes.ErrBadOutput
+	// ErrWorkspace is returned by Spawn when an agent that changes files
+	// cannot have a workspace of its own, and wrapped by Result.Err when
+	// its work could not be recorded on its branch.
+	ErrWorkspace = agenttypes.ErrWorkspace
 )
 
 // PanicError is a panic recovered at a boundary (a tool, the model, an
