@@ -215,6 +215,9 @@ func doubleQuoted(rs []rune, cur *strings.Builder) (int, error) {
 // Changes is what an agent changed in its workspace, recorded on its
 // branch when it ended.
 type Changes struct {
+	// Dir is the directory the workspace was made from and the changes
+	// apply to: the user's tree, for a top-level agent.
+	Dir string `json:"dir"`
 	// Repo is the git directory that holds the branch: the project's own,
 	// or a private snapshot repository for a directory that is not one.
 	Repo string `json:"repo"`

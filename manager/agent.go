@@ -316,7 +316,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	a.m.guard("publishing the end of agent "+a.id, func() {
 		if a.observed() {
 			a.emit(&Event{Kind: EventState, From: from, State: to, Reason: reason, Error: r.Error})
-			a.emit(&Event{Kind: EventCompleted, From: from, State: to, Reason: reason, Text: output, Usage: r.Usage, Error: r.Error})
+			a.emit(&Event{Kind: EventCompleted, From: from, State: to, Reason: reason, Text: output, Usage: r.Usage, Error: r.Error, Changes: r.Changes})
 		}
 	})
 	a.awaitTranscript()

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -85,6 +86,13 @@ func appendEventJSON(b []byte, e *Event) []byte {
 	if e.Dropped != 0 {
 		b = append(b, `,"dropped":`...)
 		b = strconv.AppendInt(b, int64(e.Dropped), 10)
+	}
+	if e.Changes != nil {
+		// Once per agent at most: reflection costs nothing here.
+		if c, err := json.Marshal(e.Changes); err == nil {
+			b = append(b, `,"changes":`...)
+			b = append(b, c...)
+		}
 	}
 	return append(b, '}')
 }

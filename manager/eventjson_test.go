@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // The transcript writer's encoder must write what encoding/json writes.
@@ -32,6 +34,9 @@ func TestEventJSONMatchesEncodingJSON(t *testing.T) {
 			Tool: pick(), ToolCallID: pick(), Args: pick(), Text: pick(), Size: rng.IntN(3) * 1000, Error: pick(),
 			Usage:  Usage{InputTokens: rng.IntN(3) * 17, OutputTokens: rng.IntN(3) * 5, CostUSD: costs[rng.IntN(len(costs))]},
 			Reason: Reason(pick()), Dropped: rng.IntN(2) * 9,
+		}
+		if rng.IntN(4) == 0 {
+			e.Changes = &agenttypes.Changes{Branch: pick(), Base: pick(), Head: pick(), Added: []string{pick()}, Insertions: rng.IntN(9), Diffstat: pick()}
 		}
 		want, err := json.Marshal(&e)
 		require.NoError(t, err)

@@ -2,6 +2,8 @@ package manager
 
 import (
 	"sync"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 	"sync/atomic"
 	"time"
 )
@@ -84,6 +86,9 @@ type Event struct {
 	Reason Reason `json:"reason,omitempty"`
 	// Dropped counts the events an EventDropped stands for.
 	Dropped int `json:"dropped,omitempty"`
+	// Changes are what the agent changed in its workspace
+	// (EventCompleted, for an agent that had one).
+	Changes *agenttypes.Changes `json:"changes,omitempty"`
 }
 
 // Subscription delivers events in publication order. Delivery never blocks
