@@ -228,6 +228,9 @@ func progressLine(e manager.Event, colour bool) string {
 		} else {
 			line = paint(red, fmt.Sprintf("✗ %s %s (%s)", name, e.State, e.Reason))
 		}
+		if n := e.Changes.Files(); n > 0 {
+			line += fmt.Sprintf(" · %s changed", plural(n, "file", "files"))
+		}
 	default:
 		return ""
 	}

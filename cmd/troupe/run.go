@@ -172,6 +172,9 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		if mode == progressPlain || mode == progressLive {
 			fmt.Fprintln(a.stderr, summary(res, subtree(mgr, res.ID)))
 		}
+		if s := changesSummary(res.ID, res.Changes); s != "" {
+			fmt.Fprintln(a.stderr, s)
+		}
 	}
 	switch {
 	case interrupted:

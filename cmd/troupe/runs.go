@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
 )
 
@@ -37,6 +38,8 @@ type runRecord struct {
 	Usage      manager.Usage  `json:"usage"`
 	Transcript string         `json:"transcript"`
 	Output     string         `json:"output,omitempty"`
+	// Changes are what the run changed in its workspace, when it had one.
+	Changes *agenttypes.Changes `json:"changes,omitempty"`
 }
 
 // The states runs list shows besides the manager's own.
@@ -66,6 +69,7 @@ func recordOf(id, path string, events []manager.Event) (r runRecord, spawned, co
 			r.State = e.State.String()
 		case manager.EventCompleted:
 			r.State, r.Reason, r.Usage, r.Output = e.State.String(), e.Reason, e.Usage, e.Text
+			r.Changes = e.Changes
 			completed = true
 		case manager.EventSettled:
 			r.Usage = e.Usage // what children that outlived the agent's end spent, too
@@ -378,8 +382,39 @@ func (a *app) runsCommand() *cobra.Command {
 			showFamily(a.stdout, r, a.runsDir())
 			return nil
 		},
+	}, &cobra.Command{
+		Use:   "diff ID",
+		Short: "Print what a run changed in its workspace, as a git patch",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := a.finishedRun(args[0])
+			if err != nil {
+				return err
+			}
+			if r.Changes.Empty() {
+				fmt.Fprintf(a.stderr, "run %s changed nothing\n", r.ID)
+				return nil
+			}
+			return writePatch(a.stdout, r.ID, r.Changes)
+		},
 	})
 	return cmd
+}
+
+// finishedRun finds the run with the given ID, refusing one whose
+// transcript cannot be read.
+func (a *app) finishedRun(id string) (runRecord, error) {
+	if strings.ContainsAny(id, `/\`) || id == "" {
+		return runRecord{}, usagef("run ID %q: give the ID that 'troupe runs list' prints", id)
+	}
+	r, _, ok := findRun(a.runsDir(), id)
+	switch {
+	case !ok:
+		return r, usagef("no run %q in %s; 'troupe runs list' shows the runs there are", id, a.runsDir())
+	case r.State == stateUnreadable:
+		return r, fmt.Errorf("run %s: the transcript %s is unreadable: %s", id, r.Transcript, r.Note)
+	}
+	return r, nil
 }
 
 // showFamily names, after a run's transcript, the run it was delegated

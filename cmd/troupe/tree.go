@@ -38,6 +38,12 @@ type treeNode struct {
 	streamed string // the tail of the text streaming in
 	usage    manager.Usage
 	sawCalls bool // usage comes from model calls
+	// writing holds the path of each write or edit call under way;
+	// changed the paths they changed, until the agent's end gives its
+	// changes (files).
+	writing  map[string]string
+	changed  map[string]bool
+	files    int
 	children []*treeNode
 }
 
@@ -92,10 +98,12 @@ func (v *treeView) apply(e manager.Event) {
 	case manager.EventToolCall:
 		n.activity = "→ " + strings.TrimSpace(e.Tool+" "+toolArg(e.Args))
 		n.toolCall = e.ToolCallID
+		n.noteWrite(e)
 	case manager.EventToolResult:
 		if e.ToolCallID == n.toolCall {
 			n.activity = ""
 		}
+		n.noteWritten(e)
 	case manager.EventQuestion:
 		n.activity = "? asks: " + e.Text
 	case manager.EventAnswer:
@@ -105,10 +113,45 @@ func (v *treeView) apply(e manager.Event) {
 		if !n.sawCalls {
 			n.usage = e.Usage
 		}
+		if e.Changes != nil {
+			n.files = e.Changes.Files()
+		}
 	}
 	if n.state == manager.Pending && e.Kind != manager.EventSpawned && e.Kind != manager.EventState && !n.ended {
 		n.state = manager.Running // its state change was not seen
 	}
+}
+
+// noteWrite remembers the path of a write or edit call under way.
+func (n *treeNode) noteWrite(e manager.Event) {
+	if e.Tool != "write" && e.Tool != "edit" {
+		return
+	}
+	var args struct{ Path string }
+	if json.Unmarshal([]byte(e.Args), &args) != nil || args.Path == "" {
+		return
+	}
+	if n.writing == nil {
+		n.writing = map[string]string{}
+	}
+	n.writing[e.ToolCallID] = args.Path
+}
+
+// noteWritten counts the path of a write or edit call that succeeded.
+func (n *treeNode) noteWritten(e manager.Event) {
+	path, ok := n.writing[e.ToolCallID]
+	if !ok {
+		return
+	}
+	delete(n.writing, e.ToolCallID)
+	if e.Error != "" {
+		return
+	}
+	if n.changed == nil {
+		n.changed = map[string]bool{}
+	}
+	n.changed[path] = true
+	n.files = len(n.changed)
 }
 
 // tail keeps the last n runes of s, on one line.
@@ -242,6 +285,9 @@ func (v *treeView) line(name string, n *treeNode, width int) string {
 			use += fmt.Sprintf(" $%.4f", u.CostUSD)
 		}
 		use += ")"
+	}
+	if n.files > 0 {
+		use += " · " + plural(n.files, "file", "files") + " changed"
 	}
 	// The usage gives way first, then the status, then the name.
 	room := width - 1 - utf8.RuneCountInString(head) - utf8.RuneCountInString(use)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
 )
 
@@ -268,4 +269,33 @@ func TestCompactCounts(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 420: "420", 1000: "1k", 3100: "3.1k", 45_000: "45k", 999_999: "999k", 1_200_000: "1.2M", 12_000_000: "12M"} {
 		assert.Equal(t, want, compact(n), "%d", n)
 	}
+}
+
+func TestProgressShowsTheFilesEachAgentChanged(t *testing.T) {
+	v := newTreeView(&bytes.Buffer{}, progressOptions{})
+	for _, stage := range review() {
+		for _, e := range stage {
+			v.apply(e)
+		}
+	}
+	write := func(id, call, tool, path, errText string) {
+		c := child(manager.EventToolCall, id, "correctness")
+		c.Tool, c.ToolCallID, c.Args = tool, call, fmt.Sprintf(`{"path":%q,"content":"x"}`, path)
+		v.apply(c)
+		r := child(manager.EventToolResult, id, "correctness")
+		r.Tool, r.ToolCallID, r.Error = tool, call, errText
+		v.apply(r)
+	}
+	write(corID, "w1", "write", "a.go", "")
+	write(corID, "w2", "edit", "b.go", "")
+	write(corID, "w3", "edit", "a.go", "") // the same file again
+	write(corID, "w4", "write", "../x", "path leaves the workspace")
+	assert.Contains(t, v.lines(100)[2], "· 2 files changed", "while it runs: the paths its writes and edits changed")
+
+	done := child(manager.EventCompleted, corID, "correctness")
+	done.State, done.Reason = manager.Completed, manager.ReasonDone
+	done.Changes = &agenttypes.Changes{Added: []string{"a.go", "new.go"}, Modified: []string{"b.go"}}
+	v.apply(done)
+	assert.Contains(t, v.lines(100)[2], "· 3 files changed", "at its end: its recorded changes")
+	assert.Contains(t, progressLine(done, false), "✓ [correctness] explore#cccccccc completed · 3 files changed")
 }
