@@ -79,6 +79,11 @@ func appendEventJSON(b []byte, e *Event) []byte {
 		b = append(b, `,"estimated":true`...)
 	}
 	b = append(b, '}')
+	return append(appendEventEnd(b, e), '}')
+}
+
+// appendEventEnd appends the fields after usage.
+func appendEventEnd(b []byte, e *Event) []byte {
 	if e.Reason != "" {
 		b = append(b, `,"reason":`...)
 		b = appendJSONString(b, string(e.Reason))
@@ -94,7 +99,7 @@ func appendEventJSON(b []byte, e *Event) []byte {
 			b = append(b, c...)
 		}
 	}
-	return append(b, '}')
+	return b
 }
 
 const hexDigits = "0123456789abcdef"
