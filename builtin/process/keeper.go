@@ -2,16 +2,6 @@ package process
 
 import "sync/atomic"
 
-// Variables a keeper is started with; they do not reach the command it
-// keeps.
-const (
-	// envKeeper holds the process ID of the keeper's parent.
-	envKeeper = "TROUPE_KEEPER_PARENT"
-	// envKeeperFiles is how many descriptors after standard error the
-	// keeper passes on to the command.
-	envKeeperFiles = "TROUPE_KEEPER_FILES"
-)
-
 // keepers is set once the program has called ServeIfKeeper as itself:
 // its executable can then be re-executed as a keeper.
 var keepers atomic.Bool

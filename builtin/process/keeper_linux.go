@@ -16,6 +16,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Variables a keeper is started with; they do not reach the command it
+// keeps, nor does any other variable of the prefix.
+const (
+	envKeeperPrefix = "TROUPE_KEEPER_"
+	// envKeeper holds the process ID of the keeper's parent.
+	envKeeper = "TROUPE_KEEPER_PARENT"
+	// envKeeperFiles is how many descriptors after standard error the
+	// keeper passes on to the command.
+	envKeeperFiles = "TROUPE_KEEPER_FILES"
+	// envKeeperConfine asks the keeper to confine the command (Run): a
+	// JSON confineRequest.
+	envKeeperConfine = "TROUPE_KEEPER_CONFINE"
+)
+
 // Kept returns a command that runs cmd under a keeper: this program,
 // re-executed, which starts cmd, adopts every process cmd's tree leaves
 // behind (PR_SET_CHILD_SUBREAPER), and kills them all when cmd exits,
@@ -34,20 +48,33 @@ func Kept(cmd *exec.Cmd) *exec.Cmd {
 		Contain(cmd)
 		return cmd
 	}
+	return keeperOf(cmd, nil, nil)
+}
+
+// keeperOf returns the keeper of cmd. With a confinement request, the
+// keeper confines cmd as it asks and reports on status, which it gets
+// as the descriptor after cmd's own.
+func keeperOf(cmd *exec.Cmd, confine []byte, status *os.File) *exec.Cmd {
 	env := cmd.Env
 	if env == nil {
 		env = os.Environ()
 	}
+	env = append(env[:len(env):len(env)],
+		envKeeper+"="+strconv.Itoa(os.Getpid()),
+		envKeeperFiles+"="+strconv.Itoa(len(cmd.ExtraFiles)))
+	files := cmd.ExtraFiles
+	if confine != nil {
+		env = append(env, envKeeperConfine+"="+string(confine))
+		files = append(files[:len(files):len(files)], status)
+	}
 	k := &exec.Cmd{
 		// This very program, even if its file was replaced since it
 		// started.
-		Path: "/proc/self/exe",
-		Args: append([]string{"troupe-keeper", cmd.Path}, cmd.Args...),
-		Env: append(env[:len(env):len(env)],
-			envKeeper+"="+strconv.Itoa(os.Getpid()),
-			envKeeperFiles+"="+strconv.Itoa(len(cmd.ExtraFiles))),
+		Path:       "/proc/self/exe",
+		Args:       append([]string{"troupe-keeper", cmd.Path}, cmd.Args...),
+		Env:        env,
 		Dir:        cmd.Dir,
-		ExtraFiles: cmd.ExtraFiles,
+		ExtraFiles: files,
 		Stdout:     cmd.Stdout,
 		Stderr:     cmd.Stderr,
 		WaitDelay:  cmd.WaitDelay,
@@ -92,54 +119,55 @@ func keep(parent string) int {
 		return 125
 	}
 	n, _ := strconv.Atoi(os.Getenv(envKeeperFiles))
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, envKeeper+"=") && !strings.HasPrefix(kv, envKeeperFiles+"=") {
-			env = append(env, kv)
-		}
-	}
 	files := make([]*os.File, 0, n)
 	for i := range n {
 		files = append(files, os.NewFile(uintptr(3+i), "inherited"))
 	}
+	req, err := readConfineRequest(3 + n)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "troupe keeper: %v\n", err)
+		return 125
+	}
 	cmd := &exec.Cmd{
-		Path: os.Args[1], Args: os.Args[2:], Env: env,
+		Path: os.Args[1], Args: os.Args[2:], Env: keptEnv(os.Environ()),
 		Stdout: os.Stdout, Stderr: os.Stderr, ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "troupe keeper: %v\n", err)
-		return 126
+	if code := startConfined(cmd, req); code != 0 {
+		return code
 	}
 	for _, f := range files {
 		f.Close()
 	}
+	status := supervise(cmd, sigs)
+	killTree()
+	return status
+}
+
+// keptEnv is the keeper's environment without the keeper's own
+// variables.
+func keptEnv(environ []string) []string {
+	env := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, envKeeperPrefix) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// supervise waits for cmd, reaping what the keeper adopts meanwhile, and
+// kills cmd when the keeper is told to stop or its parent dies. It
+// returns cmd's exit status, 128 and the signal's number when a signal
+// ended it.
+func supervise(cmd *exec.Cmd, sigs <-chan os.Signal) int {
 	target := cmd.Process.Pid
 	done := make(chan int, 1)
-	go func() {
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			done <- 0
-		case errors.As(err, &ee) && ee.ExitCode() >= 0:
-			done <- ee.ExitCode()
-		case errors.As(err, &ee):
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				done <- 128 + int(ws.Signal())
-				return
-			}
-			done <- 1
-		default:
-			done <- 1
-		}
-	}()
-	status := 0
-wait:
+	go func() { done <- exitStatus(cmd.Wait()) }()
 	for {
 		select {
-		case status = <-done:
-			break wait
+		case status := <-done:
+			return status
 		case sig := <-sigs:
 			if sig == syscall.SIGCHLD {
 				reapAdopted(target)
@@ -147,12 +175,25 @@ wait:
 			}
 			// Told to stop, or troupe has died: nothing below may live on.
 			_ = cmd.Process.Kill()
-			status = <-done
-			break wait
+			return <-done
 		}
 	}
-	killTree()
-	return status
+}
+
+// exitStatus is the status a shell would give for Wait's error.
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee) && ee.ExitCode() >= 0:
+		return ee.ExitCode()
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+	}
+	return 1
 }
 
 // reapAdopted reaps the exited processes the keeper adopted, leaving the
