@@ -1,6 +1,6 @@
 // Package process starts the processes troupe runs for a project
-// (plugins, and later servers and commands) so that they hold only what
-// they need and never outlive troupe.
+// (plugins, servers, and the commands agents run) so that they hold only
+// what they need and never outlive troupe.
 //
 // Three things are contained:
 //
@@ -19,4 +19,11 @@
 //     re-executed copy of the program that adopts every descendant and
 //     kills them all when the command ends, when it is stopped, or when
 //     troupe itself dies, even by SIGKILL.
+//
+// Run runs one command to its end that way, bounded in time and output,
+// and, on Linux, confined as far as the kernel allows: it may change
+// files only beneath the directories it is given (Landlock, applied by
+// its keeper before the command starts), and it has no network (its
+// keeper starts in a network namespace of its own). The result says
+// which of the two applied.
 package process

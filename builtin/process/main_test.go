@@ -18,5 +18,12 @@ func TestMain(m *testing.M) {
 		runHost()
 		return
 	}
+	if os.Getenv(runHostEnv) != "" {
+		runRunHost()
+		return
+	}
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHelper(os.Args[1:]))
+	}
 	goleak.VerifyTestMain(m)
 }
