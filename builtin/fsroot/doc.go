@@ -10,6 +10,12 @@
 // blocking), caps how much it reads, and walks directories without
 // following symlinked directories, so a walk cannot loop.
 //
+// Root writes too, for the tools that change an agent's own workspace:
+// Mkdir, Remove, and ReplaceFile, which replaces a file atomically (a
+// temporary file renamed over it), so a reader never sees half a file
+// and a hard link to the old file keeps its content. Which paths may be
+// written is the caller's policy; Root only keeps every write inside.
+//
 // Paths going in may be relative to the root or absolute inside it; paths
 // coming out are always clean, slash-separated and relative to the root,
 // with "." for the root itself.
