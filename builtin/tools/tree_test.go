@@ -35,6 +35,10 @@ type fakeTree struct {
 	asked  []agenttypes.Question
 	answer agenttypes.Answer
 	askErr error
+
+	// changes answer ChildChanges by child label or ID.
+	changes    map[string]*agenttypes.Changes
+	changesErr error
 }
 
 var _ agenttypes.Tree = (*fakeTree)(nil)
@@ -82,8 +86,13 @@ func (f *fakeTree) AskParent(_ context.Context, q agenttypes.Question) (agenttyp
 	return f.answer, f.askErr
 }
 
-func (f *fakeTree) ChildChanges(context.Context, string) (*agenttypes.Changes, error) {
-	return nil, nil
+func (f *fakeTree) ChildChanges(_ context.Context, child string) (*agenttypes.Changes, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changesErr != nil {
+		return nil, f.changesErr
+	}
+	return f.changes[child], nil
 }
 
 // callTree calls tool as an agent working in dir whose manager offers
