@@ -1,6 +1,8 @@
 // Package tools holds the builtin tools: the read-only file tools an agent
-// uses to look at its directory (read, grep, glob, ls and git), and the
-// tools it acts on its agent tree with (delegate, collect and ask_parent).
+// uses to look at its directory (read, grep, glob, ls and git), the
+// tools it acts on its agent tree with (delegate, collect and
+// ask_parent), and the tools that change its own workspace (write, edit,
+// run and merge).
 //
 // Each tool is an agenttypes.Tool. A file tool takes the agent's directory
 // from agenttypes.EnvFrom(ctx).Dir, opens it with fsroot for the call, and
@@ -181,4 +183,82 @@
 // and say in your report what you assumed." For a top-level agent
 // (agenttypes.ErrNoParent) it is an error saying there is no parent to
 // ask.
+//
+// # The changing tools: write, edit, run, merge
+//
+// Changing returns them. They act only in the calling agent's own
+// workspace, agenttypes.EnvFrom(ctx).Workspace; for an agent without one
+// each fails with "NAME: this agent has no workspace of its own: only
+// types that list write, edit, run or merge get one, and only their
+// agents may change files or run commands". Their specs have ReadOnly
+// false; arguments are parsed as strictly as the read tools'.
+//
+// write {path, content} and edit resolve path with the read tools'
+// resolver (fsroot) in the workspace's directory, so every path the read
+// tools refuse (outside the workspace lexically or through a symlink, a
+// NUL byte, a named pipe, socket or device) they refuse too, and more:
+// any path through a symlink, even one that stays inside (the error
+// names the real path to use instead); any name a file system could take
+// for .git (".GIT", ".git.", "GIT~1", ...), the workspace's link to its
+// repository, at any depth; the workspace's top itself; a path over
+// 1,024 bytes or a name over 255. A refused call changes nothing on
+// disk. A file is written atomically: a temporary file in its directory,
+// renamed over it, so a reader never sees half of it and a hard link to
+// the old file keeps its content; a replaced file keeps its permissions,
+// a new one gets 0644, and missing parent directories are made (and
+// removed again if the write fails). Writes and edits of one file made at
+// once are serialised. content is at most 4 MiB. The result is "created
+// PATH (N lines, SIZE)", "replaced PATH (N lines, SIZE)", or "PATH
+// already holds this content; nothing changed".
+//
+// edit {path, old_string, new_string, replace_all} replaces the exact
+// text old_string with new_string in an existing UTF-8 text file of at
+// most 4 MiB (one with a NUL byte, or not UTF-8, is refused as binary).
+// old_string must not be empty (the error points to write) nor equal
+// new_string. Without replace_all it must occur exactly once; more is an
+// error giving the count and the first lines it occurs on, and asking
+// for more context or replace_all. In a file with CRLF line endings an
+// old_string written with LF endings matches, and new_string gets CRLF.
+// An old_string not found is an error that shows, numbered as read
+// numbers lines, either the lines that hold it with different whitespace,
+// or the run of lines most like it (scored by shared character pairs,
+// searched near the places where its longest lines come close, so the
+// search is linear in the file), at most 30 lines; or says that nothing
+// looks like it. The result says what changed and where the new text now
+// is, "replaced 1 occurrence in PATH (lines 12-14):" followed by those
+// lines and two around them, numbered; "replaced 3 occurrences in PATH
+// (lines 4, 10 and 20)"; "removed 1 occurrence from PATH (line 7):".
+//
+// run {command, timeout} splits command with agenttypes.SplitCommand (no
+// shell: operators are refused) and runs it with Workspace.Run; timeout
+// is in seconds (more than 0, at most 1,800), asking for less than the
+// type's limit, never more. A refusal of the workspace (wrapping
+// agenttypes.ErrRunRefused: a prefix the type does not allow, an
+// untrusted project) is the tool's error, with the workspace's message. A
+// command that ran is a result, failing or not:
+//
+//	$ go test ./...
+//	exit status 1 after 2.4s
+//	confinement: network off; writes confined to the workspace and a private temporary directory
+//	output:
+//	--- FAIL: TestTotal ...
+//
+// The status line is "exit status N after D", "timed out after D, killed
+// with everything it started", or "killed after D, before it exited"; the
+// confinement line says "network not taken away" or "writes not
+// confined" where the platform could not. The output is made valid UTF-8
+// and, past 64 KiB, cut to its first 16 KiB and its last 48 KiB with a
+// marker between; "(no output)" when there is none.
+//
+// merge {agent} brings the changes of an ended child, named by its label
+// or ID (Tree.ChildChanges), into the workspace with Workspace.Merge. A
+// child that changed nothing gives "agent A changed no files; there is
+// nothing to merge". A clean merge gives "merged the changes of agent A
+// (branch B, +I -D lines) into your workspace: N files" and the files,
+// one a line (at most 100). Conflicts are an error saying the workspace
+// is unchanged and how to go on (make the change with edit from the
+// hunks shown, or delegate the task again and merge that), then each
+// conflicting file with git's reason and its hunks: at most 4 KiB of one
+// file's, 24 KiB of all, 100 files. An unknown or still running child
+// is the manager's error, as it words it.
 package tools

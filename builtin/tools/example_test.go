@@ -141,3 +141,86 @@ func ExampleDelegate() {
 	//
 	// Found it in `server/serve.go:4`.
 }
+
+// exampleWorkspace stands for an agent's workspace: a plain directory
+// whose commands all fail a test, as a child's might.
+type exampleWorkspace struct{ dir string }
+
+func (w exampleWorkspace) Dir() string { return w.dir }
+
+func (exampleWorkspace) Run(_ context.Context, cmd agenttypes.Command) (agenttypes.CommandResult, error) {
+	if cmd.Args[0] != "go" {
+		return agenttypes.CommandResult{}, fmt.Errorf("%w: %q does not start with an allowed prefix (go test, go vet)", agenttypes.ErrRunRefused, cmd.Args[0])
+	}
+	return agenttypes.CommandResult{
+		ExitCode: 1, Duration: 2400 * time.Millisecond,
+		Output:   "--- FAIL: TestServe\n    serve_test.go:9: serve() did not listen\nFAIL\n",
+		Confined: agenttypes.Confinement{Network: true, Writes: true},
+	}, nil
+}
+
+func (exampleWorkspace) Merge(context.Context, *agenttypes.Changes) (agenttypes.MergeResult, error) {
+	return agenttypes.MergeResult{}, nil
+}
+
+func (exampleWorkspace) Close(context.Context) (*agenttypes.Changes, error) { return nil, nil }
+
+// Write and edit change files in the agent's own workspace; the manager
+// puts the workspace in the tools' environment.
+func ExampleEdit() {
+	ctx, cleanup := exampleDir()
+	defer cleanup()
+	ws := exampleWorkspace{dir: agenttypes.EnvFrom(ctx).Dir}
+	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{Dir: ws.Dir(), Workspace: ws})
+	out, _ := tools.Write().Call(ctx, json.RawMessage(`{"path": "cart/total.go", "content": "package cart\n// Total sums the prices.\nfunc Total(prices []int) int {\n\tsum := 0\n\tfor _, p := range prices {\n\t\tsum += p\n\t}\n\treturn sum\n}\n"}`))
+	fmt.Println(out)
+	out, _ = tools.Edit().Call(ctx, json.RawMessage(`{"path": "cart/total.go", "old_string": "\t\tsum += p\n", "new_string": "\t\tif p > 0 {\n\t\t\tsum += p\n\t\t}\n"}`))
+	fmt.Println(out)
+	_, err := tools.Edit().Call(ctx, json.RawMessage(`{"path": "cart/total.go", "old_string": "func Total(prices []float64) int {", "new_string": "func Sum(prices []int) int {"}`))
+	fmt.Println(err)
+	// Output:
+	// created cart/total.go (9 lines, 136 bytes)
+	// replaced 1 occurrence in cart/total.go (lines 6-8):
+	//      4		sum := 0
+	//      5		for _, p := range prices {
+	//      6			if p > 0 {
+	//      7				sum += p
+	//      8			}
+	//      9		}
+	//     10		return sum
+	// edit: old_string is not in cart/total.go. The closest lines are line 3, shown below with a line around them; read them and copy the text exactly, whitespace included, without the line numbers:
+	//      2	// Total sums the prices.
+	//      3	func Total(prices []int) int {
+	//      4		sum := 0
+}
+
+// A command that fails is the tool's result, not its error: the model
+// reads the failure.
+func ExampleRun() {
+	ws := exampleWorkspace{dir: os.TempDir()}
+	ctx := agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: ws.Dir(), Workspace: ws})
+	out, err := tools.Run().Call(ctx, json.RawMessage(`{"command": "go test ./server", "timeout": 60}`))
+	fmt.Println(out, err)
+	_, err = tools.Run().Call(ctx, json.RawMessage(`{"command": "curl example.com"}`))
+	fmt.Println(err)
+	// Output:
+	// $ go test ./server
+	// exit status 1 after 2.4s
+	// confinement: network off; writes confined to the workspace and a private temporary directory
+	// output:
+	// --- FAIL: TestServe
+	//     serve_test.go:9: serve() did not listen
+	// FAIL <nil>
+	// run: command refused: "curl" does not start with an allowed prefix (go test, go vet)
+}
+
+func ExampleChanging() {
+	for _, t := range tools.Changing() {
+		fmt.Println(t.Spec().Name, t.Spec().ReadOnly)
+	}
+	// Output:
+	// write false
+	// edit false
+	// run false
+	// merge false
+}
