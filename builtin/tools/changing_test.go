@@ -132,6 +132,7 @@ func TestChangingToolsConform(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool.Spec().Name, func(t *testing.T) {
+			t.Parallel()
 			sdktest.TestTool(t, asSDK{tool: tt.tool, tree: tree}, tt.cases...)
 		})
 	}

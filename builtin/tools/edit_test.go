@@ -187,10 +187,10 @@ func TestEditErrors(t *testing.T) {
 // search stays quick on a large file.
 func TestEditClosestLinesBounded(t *testing.T) {
 	var file, old strings.Builder
-	for i := range 50_000 {
+	for i := range 20_000 {
 		fmt.Fprintf(&file, "\tvalue%05d := compute(%d, %q)\n", i, i, "some text")
 	}
-	for i := 20_000; i < 20_100; i++ {
+	for i := 10_000; i < 10_100; i++ {
 		fmt.Fprintf(&old, "\tvalue%05d := compute(%d, %q)\n", i, i, "other text")
 	}
 	dir := writeTree(t, map[string]string{"big.go": file.String()})
@@ -198,9 +198,9 @@ func TestEditClosestLinesBounded(t *testing.T) {
 		fmt.Sprintf(`{"path":"big.go","old_string":%s,"new_string":"x"}`, jsonString(old.String())))
 	require.Error(t, err)
 	msg := err.Error()
-	assert.Contains(t, msg, "The closest lines are lines 20001-20100")
-	assert.Contains(t, msg, "20000\t\tvalue19999 := compute(19999")
-	assert.Contains(t, msg, "... 72 more lines; read the file from offset=20030 for them")
+	assert.Contains(t, msg, "The closest lines are lines 10001-10100")
+	assert.Contains(t, msg, "10000\t\tvalue09999 := compute(9999")
+	assert.Contains(t, msg, "... 72 more lines; read the file from offset=10030 for them")
 	assert.LessOrEqual(t, strings.Count(msg, "\n"), 32)
 }
 
