@@ -31,10 +31,11 @@ var readTools = []string{"read", "grep", "glob", "ls", "git", "note"}
 // type's list: the manager grants it to every child.
 var delegatingTools = append(slices.Clone(readTools), "delegate", "collect")
 
-// Tools returns the builtin tools: the read-only file tools, note, and the
-// tools that act on the agent tree (delegate, collect, ask_parent).
+// Tools returns the builtin tools: the read-only file tools, note, the
+// tools that act on the agent tree (delegate, collect, ask_parent), and
+// those that change an agent's own workspace (write, edit, run, merge).
 func Tools() []agenttypes.Tool {
-	return slices.Concat(tools.ReadOnly(), []agenttypes.Tool{Note()}, tools.Delegation())
+	return slices.Concat(tools.ReadOnly(), []agenttypes.Tool{Note()}, tools.Delegation(), tools.Changing())
 }
 
 // Types returns the builtin types.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -134,7 +136,7 @@ func (n *treeNode) noteWrite(e manager.Event) {
 	if n.writing == nil {
 		n.writing = map[string]string{}
 	}
-	n.writing[e.ToolCallID] = args.Path
+	n.writing[e.ToolCallID] = path.Clean(filepath.ToSlash(args.Path))
 }
 
 // noteWritten counts the path of a write or edit call that succeeded.

@@ -288,7 +288,7 @@ func TestProgressShowsTheFilesEachAgentChanged(t *testing.T) {
 	}
 	write(corID, "w1", "write", "a.go", "")
 	write(corID, "w2", "edit", "b.go", "")
-	write(corID, "w3", "edit", "a.go", "") // the same file again
+	write(corID, "w3", "edit", "./a.go", "") // the same file again
 	write(corID, "w4", "write", "../x", "path leaves the workspace")
 	assert.Contains(t, v.lines(100)[2], "· 2 files changed", "while it runs: the paths its writes and edits changed")
 
