@@ -12,7 +12,7 @@ var DefaultTools = []string{"read", "grep", "glob", "ls", "git", "note"}
 
 // futureTools are troupe tool names that definitions may name but that may
 // not be registered yet; naming one is a warning, not an error.
-var futureTools = []string{"ask_parent", "delegate", "write", "edit"}
+var futureTools = []string{"ask_parent", "delegate", "write", "edit", "run", "merge"}
 
 // KnownToolNames returns troupe's builtin tool names, those available now
 // and those to come, sorted.
@@ -35,9 +35,9 @@ var claudeTools = map[string]struct{ to, why string }{
 	"Write":        {to: "write"},
 	"Agent":        {to: "delegate"},
 	"Task":         {to: "delegate"},
-	"Bash":         {why: "troupe has no shell tool; the agent runs without it (troupe's git tool covers diff, log, show, status and blame)"},
-	"BashOutput":   {why: "troupe has no shell tool; the agent runs without it"},
-	"KillShell":    {why: "troupe has no shell tool; the agent runs without it"},
+	"Bash":         {to: "run"},
+	"BashOutput":   {why: "troupe's run tool has no commands left running in the background; the agent runs without it"},
+	"KillShell":    {why: "troupe's run tool has no commands left running in the background; the agent runs without it"},
 	"WebFetch":     {why: "troupe has no web tools; the agent runs without WebFetch"},
 	"WebSearch":    {why: "troupe has no web tools; the agent runs without WebSearch"},
 	"NotebookRead": {why: "troupe has no notebook tool; use read"},
@@ -55,6 +55,10 @@ func isClaudeToolName(name string) bool {
 type mappedTool struct {
 	name string // troupe's name, "" when dropped
 	warn string // a warning to report, if any
+	// bash is set for Claude Code's Bash, which is run; allow is the
+	// command prefix its pattern gives, if any.
+	bash  bool
+	allow string
 }
 
 // mapTool maps one name from a tools list onto troupe's names. Troupe's own
@@ -70,6 +74,9 @@ func mapTool(raw string) mappedTool {
 	if base == "Bash" && hasArgs && (args == "git" || strings.HasPrefix(args, "git ") || strings.HasPrefix(args, "git:")) {
 		return mappedTool{name: "git", warn: fmt.Sprintf("tool %q is mapped to troupe's read-only git tool (diff, log, show, status, blame)", raw)}
 	}
+	if base == "Bash" {
+		return mapBash(raw, args, hasArgs)
+	}
 	if c, ok := claudeTools[base]; ok {
 		if c.to == "" {
 			return mappedTool{warn: fmt.Sprintf("tool %q: %s", raw, c.why)}
@@ -80,6 +87,34 @@ func mapTool(raw string) mappedTool {
 		return mappedTool{name: c.to}
 	}
 	return mappedTool{name: raw}
+}
+
+// mapBash maps Claude Code's Bash onto run. A pattern gives run a command
+// prefix: Bash(go test:*) and Bash(go test *) allow "go test" and what
+// follows it; Bash(make) allows make as a prefix too, with a warning.
+func mapBash(raw, args string, hasArgs bool) mappedTool {
+	m := mappedTool{name: "run", bash: true}
+	if !hasArgs {
+		return m
+	}
+	prefix, exact := strings.TrimSpace(args), true
+	for _, suffix := range []string{":*", " *"} {
+		if strings.HasSuffix(prefix, suffix) {
+			prefix, exact = strings.TrimSpace(strings.TrimSuffix(prefix, suffix)), false
+			break
+		}
+	}
+	words, err := SplitCommand(prefix)
+	switch {
+	case err != nil || len(words) == 0 || strings.Contains(prefix, "*") || len(prefix) > MaxCommandLength:
+		m.warn = fmt.Sprintf("tool %q: the pattern is not a command prefix troupe can allow (such as Bash(go test:*)), so it allows nothing; list the commands in run: {allow: [...]}", raw)
+	case exact:
+		m.allow = prefix
+		m.warn = fmt.Sprintf("tool %q: run allows %q with any arguments after it, since troupe allows commands by prefix", raw, prefix)
+	default:
+		m.allow = prefix
+	}
+	return m
 }
 
 // splitTools splits a tools string written as "Read, Grep, Agent(a, b)":

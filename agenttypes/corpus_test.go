@@ -204,3 +204,85 @@ func TestCorpus(t *testing.T) {
 		assert.GreaterOrEqual(t, (len(reg.Types())-1)*100, unique*99)
 	})
 }
+
+// corpusFiles lists the corpus's Markdown files, skipping the test where
+// the corpus is absent.
+func corpusFiles(t *testing.T) []string {
+	t.Helper()
+	if _, err := os.Stat(corpus); err != nil {
+		t.Skipf("no corpus at %s: %v", corpus, err)
+	}
+	var files []string
+	require.NoError(t, filepath.WalkDir(corpus, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			files = append(files, p)
+		}
+		return err
+	}))
+	if len(files) == 0 {
+		t.Skip("the corpus holds no Markdown files")
+	}
+	return files
+}
+
+// The corpus's Write, Edit and MultiEdit become write and edit; its Bash
+// becomes run when the project gives a list of commands, and is dropped,
+// with one warning saying how to allow it, when nothing does.
+func TestCorpusToolsThatChangeFiles(t *testing.T) {
+	files := corpusFiles(t)
+	reg := testRegistry(t)
+	project := &agenttypes.RunPolicy{Allow: []string{"go test", "npm test"}}
+	var withWrite, withEdit, withBash, wrote, edited, dropped, ran int
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		line, ok := frontLine(strings.SplitN(string(data), "\n---", 2)[0], "tools")
+		if !ok {
+			continue
+		}
+		names := map[string]bool{}
+		for _, raw := range strings.Split(strings.Trim(line, "[]"), ",") {
+			names[strings.TrimSpace(raw)] = true
+		}
+		wantWrite, wantEdit, wantBash := names["Write"], names["Edit"] || names["MultiEdit"], names["Bash"]
+		withWrite, withEdit, withBash = withWrite+btoi(wantWrite), withEdit+btoi(wantEdit), withBash+btoi(wantBash)
+
+		typ, diags := agenttypes.LoadFile(f, agenttypes.LoadOptions{Registry: reg, Mode: agenttypes.ModeLenient})
+		require.False(t, diags.HasErrors(), "%s", diags)
+		assert.Equal(t, wantWrite, typ.Allows("write"), f)
+		assert.Equal(t, wantEdit, typ.Allows("edit"), f)
+		assert.False(t, typ.Allows("run"), "%s: no list, no run", f)
+		wrote, edited = wrote+btoi(typ.Allows("write")), edited+btoi(typ.Allows("edit"))
+		var warned int
+		for _, d := range diags {
+			if strings.Contains(d.Message, `tool "Bash" is troupe's run`) && strings.Contains(d.Message, "run: {allow:") && strings.Contains(d.Message, ".troupe/config.yaml") {
+				warned++
+			}
+		}
+		assert.Equal(t, btoi(wantBash), warned, "%s: one warning for Bash, saying how to allow it", f)
+		dropped += warned
+		assert.Equal(t, wantWrite || wantEdit, typ.NeedsWorkspace(), "%s: a type that changes files gets a workspace", f)
+
+		typ, diags = agenttypes.LoadFile(f, agenttypes.LoadOptions{Registry: reg, Mode: agenttypes.ModeLenient, ProjectRun: project})
+		require.False(t, diags.HasErrors(), "%s", diags)
+		assert.Equal(t, wantBash, typ.Allows("run"), "%s: with the project's list, Bash is run", f)
+		if wantBash {
+			ran++
+			assert.Equal(t, project.Allow, typ.Run.Allow, f)
+			assert.NoError(t, typ.Validate())
+		}
+		for _, d := range diags {
+			assert.NotContains(t, d.Message, `"Bash"`, f)
+		}
+	}
+	t.Logf("corpus: %d files; Write in %d, write in %d; Edit or MultiEdit in %d, edit in %d; Bash in %d: dropped with a warning in %d, run with the project's list in %d",
+		len(files), withWrite, wrote, withEdit, edited, withBash, dropped, ran)
+	assert.Positive(t, withBash, "the corpus has Bash to map")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,13 +26,14 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 var fixtures = filepath.Join("..", "testdata", "agents")
 
 // testRegistry holds what builtin.Register would add, in small: the
-// read-only tools and an explore type that works offline.
+// read-only tools, the tools that change files, and an explore type that
+// works offline.
 func testRegistry(t testing.TB) *agenttypes.Registry {
 	t.Helper()
 	reg := agenttypes.NewRegistry()
-	for _, name := range agenttypes.DefaultTools {
+	for _, name := range append(slices.Clone(agenttypes.DefaultTools), agenttypes.ChangingTools...) {
 		require.NoError(t, reg.RegisterTool(&agenttypes.ToolFunc{
-			ToolSpec: agenttypes.ToolSpec{Name: name, Description: "the " + name + " tool", ReadOnly: true},
+			ToolSpec: agenttypes.ToolSpec{Name: name, Description: "the " + name + " tool", ReadOnly: !slices.Contains(agenttypes.ChangingTools, name)},
 			Func:     func(context.Context, json.RawMessage) (string, error) { return name, nil },
 		}))
 	}
@@ -152,7 +154,7 @@ func TestDefinitionFields(t *testing.T) {
 	})
 	t.Run("claude", func(t *testing.T) {
 		typ := load(t, "good/claude/code-reviewer.md")
-		assert.Equal(t, []string{"read", "grep", "glob"}, typ.Tools, "Bash has no equivalent")
+		assert.Equal(t, []string{"read", "grep", "glob"}, typ.Tools, "Bash is given no commands to run")
 		assert.Equal(t, modelname.Inherit, typ.Model)
 		assert.Contains(t, typ.Prompt, `{{"{{"}} .Values.image }}`, "a Claude prompt is text: its {{ are escaped")
 	})
@@ -182,7 +184,7 @@ func TestDefinitionFields(t *testing.T) {
 		typ = load(t, "good/claude/messy-description.md")
 		assert.Equal(t, "api-designer", typ.Name)
 		assert.Contains(t, typ.Description, `<example>\nContext:`)
-		assert.Equal(t, []string{"read"}, typ.Tools)
+		assert.Equal(t, []string{"read", "write", "edit"}, typ.Tools)
 		assert.Contains(t, typ.Prompt, "name: not-a-key")
 	})
 	t.Run("claude title as name", func(t *testing.T) {

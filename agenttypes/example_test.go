@@ -93,7 +93,32 @@ You are a senior code reviewer.
 	// Output:
 	// code-reviewer [read grep glob] anthropic:claude-sonnet-4-5
 	// You are a senior code reviewer.
-	// .claude/agents/code-reviewer.md:4:26: warning: tool "Bash": troupe has no shell tool; the agent runs without it (troupe's git tool covers diff, log, show, status and blame)
+	// .claude/agents/code-reviewer.md:4:26: warning: tool "Bash" is troupe's run tool, which is not available here; the agent runs without it
+}
+
+// Claude Code's Bash is troupe's run, which starts only the commands a
+// list allows: the file's own run: key, or the project's config. Write
+// and Edit are write and edit; a type with them works in a workspace of
+// its own.
+func ExampleParseDefinition_bash() {
+	reg := agenttypes.NewRegistry() // builtin.Register(reg) in a real program
+	for _, name := range []string{"read", "write", "edit", "run"} {
+		_ = reg.RegisterTool(&agenttypes.ToolFunc{ToolSpec: agenttypes.ToolSpec{Name: name, Description: "The " + name + " tool."}})
+	}
+	md := []byte(`---
+name: test-fixer
+description: Fixes failing tests.
+tools: Read, Write, Edit, MultiEdit, Bash
+run:
+  allow: ["go test", "go vet"]
+  timeout: 5m
+---
+Make the tests pass.
+`)
+	typ, diags := agenttypes.ParseDefinition(".claude/agents/test-fixer.md", md, agenttypes.LoadOptions{Registry: reg})
+	fmt.Println(typ.Tools, typ.Run.Allow, typ.Run.Timeout, typ.NeedsWorkspace(), len(diags))
+	// Output:
+	// [read write edit run] [go test go vet] 5m0s true 0
 }
 
 // Register the builtin set first, then Reload: definition files are

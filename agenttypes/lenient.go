@@ -96,6 +96,11 @@ func (e *lenientEntry) value() *yaml.Node {
 		return n
 	}
 	first := e.first
+	if lenientMappings[e.key] && (first == "" && len(rest) > 0 || strings.HasPrefix(first, "{")) {
+		if n := e.mapping(rest); n != nil {
+			return n
+		}
+	}
 	switch {
 	case first == "" && len(rest) == 0, first == "~", first == "null":
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: e.line, Column: e.col}
@@ -129,6 +134,46 @@ func (e *lenientEntry) value() *yaml.Node {
 		parts = parts[1:]
 	}
 	return scalar(unquote(foldLines(parts)))
+}
+
+// lenientMappings are the keys whose value is a mapping that the line by
+// line reader parses as YAML on its own: troupe's run:, which a Claude
+// Code file whose front matter is not valid YAML may have been given.
+var lenientMappings = map[string]bool{"run": true}
+
+// mapping parses the entry's value, a flow mapping on its line or a block
+// below it, as YAML, with the positions of the file; nil when it is not a
+// mapping.
+func (e *lenientEntry) mapping(rest []string) *yaml.Node {
+	text, lineOff, colOff := strings.Join(rest, "\n"), e.line, 0
+	if e.first != "" {
+		text, lineOff, colOff = strings.Join(append([]string{e.first}, rest...), "\n"), e.line-1, e.col-1
+	}
+	n, err := parseYAML(text)
+	if err != nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	if count, tooDeep := countValues(n, maxYAMLValues); tooDeep || count > maxYAMLValues {
+		return nil // too large for a run: section: read as text, and refused
+	}
+	shiftNodes(n, lineOff, colOff, map[*yaml.Node]bool{})
+	return n
+}
+
+// shiftNodes moves n and the nodes below it by lines, and those on its
+// first line by cols as well.
+func shiftNodes(n *yaml.Node, lines, cols int, seen map[*yaml.Node]bool) {
+	if n == nil || seen[n] {
+		return
+	}
+	seen[n] = true
+	if n.Line == 1 {
+		n.Column += cols
+	}
+	n.Line += lines
+	for _, c := range n.Content {
+		shiftNodes(c, lines, cols, seen)
+	}
 }
 
 func allListItems(lines []string) bool {

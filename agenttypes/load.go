@@ -38,6 +38,11 @@ type Sources struct {
 	// is the project's own, which a project type may hide without trust.
 	// Nil: none is.
 	ProjectSource func(source string) bool
+	// ProjectRun is the run policy of the project's config
+	// (ProjectRunPolicy), once trusted: the commands of every definition
+	// that lists run, or Claude Code's Bash, and names none of its own.
+	// Nil: none; such a definition's Bash is dropped with a warning.
+	ProjectRun *RunPolicy
 }
 
 // Names of the layers.
@@ -149,6 +154,8 @@ type LoadOptions struct {
 	// trusts none: name the files you trust, or pass TrustAll for your
 	// own.
 	TrustScripts func(Grant) bool
+	// ProjectRun is what Sources.ProjectRun is to a Reload.
+	ProjectRun *RunPolicy
 }
 
 // ParseDefinition reads one definition from data, which came from path
@@ -177,6 +184,7 @@ func resolveOne(def *definition, diags Diagnostics, opts LoadOptions) (Type, Dia
 	}
 	r := newResolver(map[string]*definition{def.name: def}, opts.Registry, false)
 	r.trustScripts = trustScripts(opts)
+	r.projectRun = opts.ProjectRun
 	t, ok := r.resolve(def.name)
 	diags = append(diags, r.diags...)
 	diags.Sort()
@@ -212,6 +220,7 @@ func LoadFiles(opts LoadOptions, paths ...string) ([]Type, Diagnostics) {
 	diags = append(diags, ds...)
 	r := newResolver(byName, opts.Registry, false)
 	r.trustScripts = trustScripts(opts)
+	r.projectRun = opts.ProjectRun
 	types := r.all()
 	diags = append(diags, r.diags...)
 	diags.Sort()
@@ -300,10 +309,13 @@ func (l layered) hides(reg *Registry, src Sources, name string) string {
 	return "the builtin type " + name
 }
 
-// Grants lists what the project layer of src needs trust for, as Reload
-// with src would ask TrustProject: every grant of every project
-// definition. Nothing is compiled or resolved; reg (which may be nil)
-// says which types a project type would hide.
+// Grants lists what the project layer of src needs trust for: every
+// grant of every project definition, those Reload with src would ask
+// TrustProject for, and the commands the definitions would run
+// (GrantRun), which loading does not ask about, since a definition loads
+// untrusted and only its commands are refused. Nothing is compiled or
+// resolved; reg (which may be nil) says which types a project type would
+// hide.
 func Grants(reg *Registry, src Sources) []Grant {
 	l := parseLayers(src)
 	var out []Grant
@@ -314,6 +326,9 @@ func Grants(reg *Registry, src Sources) []Grant {
 		for _, name := range slices.Sorted(maps.Keys(l.parsed[i])) {
 			if kept, _, _ := pickDuplicate(l.parsed[i][name], layer.Name); kept != nil {
 				out = append(out, grantsFor(kept, l.hides(reg, src, name))...)
+				if g, ok := runGrant(kept); ok {
+					out = append(out, g)
+				}
 			}
 		}
 	}
@@ -327,6 +342,7 @@ func load(reg *Registry, src Sources) loadResult {
 	p := l.pick(reg, src)
 	res.diags = append(res.diags, p.diags...)
 	r := newResolver(p.visible, reg, true)
+	r.projectRun = src.ProjectRun
 	r.broken = p.broken
 	r.withheld = p.withheld
 	res.types = resolveShadowed(r, reg, p.shadows)

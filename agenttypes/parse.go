@@ -85,18 +85,22 @@ var topFields = map[string]string{
 	"script":               "script: |\n  package hooks\n  ...",
 	"script_file":          "script_file: hooks.go",
 	"script_tools":         "script_tools: [{name: count, description: ..., parameters: {type: object}, script_file: count.go}]",
+	"workspace":            "workspace: worktree",
+	"run":                  "run: {allow: [\"go test\", \"make\"], timeout: 2m, network: false}",
+	"setup":                "setup: [\"go mod download\"]",
 }
 
 // claudeFields are Claude Code's spellings, read in lenient mode.
 var claudeFields = map[string]string{
 	"disallowedTools": "disallowed_tools",
 	"maxTurns":        "maxTurns",
+	"isolation":       "isolation",
 }
 
 // claudeIgnored are Claude Code keys troupe knows and does not support.
 var claudeIgnored = map[string]bool{
 	"permissionMode": true, "mcpServers": true, "hooks": true, "skills": true,
-	"memory": true, "background": true, "isolation": true, "effort": true,
+	"memory": true, "background": true, "effort": true,
 }
 
 var budgetFields = []string{"max_tokens", "max_time", "max_tool_calls", "max_turns", "max_cost_usd"}
@@ -131,6 +135,12 @@ type definition struct {
 	hooks       *Script
 	scriptTools []ScriptTool
 	toolAt      []pos // where each script tool is declared
+	workspace   string
+	run         RunPolicy
+	allowAt     []pos // where each run.allow entry is
+	setup       []string
+	setupAt     []pos
+	bash        *bashTool // the tools list names Claude Code's Bash
 
 	given map[string]pos // canonical field → where it was given
 
@@ -617,6 +627,17 @@ func (dc *decoder) field(field string, k, v *yaml.Node) {
 		d.hooks = dc.script(k, v)
 	case "script_tools":
 		dc.scriptTools(v)
+	case "workspace":
+		dc.workspace(k, v)
+	case "isolation":
+		dc.isolation(k, v)
+	case "run":
+		dc.run(v)
+	case "setup":
+		d.setup, d.setupAt = dc.commands("setup", v, MaxSetupCommands, topFields["setup"])
+		if d.setup == nil {
+			delete(d.given, "setup") // "setup:" with nothing: the parent's, or none
+		}
 	}
 }
 
@@ -696,6 +717,8 @@ func (dc *decoder) canonical(k *yaml.Node) (string, bool) {
 		hint = "; write budget: {max_turns: N}"
 	case key == "disallowedTools":
 		hint = "; write disallowed_tools:"
+	case key == "isolation":
+		hint = "; write workspace: worktree (the default for a type that changes files)"
 	default:
 		if near := suggest.Nearest(key, names); near != "" {
 			hint = fmt.Sprintf("; did you mean %q?", near)
@@ -811,10 +834,17 @@ func (dc *decoder) toolList(k, v *yaml.Node) ([]string, []pos) {
 		return nil, nil
 	}
 	names, at := []string{}, []pos{}
+	allowed := k.Value == "tools"
 	for _, it := range items {
 		m := mapTool(it.name)
-		if m.warn != "" && k.Value != "disallowed_tools" && k.Value != "disallowedTools" {
+		switch {
+		case allowed && m.warn != "":
 			dc.sink.warnf(it.at.line, it.at.col, "%s", m.warn)
+		case !allowed && m.bash && it.name != "Bash":
+			dc.sink.warnf(it.at.line, it.at.col, "tool %q: troupe cannot refuse some commands only, so the agent runs without run", it.name)
+		}
+		if allowed && m.bash {
+			dc.noteBash(it.at, m.allow)
 		}
 		if m.name == "" || slices.Contains(names, m.name) {
 			continue
@@ -822,6 +852,18 @@ func (dc *decoder) toolList(k, v *yaml.Node) ([]string, []pos) {
 		names, at = append(names, m.name), append(at, it.at)
 	}
 	return names, at
+}
+
+// noteBash records that the tools list names Bash, at at, and the command
+// prefix its pattern gives, if any.
+func (dc *decoder) noteBash(at pos, allow string) {
+	d := dc.def
+	if d.bash == nil {
+		d.bash = &bashTool{at: at}
+	}
+	if allow != "" && !slices.Contains(d.bash.allow, allow) && len(d.bash.allow) < MaxRunAllow {
+		d.bash.allow = append(d.bash.allow, allow)
+	}
 }
 
 func (dc *decoder) budget(v *yaml.Node) {
@@ -892,6 +934,12 @@ func (dc *decoder) dollars(k, v *yaml.Node) float64 {
 }
 
 func (dc *decoder) duration(k, v *yaml.Node) time.Duration {
+	return dc.positiveDuration(k, v, notPositive(k.Value))
+}
+
+// positiveDuration reads a duration above zero; nonPositive is what one
+// of zero or less is told.
+func (dc *decoder) positiveDuration(k, v *yaml.Node, nonPositive string) time.Duration {
 	s := strings.TrimSpace(v.Value)
 	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" || s == "" {
 		dc.errorf(v, "%s is a duration, such as 90s, 5m or 1h30m", k.Value)
@@ -899,7 +947,7 @@ func (dc *decoder) duration(k, v *yaml.Node) time.Duration {
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if f <= 0 {
-			dc.errorf(v, "%s is %s: %s", k.Value, s, notPositive(k.Value))
+			dc.errorf(v, "%s is %s: %s", k.Value, s, nonPositive)
 		} else {
 			dc.errorf(v, "%s %s has no unit; write %ss for seconds or %sm for minutes", k.Value, s, s, s)
 		}
@@ -911,7 +959,7 @@ func (dc *decoder) duration(k, v *yaml.Node) time.Duration {
 		dc.errorf(v, "%s %q is not a duration; write it like 90s, 5m or 1h30m", k.Value, s)
 		return 0
 	case dur <= 0:
-		dc.errorf(v, "%s is %s: %s", k.Value, s, notPositive(k.Value))
+		dc.errorf(v, "%s is %s: %s", k.Value, s, nonPositive)
 		return 0
 	}
 	return dur

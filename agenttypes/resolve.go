@@ -29,6 +29,10 @@ type resolver struct {
 	// them, and withheld. Nil for a Reload, whose project definitions
 	// were decided on before (definition.trusted).
 	trustScripts func(Grant) bool
+	// projectRun is the project's run policy: the commands of a type
+	// that lists run and names none of its own. Nil: the project gives
+	// none, or is not trusted.
+	projectRun *RunPolicy
 
 	diags  Diagnostics
 	done   map[string]*Type
@@ -221,6 +225,7 @@ func (r *resolver) build(d *definition, parent *Type) (*Type, bool) {
 	if withheld := r.compileScripts(d, &t); withheld {
 		return nil, false
 	}
+	r.applyWorkspace(d, &t)
 	switch {
 	case t.Description != "":
 	case !d.has("description"):
@@ -251,6 +256,8 @@ func (r *resolver) available(d *definition) []string {
 			// added with the type's script tools
 		case r.tools(name):
 			out = append(out, name)
+		case d.bash != nil && name == "run" && at == d.bash.at:
+			r.warnf(d, at, "tool \"Bash\" is troupe's run tool, which is not available here; the agent runs without it")
 		case slices.Contains(futureTools, name):
 			r.warnf(d, at, "troupe has no %s tool yet; the agent runs without it", name)
 		default:

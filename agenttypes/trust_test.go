@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -302,4 +303,91 @@ func TestEachRegistryCompilesWithItsOwnCompiler(t *testing.T) {
 	}
 	assert.Len(t, mine.compiled, 4, "no other load used this registry's compiler")
 	assert.Empty(t, theirs.compiled)
+}
+
+// A project definition that names commands is listed by Grants, pinned to
+// its commands, and loads untrusted all the same: what refuses its
+// commands is the run tool, in a project that is not trusted. The user's
+// own definitions need no such grant.
+func TestAProjectDefinitionsCommandsAreAGrantThatWithholdsNothing(t *testing.T) {
+	src := untrustedSources(t)
+	fixer := "name: fixer\ndescription: Fixes.\ntools: [read, edit, run]\nrun:\n  allow: [\"go test\", \"make test\"]\n"
+	layout(t, src.ProjectDir, map[string]string{
+		".troupe/agents/fixer.yaml":  fixer,
+		".troupe/agents/setup.yaml":  "name: setup\ndescription: Sets up.\nextends: fixer\nsetup: [\"make test\"]\nrun: {network: true}\n",
+		".troupe/agents/reader.yaml": "name: reader\ndescription: Reads.\ntools: [read, run]\n",
+		".claude/agents/tester.md":   "---\nname: tester\ndescription: Tests.\ntools: Read, Bash(go test:*), Bash\n---\nTest.\n",
+	})
+	layout(t, src.UserConfigDir, map[string]string{"troupe/agents/mine.yaml": "name: mine\ndescription: Mine.\nrun: {allow: [make]}\n"})
+	reg := testRegistry(t)
+	grants := agenttypes.Grants(reg, src)
+	details := map[string]string{}
+	for _, g := range grants {
+		require.Equal(t, agenttypes.GrantRun, g.Kind, "%+v", g)
+		assert.Len(t, g.Digest, 64)
+		details[g.Type] = g.Detail
+	}
+	assert.Equal(t, map[string]string{
+		"fixer":  "runs: go test, make test",
+		"setup":  "sets up with: make test; with the network",
+		"tester": "runs: go test",
+	}, details, "reader names no command of its own, and mine is the user's")
+
+	var asked []agenttypes.Grant
+	src.TrustProject = func(g agenttypes.Grant) bool { asked = append(asked, g); return false }
+	diags := reg.Reload(src)
+	require.False(t, diags.HasErrors(), "%s", diags)
+	assert.Empty(t, asked, "loading asks for no command")
+	assert.Empty(t, reg.Withheld())
+	typ, err := reg.Type("fixer")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"go test", "make test"}, typ.Run.Allow)
+	typ, err = reg.Type("setup")
+	require.NoError(t, err)
+	assert.Equal(t, agenttypes.RunPolicy{Allow: []string{"go test", "make test"}, Network: true}, typ.Run)
+
+	// The digest is of the commands: another prompt keeps it, another
+	// command changes it.
+	digest := func() string {
+		for _, g := range agenttypes.Grants(reg, src) {
+			if g.Type == "fixer" {
+				return g.Digest
+			}
+		}
+		return ""
+	}
+	before := digest()
+	layout(t, src.ProjectDir, map[string]string{".troupe/agents/fixer.yaml": fixer + "prompt: Fix {{.Dir}}.\n"})
+	assert.Equal(t, before, digest())
+	layout(t, src.ProjectDir, map[string]string{".troupe/agents/fixer.yaml": strings.Replace(fixer, "make test", "make", 1)})
+	assert.NotEqual(t, before, digest())
+}
+
+// The project's run list, given to Reload once trusted, is the list of
+// every type that lists run or Bash and names none of its own.
+func TestTheProjectsRunListGoesToTypesWithoutOne(t *testing.T) {
+	src, _ := testSources(t)
+	layout(t, src.ProjectDir, map[string]string{
+		".claude/agents/tester.md": "---\nname: tester\ndescription: Tests.\ntools: Read, Bash\n---\nTest.\n",
+		".troupe/agents/own.yaml":  "name: own\ndescription: Own.\ntools: [read, run]\nrun: {allow: [make]}\n",
+	})
+	reg := testRegistry(t)
+	diags := reg.Reload(src)
+	require.False(t, diags.HasErrors(), "%s", diags)
+	tester, err := reg.Type("tester")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"read"}, tester.Tools, "no list: Bash is dropped")
+	require.Len(t, diags.Warnings(), 1)
+	assert.Contains(t, diags.Warnings()[0].Message, `add run: {allow: ["go test", "make"]} to this file's front matter, or to the project's .troupe/config.yaml`)
+
+	src.ProjectRun = &agenttypes.RunPolicy{Allow: []string{"go test"}}
+	diags = reg.Reload(src)
+	require.Empty(t, diags)
+	tester, err = reg.Type("tester")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"read", "run"}, tester.Tools)
+	assert.Equal(t, []string{"go test"}, tester.Run.Allow)
+	own, err := reg.Type("own")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"make"}, own.Run.Allow, "a type's own list stays")
 }

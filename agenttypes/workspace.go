@@ -49,7 +49,13 @@ func (t *Type) validateWorkspace() error {
 	if err := t.Run.Validate(); err != nil {
 		return err
 	}
+	if len(t.Setup) > MaxSetupCommands {
+		return fmt.Errorf("%w: setup has %d commands; keep it to %d", ErrInvalid, len(t.Setup), MaxSetupCommands)
+	}
 	for _, line := range t.Setup {
+		if len(line) > MaxCommandLength {
+			return fmt.Errorf("%w: a setup command is %d bytes long; keep each to %d", ErrInvalid, len(line), MaxCommandLength)
+		}
 		args, err := SplitCommand(line)
 		if err != nil {
 			return fmt.Errorf("%w: setup command %q: %w", ErrInvalid, line, err)
@@ -70,6 +76,11 @@ const (
 	MaxRunTimeout = 30 * time.Minute
 	// MaxRunAllow bounds how many prefixes an allow-list holds.
 	MaxRunAllow = 64
+	// MaxSetupCommands bounds how many setup commands a type names.
+	MaxSetupCommands = 16
+	// MaxCommandLength bounds one allow-list prefix or setup command, in
+	// bytes.
+	MaxCommandLength = 1024
 )
 
 // RunPolicy says which commands the run tool may start for a type, and
@@ -94,6 +105,9 @@ func (p RunPolicy) Validate() error {
 		return fmt.Errorf("%w: run.allow has %d prefixes; keep it to %d", ErrInvalid, len(p.Allow), MaxRunAllow)
 	}
 	for _, a := range p.Allow {
+		if len(a) > MaxCommandLength {
+			return fmt.Errorf("%w: a run.allow entry is %d bytes long; keep each to %d", ErrInvalid, len(a), MaxCommandLength)
+		}
 		words, err := SplitCommand(a)
 		if err != nil {
 			return fmt.Errorf("%w: run.allow entry %q: %w", ErrInvalid, a, err)
