@@ -46,6 +46,7 @@ var ErrConfig = errors.New("bad troupe config")
 //	  ollama:qwen2.5-coder: 4096
 //	retry: {attempts: 4, max_wait: 60s}
 //	max_response_bytes: 67108864     # most bytes read of one provider response (64 MiB)
+//	run: {allow: ["go test", make]}  # a project's file only; agenttypes.ReadRunConfig reads it
 type Config struct {
 	// Model is the default model.
 	Model string `yaml:"model"`
@@ -263,6 +264,10 @@ func LoadConfig(user, project string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !f.project && c.lines["run"] > 0 {
+			return nil, fmt.Errorf("%w: %s:%d: run: names the commands a project's agents may run, so it belongs in the project's .troupe/config.yaml; move it there",
+				ErrConfig, f.path, c.lines["run"])
+		}
 		if f.project {
 			for _, name := range providerNames {
 				if c.Providers.get(name).APIKey != "" {
@@ -333,7 +338,7 @@ func orDefault(s, d string) string {
 
 // keys the schema allows, by section; "*" stands for any name.
 var schema = map[string][]string{
-	"":            {"model", "aliases", "providers", "prices", "output_limits", "retry", "max_response_bytes"},
+	"":            {"model", "aliases", "providers", "prices", "output_limits", "retry", "max_response_bytes", "run"},
 	"providers":   {"openai", "anthropic", "ollama", "googleai"},
 	"providers.*": {"base_url", "host", "api_key", "api_key_env", "model"},
 	"prices.*":    {"input", "output"},
@@ -392,6 +397,9 @@ func ParseConfig(name string, r io.Reader) (*Config, error) {
 		return nil, err
 	}
 	c.lines = map[string]int{}
+	if runAt := keyLine(root, "run"); runAt > 0 {
+		c.lines["run"] = runAt // its contents are agenttypes.ReadRunConfig's to check
+	}
 	for _, name := range providerNames {
 		for _, key := range []string{"base_url", "host", "api_key_env"} {
 			c.lines["providers."+name+"."+key] = lineOf(root, "providers", name, key)
@@ -655,6 +663,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// keyLine is the line of a top-level key of a mapping node; 0 when it
+// has none.
+func keyLine(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return 0
 }
 
 // lineOf finds the line of a key path in a mapping node.

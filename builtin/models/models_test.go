@@ -214,6 +214,26 @@ func TestLoadRefusesKeysInProjectConfig(t *testing.T) {
 	assert.NotContains(t, err.Error(), "sk-ant-xyz")
 }
 
+// A project's config may hold a run section, which is for the agent
+// definitions to read; the user's config may not, since it would apply to
+// no project in particular.
+func TestTheRunSectionBelongsToAProjectsConfig(t *testing.T) {
+	xdg, project := t.TempDir(), t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(xdg, "troupe"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(project, ".troupe"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(project, ".troupe", "config.yaml"), []byte("model: mini\nrun:\n  allow: [\"go test\", make]\n"), 0o644))
+	getenv := func(k string) string { return map[string]string{"XDG_CONFIG_HOME": xdg}[k] }
+	r, err := models.Load(getenv, project)
+	require.NoError(t, err)
+	assert.Equal(t, "mini", r.Config.Model)
+
+	user := filepath.Join(xdg, "troupe", "config.yaml")
+	require.NoError(t, os.WriteFile(user, []byte("model: mini\nrun: {allow: [make]}\n"), 0o600))
+	_, err = models.Load(getenv, project)
+	require.ErrorIs(t, err, models.ErrConfig)
+	assert.Contains(t, err.Error(), user+":2: run: names the commands a project's agents may run, so it belongs in the project's .troupe/config.yaml")
+}
+
 func TestParseConfigIsStrict(t *testing.T) {
 	tests := []struct {
 		name, yaml string
