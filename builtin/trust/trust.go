@@ -25,6 +25,10 @@ const (
 	// KindShadow: a definition hiding a builtin or user type
 	// (agenttypes.GrantShadow).
 	KindShadow = agenttypes.GrantShadow
+	// KindRun: commands the project's config or a project definition
+	// lets agents run (agenttypes.GrantRun); its digest is of the
+	// commands.
+	KindRun = agenttypes.GrantRun
 	// KindEndpoint: a provider's base URL or host in the project's config,
 	// where requests and the user's key would go.
 	KindEndpoint = "endpoint"

@@ -248,6 +248,9 @@ func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	if hint {
 		fmt.Fprintln(a.stderr, lockHint)
 	}
+	if p.runProblem != nil {
+		fmt.Fprintf(a.stderr, "troupe: %v (the project's run section is left out)\n", p.runProblem)
+	}
 	diags := reg.Reload(p.sources())
 	for _, d := range diags.Errors() {
 		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)

@@ -33,6 +33,11 @@ type project struct {
 	// problem is why trust could not be read; the project then counts as
 	// untrusted. fatal is why the registry could not be made.
 	problem, fatal error
+	// run is the run section of the project's config: the commands its
+	// agents may run once it is trusted. runProblem is why it could not
+	// be read; it is then left out.
+	run        *agenttypes.RunConfig
+	runProblem error
 	// reg holds the builtin types and the types of the plugins allowed
 	// to run; pluginProblems is what loading those plugins reported.
 	reg            *agenttypes.Registry
@@ -55,13 +60,35 @@ func (p *project) ownPlugin(source string) bool {
 	return false
 }
 
+// runPolicy is the run policy of the project's config once the project
+// is trusted as it is: the general type's allow-list, and that of every
+// definition that lists run (or Claude Code's Bash) and names none of its
+// own. Nil when the config gives none or the project is not trusted.
+func (p *project) runPolicy() *agenttypes.RunPolicy {
+	if p.run == nil {
+		return nil
+	}
+	if g := p.run.Grant(); !p.allows(g.Kind, g.Type, g.Digest) {
+		return nil
+	}
+	policy := p.run.Policy
+	policy.Allow = slices.Clone(policy.Allow)
+	return &policy
+}
+
 // sources are where the project's and the user's definitions are, with
 // what the project is trusted to do.
 func (p *project) sources() agenttypes.Sources {
 	src := agenttypes.SourcesFromEnv(p.root)
 	src.ProjectSource = p.ownPlugin
 	src.TrustProject = func(g agenttypes.Grant) bool { return p.allows(g.Kind, g.Type, g.Digest) }
+	src.ProjectRun = p.runPolicy()
 	return src
+}
+
+// grantItem is the trust item of what a grant allows.
+func grantItem(g agenttypes.Grant) trust.Item {
+	return trust.Item{Kind: g.Kind, Name: g.Type, Path: g.File, Digest: g.Digest, Detail: g.Detail}
 }
 
 // trustStore is where the user's consent is kept.
@@ -84,6 +111,9 @@ func (a *app) project(dir string) *project {
 	a.proj = p // the plugin host asks it; nothing of the project is trusted yet
 	p.items = append(p.items, a.pluginItems(root)...)
 	p.items = append(p.items, configItems(a.getenv, dir)...)
+	if p.run, p.runProblem = agenttypes.ReadRunConfig(root); p.run != nil {
+		p.items = append(p.items, grantItem(p.run.Grant()))
+	}
 	p.reg = agenttypes.NewRegistry()
 	if err := builtin.Register(p.reg); err != nil {
 		p.fatal = err
@@ -93,7 +123,7 @@ func (a *app) project(dir string) *project {
 	host := a.plugins(root)
 	p.pluginProblems = host.Load(context.Background(), p.reg)
 	for _, g := range agenttypes.Grants(p.reg, p.sources()) {
-		p.items = append(p.items, trust.Item{Kind: g.Kind, Name: g.Type, Path: g.File, Digest: g.Digest, Detail: g.Detail})
+		p.items = append(p.items, grantItem(g))
 	}
 	store, err := a.trustStore()
 	if err == nil {
@@ -197,7 +227,7 @@ func (a *app) warnUntrusted(p *project) {
 		fmt.Fprintf(a.stderr, "troupe: warning: %v\n", p.problem)
 	}
 	for _, it := range p.items {
-		if it.Kind == trust.KindEndpoint || it.Kind == trust.KindKeyEnv {
+		if it.Kind == trust.KindEndpoint || it.Kind == trust.KindKeyEnv || (it.Kind == trust.KindRun && p.run != nil && it.Path == p.run.File) {
 			fmt.Fprintf(a.stderr, "troupe: %s: %s is ignored: the project is not trusted\n", relPath(it.Path), it.Name)
 		}
 	}
@@ -216,10 +246,11 @@ func (a *app) warnUntrusted(p *project) {
 
 // countItems says how many of each kind there are, in words.
 func countItems(items []trust.Item) string {
-	order := []string{trust.KindPlugin, trust.KindScripts, trust.KindShadow, trust.KindEndpoint, trust.KindKeyEnv}
+	order := []string{trust.KindPlugin, trust.KindScripts, trust.KindRun, trust.KindShadow, trust.KindEndpoint, trust.KindKeyEnv}
 	words := map[string][2]string{
 		trust.KindPlugin:   {"plugin", "plugins"},
 		trust.KindScripts:  {"type with scripts", "types with scripts"},
+		trust.KindRun:      {"list of commands to run", "lists of commands to run"},
 		trust.KindShadow:   {"type hiding another", "types hiding others"},
 		trust.KindEndpoint: {"provider endpoint", "provider endpoints"},
 		trust.KindKeyEnv:   {"key variable", "key variables"},
@@ -245,11 +276,13 @@ func (a *app) trustCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trust [--repo DIR] | trust --list | trust --revoke [--repo DIR]",
 		Short: "Show what a project would run, and trust it to",
-		Long: "A project is untrusted until you trust it: its plugins, its definitions' scripts, and\n" +
+		Long: "A project is untrusted until you trust it: its plugins, its definitions' scripts, the\n" +
+			"commands its config and definitions let agents run (its tests are its code), and\n" +
 			"provider endpoints and key variables in its config are left out, and its types never\n" +
 			"hide builtin ones. 'troupe trust' shows each of them (binaries with their SHA-256) and\n" +
 			"records your consent in your own state directory, never in the project. A change to\n" +
-			"anything trusted (a new binary, an edited script or endpoint) needs trust again.\n" +
+			"anything trusted (a new binary, an edited script, command list or endpoint) needs\n" +
+			"trust again.\n" +
 			"When its input is a terminal it asks first; otherwise running it is the consent.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -299,7 +332,7 @@ func (a *app) trust(ctx context.Context, store trust.Store, dir string) error {
 		return p.problem
 	}
 	if len(p.items) == 0 {
-		fmt.Fprintf(a.stdout, "%s names nothing that needs trust: no plugins, no scripts, no type hiding another, no provider endpoint or key variable\n", p.root)
+		fmt.Fprintf(a.stdout, "%s names nothing that needs trust: no plugins, no scripts, no commands to run, no type hiding another, no provider endpoint or key variable\n", p.root)
 		return nil
 	}
 	if p.verdict.Trusted {

@@ -106,7 +106,7 @@ func (a *app) typesCommand() *cobra.Command {
 			}
 			// Compiling a script runs its top-level declarations: scripts
 			// the user has not trusted are checked, not compiled.
-			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: a.trustsScripts}, paths...)
+			types, diags := agenttypes.LoadFiles(agenttypes.LoadOptions{Registry: reg, TrustScripts: a.trustsScripts, ProjectRun: a.project(dir).runPolicy()}, paths...)
 			diags.Sort()
 			if asJSON {
 				if err := writeJSON(a.stdout, map[string]any{"types": len(types), "diagnostics": diags}); err != nil {
