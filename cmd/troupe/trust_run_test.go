@@ -39,6 +39,9 @@ func TestAProjectsCommandsNeedTrust(t *testing.T) {
 	assert.Contains(t, o.stderr, "what would run of it is left out: 2 lists of commands to run")
 	assert.Regexp(t, `(?m)^fixer\s`, o.stdout, "a definition naming commands loads untrusted")
 	assert.Nil(t, runPolicy())
+	o = troupe(t, "types", "show", "fixer", "--repo", dir)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "runs:        go vet (each for up to 2m0s, without the network)")
 
 	o = troupe(t, "trust", "--repo", dir)
 	require.Equal(t, 0, o.code, o.stderr)

@@ -253,7 +253,32 @@ func showType(w io.Writer, t *agenttypes.Type) {
 	if t.NeedsLanguageModel {
 		fmt.Fprintln(w, "needs:       a language model (refuses the offline model)")
 	}
+	showWorkspace(w, t)
 	fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(t.Prompt))
+}
+
+// showWorkspace says where an agent of t works and what it may run.
+func showWorkspace(w io.Writer, t *agenttypes.Type) {
+	switch {
+	case t.NeedsWorkspace():
+		fmt.Fprintln(w, "workspace:   a worktree of its own")
+	case t.Workspace == agenttypes.WorkspaceNone:
+		fmt.Fprintln(w, "workspace:   none (reads where it is given)")
+	}
+	if t.Allows("run") || len(t.Run.Allow) > 0 {
+		runs := strings.Join(t.Run.Allow, ", ")
+		if runs == "" {
+			runs = "nothing (no command is allowed)"
+		}
+		network := "without the network"
+		if t.Run.Network {
+			network = "with the network"
+		}
+		fmt.Fprintf(w, "runs:        %s (each for up to %s, %s)\n", runs, t.Run.TimeoutFor(0), network)
+	}
+	if len(t.Setup) > 0 {
+		fmt.Fprintf(w, "setup:       %s\n", strings.Join(t.Setup, ", "))
+	}
 }
 
 func firstSentence(s string) string {
