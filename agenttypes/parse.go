@@ -137,7 +137,6 @@ type definition struct {
 	toolAt      []pos // where each script tool is declared
 	workspace   string
 	run         RunPolicy
-	allowAt     []pos // where each run.allow entry is
 	setup       []string
 	setupAt     []pos
 	bash        *bashTool // the tools list names Claude Code's Bash

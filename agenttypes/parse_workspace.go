@@ -72,9 +72,8 @@ func (dc *decoder) run(v *yaml.Node) {
 		seen[key] = true
 		switch key {
 		case "allow":
-			allow, at := dc.commands("run.allow", val, MaxRunAllow, topFields["run"])
-			if allow != nil {
-				d.run.Allow, d.allowAt = allow, at
+			if allow, _ := dc.commands("run.allow", val, MaxRunAllow, topFields["run"]); allow != nil {
+				d.run.Allow = allow
 				d.given["run.allow"] = dc.pos(k)
 			}
 		case "timeout":
