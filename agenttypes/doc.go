@@ -26,6 +26,13 @@
 // which hide registered types. Types the registry hands out never change,
 // so agents that are running keep their type across reloads.
 //
+// A type whose tools change things (write, edit, run, merge) gets a
+// workspace of its own (Type.Workspace, Workspaces); its RunPolicy says
+// which commands run may start, and Setup which prepare a new workspace.
+// A project's .troupe/config.yaml may give the list of commands for the
+// types that name none (RunConfig, ProjectRunPolicy, Sources.ProjectRun),
+// once the user trusts the project: its commands are its code (GrantRun).
+//
 // See docs/agent-definitions.md for the schema, the Claude Code mapping
 // and the discovery rules.
 package agenttypes
