@@ -346,6 +346,7 @@ func load(reg *Registry, src Sources) loadResult {
 	r.broken = p.broken
 	r.withheld = p.withheld
 	res.types = resolveShadowed(r, reg, p.shadows)
+	res.types = append(res.types, projectRunTypes(reg, src, res.types)...)
 	res.diags = append(res.diags, r.diags...)
 	res.withheld = r.withheld
 	p.addFailed(r)

@@ -2,6 +2,7 @@ package agenttypes
 
 import (
 	"slices"
+	"strings"
 )
 
 // applyWorkspace gives t d's workspace, run policy and setup over what it
@@ -104,4 +105,34 @@ func (r *resolver) checkWorkspace(d *definition, t *Type) {
 		}
 		r.errorf(d, at, "setup command %q is not allowed by run.allow; add it, or a prefix of it such as %q, to run.allow", line, args[0])
 	}
+}
+
+// projectRunTypes gives the registered types that run commands (the
+// builtin general, say) the project's own list in place of their
+// default one: a copy of each, hiding it, for every such type no
+// definition file hides already. None without a trusted project list.
+func projectRunTypes(reg *Registry, src Sources, files []Type) []Type {
+	p := src.ProjectRun
+	if reg == nil || p == nil || len(p.Allow) == 0 {
+		return nil
+	}
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	var out []Type
+	for name, base := range reg.types {
+		_, plugin := reg.plugins[name]
+		hidden := plugin || slices.ContainsFunc(files, func(t Type) bool { return t.Name == name })
+		if hidden || !slices.Contains(base.Tools, "run") {
+			continue
+		}
+		t := *base.clone()
+		t.Run.Allow = slices.Clone(p.Allow)
+		if p.Timeout > 0 {
+			t.Run.Timeout = p.Timeout
+		}
+		t.Run.Network = p.Network
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Type) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

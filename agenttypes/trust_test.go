@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -390,4 +391,43 @@ func TestTheProjectsRunListGoesToTypesWithoutOne(t *testing.T) {
 	own, err := reg.Type("own")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"make"}, own.Run.Allow, "a type's own list stays")
+}
+
+func TestTheProjectsRunListReplacesARegisteredTypesDefault(t *testing.T) {
+	src, _ := testSources(t)
+	layout(t, src.ProjectDir, map[string]string{
+		".troupe/agents/hidden.yaml": "name: hidden\ndescription: Mine.\ntools: [read, run]\nrun: {allow: [make]}\n",
+	})
+	reg := testRegistry(t)
+	for _, typ := range []agenttypes.Type{
+		{Name: "doer", Description: "Does.", Tools: []string{"read", "run"}, Run: agenttypes.RunPolicy{Allow: []string{"go test", "go vet"}, Timeout: time.Minute}},
+		{Name: "hidden", Description: "Hidden by a file.", Tools: []string{"read", "run"}, Run: agenttypes.RunPolicy{Allow: []string{"go test"}}},
+		{Name: "looker", Description: "Looks.", Tools: []string{"read"}},
+	} {
+		require.NoError(t, reg.RegisterType(typ))
+	}
+	require.False(t, reg.Reload(src).HasErrors())
+	doer, err := reg.Type("doer")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"go test", "go vet"}, doer.Run.Allow, "untrusted or absent: the default stays")
+
+	src.ProjectRun = &agenttypes.RunPolicy{Allow: []string{"make check"}, Network: true}
+	require.False(t, reg.Reload(src).HasErrors())
+	doer, err = reg.Type("doer")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"make check"}, doer.Run.Allow, "the project's list replaces the default")
+	assert.True(t, doer.Run.Network)
+	assert.Equal(t, time.Minute, doer.Run.Timeout, "a timeout the project does not give stays")
+	hidden, err := reg.Type("hidden")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"make"}, hidden.Run.Allow, "a definition file's own list wins")
+	looker, err := reg.Type("looker")
+	require.NoError(t, err)
+	assert.Zero(t, looker.Run, "a type that runs nothing gets nothing")
+
+	src.ProjectRun = nil
+	require.False(t, reg.Reload(src).HasErrors())
+	doer, err = reg.Type("doer")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"go test", "go vet"}, doer.Run.Allow, "trust revoked: the default is back")
 }
