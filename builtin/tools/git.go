@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
+	"github.com/troupe-dev/troupe/builtin/gitsafe"
 )
 
 const (
@@ -71,7 +70,7 @@ type gitSubcommand struct {
 	positionals string
 	// fixed flags always passed: no external diff tools or textconv
 	// filters, and no recursing into submodules, whose own configuration
-	// is not neutralised (see gitSafeEnv).
+	// is not neutralised (see package gitsafe).
 	fixed []string
 }
 
@@ -188,22 +187,17 @@ func runGit(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (string
 	if err != nil {
 		return "", err
 	}
-	bin, err := exec.LookPath("git")
-	if err != nil {
+	g, err := gitsafe.New(ctx, root.Dir(), gitsafe.Options{})
+	if errors.Is(err, gitsafe.ErrNoGit) {
 		return "", errors.New("git is not installed or not on PATH; this tool cannot run here")
 	}
-	stdout := &capWriter{max: gitMaxOutput}
-	stderr := &capWriter{max: gitMaxStderr}
-	env, err := gitSafeEnv(ctx, bin, root.Dir())
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, bin, argv...)
-	contain(cmd)
-	cmd.Dir = root.Dir()
-	cmd.Env = env
+	stdout := &capWriter{max: gitMaxOutput}
+	stderr := &capWriter{max: gitMaxStderr}
+	cmd := g.Command(ctx, argv...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = 2 * time.Second
 	err = cmd.Run()
 	if cerr := ctx.Err(); cerr != nil {
 		return "", cerr
@@ -301,7 +295,7 @@ func gitArgv(root *fsroot.Root, args []string) ([]string, error) {
 		paths[i] = rel
 	}
 
-	// Configuration overrides travel in the environment: see gitSafeEnv.
+	// Configuration overrides travel in the environment: see package gitsafe.
 	argv := []string{"--no-pager", name}
 	argv = append(argv, sub.fixed...)
 	argv = append(argv, flags...)

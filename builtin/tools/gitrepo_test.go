@@ -19,7 +19,7 @@ import (
 // outside the root: no call may print it.
 const gitSecret = "SECRET-OUTSIDE-CONTENT"
 
-const ownRepoOnly = "the git tool reads only the root's own repository"
+const ownRepoOnly = "git runs only on the root's own repository"
 
 // outsideRepo makes a repository at dir whose one commit, with gitSecret
 // as its message, adds secret.txt holding gitSecret, and returns the

@@ -1,4 +1,4 @@
-package tools
+package gitsafe
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // Keys that read-only commands do not reach today are neutralised all the
 // same: each one the repository sets (directly or through an include)
 // gets an override in git's environment.
-func TestGitSafeEnvOverridesEveryProgramKey(t *testing.T) {
+func TestEnvOverridesEveryProgramKey(t *testing.T) {
 	bin, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("git is not installed")
@@ -53,8 +53,9 @@ func TestGitSafeEnvOverridesEveryProgramKey(t *testing.T) {
 	}
 	gitc("config", "include.path", inc)
 
-	env, err := gitSafeEnv(context.Background(), bin, dir)
+	g, err := New(context.Background(), dir, Options{})
 	require.NoError(t, err)
+	env := g.Env()
 	got := map[string]string{}
 	vars := map[string]string{}
 	for _, kv := range env {
@@ -83,7 +84,7 @@ func TestGitSafeEnvOverridesEveryProgramKey(t *testing.T) {
 	}
 }
 
-func TestGitNeutralValue(t *testing.T) {
+func TestNeutralValue(t *testing.T) {
 	tests := []struct {
 		key, value string
 		ok         bool
@@ -99,7 +100,7 @@ func TestGitNeutralValue(t *testing.T) {
 		{"filter", "", false},
 	}
 	for _, tt := range tests {
-		v, ok := gitNeutralValue(tt.key)
+		v, ok := neutralValue(tt.key)
 		assert.Equal(t, tt.ok, ok, tt.key)
 		assert.Equal(t, tt.value, v, tt.key)
 	}

@@ -1,4 +1,4 @@
-package tools
+package gitsafe
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 
 // The check reads alternates the way git does, so that no entry git
 // follows escapes it.
-func TestGitAlternateEntries(t *testing.T) {
+func TestAlternateEntries(t *testing.T) {
 	tests := []struct {
 		name, in string
 		want     []string

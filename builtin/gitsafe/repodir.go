@@ -1,4 +1,4 @@
-package tools
+package gitsafe
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
-// How the git tool keeps git inside the root's own repository.
+// How git is kept inside the root's own repository.
 //
 // Left to find its repository, git follows whatever the root's .git
 // names: a .git file ("gitdir: /elsewhere/.git") or a symlink can name
@@ -20,17 +20,19 @@ import (
 // objects, objects/info/alternates entries (chained up to five deep) add
 // other object stores, and a symlinked entry of the git directory (a
 // pack directory, an object fan-out directory, the config) reads
-// whatever it points at. So the tool resolves the git directory itself,
+// whatever it points at. So New resolves the git directory itself,
 // checks all of those against the root, and hands the result to git as
 // GIT_DIR (with GIT_WORK_TREE pinned to the root), for the configuration
 // listing and the call alike. The one thing outside the root it accepts
 // is a genuine linked worktree: a .git file naming <main>/.git/worktrees/
 // <name>, whose gitdir file names this root's .git back, with the common
-// directory its commondir names.
+// directory its commondir names; and a git directory the caller names
+// (Options.GitDir: a worktree it made, a private repository), with its
+// common directory.
 //
 // The check reads a few small files and lists the top of the git and
 // common directories, objects, objects/info, objects/pack and info; it
-// does not walk the loose objects or refs. Nothing is cached: each call
+// does not walk the loose objects or refs. Nothing is cached: each New
 // checks the tree as it is.
 
 const (
@@ -42,36 +44,68 @@ const (
 	gitAlternatesDepth = 8
 )
 
-const gitOwnRepoOnly = "the git tool reads only the root's own repository"
-
-// gitRepoCheck holds what one call's check has established.
-type gitRepoCheck struct {
+// repoCheck holds what one check has established.
+type repoCheck struct {
 	root string // the root, symlinks resolved
-	// allowed are the directories git may read: the root and, for a
-	// linked worktree, its git and common directories.
+	// allowed are the directories git may read: the root, the caller's
+	// extra directories and, for a linked worktree, its git and common
+	// directories.
 	allowed []string
 }
 
-// gitRepoDir returns the git directory of the repository at root, with
-// symlinks resolved, for GIT_DIR. It refuses a repository that would make
-// git read outside the root (see above), and a root with no .git.
-func gitRepoDir(root string) (string, error) {
+// checkRepo returns the git and common directories of the repository
+// whose work tree is root, symlinks resolved. It refuses a repository
+// that would make git read outside the allowed directories (see above),
+// and a root with no .git. A given gitDir is used instead of the root's
+// .git, as a linked worktree's is: the caller made it or checked it, and
+// its commondir may name a directory outside the root. within are more
+// directories git may read.
+func checkRepo(root, gitDir string, within []string) (string, string, error) {
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return "", fmt.Errorf("resolving the root %s: %w", root, err)
+		return "", "", fmt.Errorf("resolving the root %s: %w", root, err)
 	}
-	c := &gitRepoCheck{root: real, allowed: []string{real}}
-	gitDir, worktree, err := c.gitDir()
+	c := &repoCheck{root: real, allowed: []string{real}}
+	for _, w := range within {
+		if r, err := filepath.EvalSymlinks(w); err == nil {
+			c.allowed = append(c.allowed, r)
+		}
+	}
+	worktree := gitDir != ""
+	if worktree {
+		gitDir, err = c.givenDir(gitDir)
+	} else {
+		gitDir, worktree, err = c.gitDir()
+	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := c.links(gitDir); err != nil {
-		return "", err
+		return "", "", err
 	}
 	common, err := c.commonDir(gitDir, worktree)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
+	return gitDir, common, c.objects(gitDir, common)
+}
+
+// givenDir resolves a git directory the caller names.
+func (c *repoCheck) givenDir(dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolving the git directory %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%w: the git directory %s is not a directory", ErrNotRepository, real)
+	}
+	c.allowed = append(c.allowed, real)
+	return real, nil
+}
+
+// objects checks the directories below the git and common directories
+// that git reads objects through, and the alternates they list.
+func (c *repoCheck) objects(gitDir, common string) error {
 	// Checked top-down, so that each directory listed is reached through
 	// links already checked.
 	var dirs []string
@@ -82,30 +116,27 @@ func gitRepoDir(root string) (string, error) {
 		filepath.Join(common, "objects", "pack"), filepath.Join(common, "info"))
 	for _, d := range dirs {
 		if err := c.links(d); err != nil {
-			return "", err
+			return err
 		}
 	}
 	objects, err := filepath.EvalSymlinks(filepath.Join(common, "objects"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return gitDir, nil // git says what is missing
+		return nil // git says what is missing
 	}
 	if err != nil {
-		return "", fmt.Errorf("resolving %s: %w", c.show(filepath.Join(common, "objects")), err)
+		return fmt.Errorf("resolving %s: %w", c.show(filepath.Join(common, "objects")), err)
 	}
-	if err := c.alternates(objects, 0, map[string]bool{}); err != nil {
-		return "", err
-	}
-	return gitDir, nil
+	return c.alternates(objects, 0, map[string]bool{})
 }
 
 // gitDir resolves the root's .git to a directory, and says whether it is
 // an accepted linked worktree outside the root.
-func (c *gitRepoCheck) gitDir() (string, bool, error) {
+func (c *repoCheck) gitDir() (string, bool, error) {
 	dotGit := filepath.Join(c.root, ".git")
 	fi, err := os.Lstat(dotGit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", false, errors.New("not a git repository: the root has no .git; the git tool works only in a repository whose top is the root, never one above it")
+		return "", false, fmt.Errorf("%w: the root has no .git; git runs only in a repository whose top is the root, never one above it", ErrNotRepository)
 	case err != nil:
 		return "", false, fmt.Errorf("reading the root's .git: %w", err)
 	}
@@ -115,7 +146,7 @@ func (c *gitRepoCheck) gitDir() (string, bool, error) {
 			return "", false, fmt.Errorf("the root's .git is a symlink that does not resolve (%w); make .git the repository itself", err)
 		}
 		if !c.within(target) {
-			return "", false, fmt.Errorf("the root's .git is a symlink to %s, outside the root; %s: make .git the repository itself, or run the agent in that repository's work tree", target, gitOwnRepoOnly)
+			return "", false, fmt.Errorf("the root's .git is a symlink to %s, outside the root; %w: make .git the repository itself, or run the agent in that repository's work tree", target, ErrOutsideRoot)
 		}
 		if fi, err = os.Stat(target); err != nil {
 			return "", false, fmt.Errorf("reading the root's .git: %w", err)
@@ -132,7 +163,7 @@ func (c *gitRepoCheck) gitDir() (string, bool, error) {
 
 // gitFile resolves a .git file, "gitdir: PATH", PATH relative to the
 // root unless absolute.
-func (c *gitRepoCheck) gitFile(file string) (string, bool, error) {
+func (c *repoCheck) gitFile(file string) (string, bool, error) {
 	data, err := readGitSmallFile(file)
 	if err != nil {
 		return "", false, fmt.Errorf("reading the root's .git file: %w", err)
@@ -157,7 +188,7 @@ func (c *gitRepoCheck) gitFile(file string) (string, bool, error) {
 		return dir, false, nil
 	}
 	if !c.linkedWorktree(dir, file) {
-		return "", false, fmt.Errorf("the root's .git file points at %s, outside the root, and that is not a linked worktree of this root (its gitdir file does not name this root's .git); %s: run the agent in that repository's own work tree instead", dir, gitOwnRepoOnly)
+		return "", false, fmt.Errorf("the root's .git file points at %s, outside the root, and that is not a linked worktree of this root (its gitdir file does not name this root's .git); %w: run the agent in that repository's own work tree instead", dir, ErrOutsideRoot)
 	}
 	c.allowed = append(c.allowed, dir)
 	return dir, true, nil
@@ -167,7 +198,7 @@ func (c *gitRepoCheck) gitFile(file string) (string, bool, error) {
 // worktree whose work tree is the root: its gitdir file, written by
 // `git worktree add`, names dotGit. The file's content is compared, never
 // shown.
-func (c *gitRepoCheck) linkedWorktree(dir, dotGit string) bool {
+func (c *repoCheck) linkedWorktree(dir, dotGit string) bool {
 	data, err := readGitSmallFile(filepath.Join(dir, "gitdir"))
 	if err != nil {
 		return false
@@ -190,7 +221,7 @@ func (c *gitRepoCheck) linkedWorktree(dir, dotGit string) bool {
 // commonDir returns the directory named by gitDir's commondir file (as
 // git reads it: relative to gitDir unless absolute), or gitDir when there
 // is none. Outside the root it is accepted only for a linked worktree.
-func (c *gitRepoCheck) commonDir(gitDir string, worktree bool) (string, error) {
+func (c *repoCheck) commonDir(gitDir string, worktree bool) (string, error) {
 	file := filepath.Join(gitDir, "commondir")
 	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
 		return gitDir, nil
@@ -212,7 +243,7 @@ func (c *gitRepoCheck) commonDir(gitDir string, worktree bool) (string, error) {
 	case worktree:
 		c.allowed = append(c.allowed, dir)
 	default:
-		return "", fmt.Errorf("%s names %s as the common git directory, outside the root; %s: remove that file", c.show(file), dir, gitOwnRepoOnly)
+		return "", fmt.Errorf("%s names %s as the common git directory, outside the root; %w: remove that file", c.show(file), dir, ErrOutsideRoot)
 	}
 	return dir, nil
 }
@@ -220,7 +251,7 @@ func (c *gitRepoCheck) commonDir(gitDir string, worktree bool) (string, error) {
 // links refuses a symlink in dir that resolves outside the allowed
 // directories. A missing dir, or one that is not a directory, is left to
 // git.
-func (c *gitRepoCheck) links(dir string) error {
+func (c *repoCheck) links(dir string) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil
 	}
@@ -240,7 +271,7 @@ func (c *gitRepoCheck) links(dir string) error {
 		case err != nil:
 			return fmt.Errorf("%s is a symlink that does not resolve (%w); replace it with what it should hold", c.show(p), err)
 		case !c.within(target):
-			return fmt.Errorf("%s is a symlink to %s, outside the root; %s: replace it with a copy of what it points at", c.show(p), target, gitOwnRepoOnly)
+			return fmt.Errorf("%s is a symlink to %s, outside the root; %w: replace it with a copy of what it points at", c.show(p), target, ErrOutsideRoot)
 		}
 	}
 	return nil
@@ -249,7 +280,7 @@ func (c *gitRepoCheck) links(dir string) error {
 // alternates checks objects/info/alternates of the object store objects
 // (symlinks resolved), and the stores it names in turn: every entry must
 // lie in the allowed directories.
-func (c *gitRepoCheck) alternates(objects string, depth int, seen map[string]bool) error {
+func (c *repoCheck) alternates(objects string, depth int, seen map[string]bool) error {
 	if depth > gitAlternatesDepth || seen[objects] {
 		return nil
 	}
@@ -262,7 +293,7 @@ func (c *gitRepoCheck) alternates(objects string, depth int, seen map[string]boo
 	case err != nil:
 		return fmt.Errorf("resolving %s: %w", c.show(file), err)
 	case !c.within(real):
-		return fmt.Errorf("%s is a symlink to %s, outside the root; %s: remove it", c.show(file), real, gitOwnRepoOnly)
+		return fmt.Errorf("%s is a symlink to %s, outside the root; %w: remove it", c.show(file), real, ErrOutsideRoot)
 	}
 	data, err := readGitSmallFile(real)
 	if err != nil {
@@ -284,7 +315,7 @@ func (c *gitRepoCheck) alternates(objects string, depth int, seen map[string]boo
 			return fmt.Errorf("%s lists %s, which does not resolve (%w); remove that line", c.show(file), named, err)
 		}
 		if !c.within(store) {
-			return fmt.Errorf("%s lists the object store %s, outside the root; %s, so it refuses borrowed objects: make the repository self-contained (git repack -a -d, then delete that file)", c.show(file), store, gitOwnRepoOnly)
+			return fmt.Errorf("%s lists the object store %s, outside the root; %w, so borrowed objects are refused: make the repository self-contained (git repack -a -d, then delete that file)", c.show(file), store, ErrOutsideRoot)
 		}
 		if err := c.alternates(store, depth+1, seen); err != nil {
 			return err
@@ -294,7 +325,7 @@ func (c *gitRepoCheck) alternates(objects string, depth int, seen map[string]boo
 }
 
 // within says whether p (absolute, clean) lies in an allowed directory.
-func (c *gitRepoCheck) within(p string) bool {
+func (c *repoCheck) within(p string) bool {
 	for _, dir := range c.allowed {
 		if rel, err := filepath.Rel(dir, p); err == nil && (rel == "." || filepath.IsLocal(rel)) {
 			return true
@@ -304,7 +335,7 @@ func (c *gitRepoCheck) within(p string) bool {
 }
 
 // show names p relative to the root when it is inside it.
-func (c *gitRepoCheck) show(p string) string {
+func (c *repoCheck) show(p string) string {
 	if rel, err := filepath.Rel(c.root, p); err == nil && filepath.IsLocal(rel) {
 		return filepath.ToSlash(rel)
 	}
