@@ -126,6 +126,24 @@ func New(ctx context.Context, workTree string, opts Options) (*Git, error) {
 	return g, nil
 }
 
+// Init makes a new bare repository at gitDir, with no templates and in
+// the same environment as every call: a private store whose work trees
+// are elsewhere. An existing repository there is left as it is.
+func Init(ctx context.Context, gitDir string) error {
+	bin, err := exec.LookPath("git")
+	if err != nil {
+		return ErrNoGit
+	}
+	g := &Git{bin: bin, workTree: filepath.Dir(gitDir)}
+	for _, kv := range baseEnv(gitDir, gitDir) {
+		if !strings.HasPrefix(kv, "GIT_DIR=") && !strings.HasPrefix(kv, "GIT_WORK_TREE=") {
+			g.env = append(g.env, kv)
+		}
+	}
+	g.env = append(g.env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.hooksPath", "GIT_CONFIG_VALUE_0="+os.DevNull)
+	return g.run(ctx, nil, nil, []string{"init", "-q", "--bare", "--template=", gitDir})
+}
+
 // WorkTree is the work tree's top, symlinks resolved.
 func (g *Git) WorkTree() string { return g.workTree }
 
@@ -163,17 +181,20 @@ func (g *Git) Command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // Output runs git with args and returns its standard output. An output
-// larger than the Git's bound is an error, as is a failed command, whose
-// error holds git's message.
+// larger than the Git's bound is an error. A failed command is an
+// *Error, returned with what git printed (git merge-tree, say, prints
+// its result and exits 1 on a conflict).
 func (g *Git) Output(ctx context.Context, args ...string) ([]byte, error) {
 	stdout := &capBuffer{max: g.maxOutput}
-	if err := g.run(ctx, nil, stdout, args); err != nil {
-		return nil, err
-	}
+	err := g.run(ctx, nil, stdout, args)
 	if stdout.truncated {
 		return nil, fmt.Errorf("git %s printed more than %d MiB; that is more than troupe reads", args[0], g.maxOutput>>20)
 	}
-	return stdout.buf.Bytes(), nil
+	var gerr *Error
+	if err != nil && !errors.As(err, &gerr) {
+		return nil, err
+	}
+	return stdout.buf.Bytes(), err
 }
 
 // Run runs git with args, reading stdin (nil: none) and writing its

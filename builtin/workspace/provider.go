@@ -1,0 +1,187 @@
+package workspace
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/gitsafe"
+)
+
+// Defaults of the snapshot of a directory that is not a git repository.
+const (
+	DefaultMaxSnapshotFiles = 20_000
+	DefaultMaxSnapshotBytes = 512 << 20
+)
+
+// ErrTooLarge is wrapped when a directory that is not a git repository
+// holds more than a snapshot may copy.
+var ErrTooLarge = errors.New("directory too large to snapshot")
+
+// Config configures a Provider.
+type Config struct {
+	// StateDir is where workspaces, their records, patches and private
+	// repositories live; never inside the user's tree. Required.
+	StateDir string
+	// MaxSnapshotFiles and MaxSnapshotBytes bound the copy of a
+	// directory that is not a git repository (files it does not ignore);
+	// 0 means DefaultMaxSnapshotFiles and DefaultMaxSnapshotBytes.
+	MaxSnapshotFiles int
+	MaxSnapshotBytes int64
+	// ExcludesFile holds ignore patterns applied to every snapshot besides
+	// the project's own .gitignore files and .git/info/exclude, so that
+	// what the user keeps out of git everywhere (.env, say) stays out of
+	// workspaces too. Empty finds the user's own: core.excludesFile of
+	// the global git configuration, else $XDG_CONFIG_HOME/git/ignore.
+	ExcludesFile string
+	// Logger receives what Prune recovers and what Close had to fall back
+	// on; nil discards.
+	Logger *slog.Logger
+}
+
+// Provider makes workspaces under its state directory. It implements
+// agenttypes.Workspaces. It holds a lock for as long as it is open, by
+// which Prune in another process knows its workspaces are alive.
+type Provider struct {
+	cfg      Config
+	dirs     stateDirs
+	owner    string
+	lock     *os.File
+	lockPath string
+	excludes string
+}
+
+var _ agenttypes.Workspaces = (*Provider)(nil)
+
+// stateDirs are the directories under the state directory.
+type stateDirs struct {
+	root      string
+	records   string // NAME.json: one per workspace, for Prune
+	owners    string // ID.lock: one per live Provider
+	trees     string // NAME/: the worktrees
+	patches   string // NAME.patch
+	snapshots string // KEY.git: private repositories of plain directories
+	tmp       string // private index files
+	scratch   string // an empty work tree for repository-wide commands
+}
+
+// New makes a Provider. The state directory is made if need be.
+func New(cfg Config) (*Provider, error) {
+	if cfg.StateDir == "" {
+		return nil, fmt.Errorf("%w: Config.StateDir is empty; name the directory workspaces live in (troupe's state directory)", agenttypes.ErrWorkspace)
+	}
+	if cfg.MaxSnapshotFiles <= 0 {
+		cfg.MaxSnapshotFiles = DefaultMaxSnapshotFiles
+	}
+	if cfg.MaxSnapshotBytes <= 0 {
+		cfg.MaxSnapshotBytes = DefaultMaxSnapshotBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state directory %s: %w", agenttypes.ErrWorkspace, cfg.StateDir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: making the state directory: %w", agenttypes.ErrWorkspace, err)
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, fmt.Errorf("%w: state directory %s: %w", agenttypes.ErrWorkspace, cfg.StateDir, err)
+	}
+	d := stateDirs{
+		root: abs, records: filepath.Join(abs, "records"), owners: filepath.Join(abs, "owners"),
+		trees: filepath.Join(abs, "trees"), patches: filepath.Join(abs, "patches"),
+		snapshots: filepath.Join(abs, "snapshots"), tmp: filepath.Join(abs, "tmp"), scratch: filepath.Join(abs, "scratch"),
+	}
+	for _, dir := range []string{d.records, d.owners, d.trees, d.patches, d.snapshots, d.tmp, d.scratch} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: making %s: %w", agenttypes.ErrWorkspace, dir, err)
+		}
+	}
+	p := &Provider{cfg: cfg, dirs: d, owner: randomID()}
+	p.lockPath = filepath.Join(d.owners, p.owner+".lock")
+	if p.lock, err = createLocked(d.owners, p.owner+".lock"); err != nil {
+		return nil, fmt.Errorf("%w: taking the state directory's owner lock: %w", agenttypes.ErrWorkspace, err)
+	}
+	p.excludes = cfg.ExcludesFile
+	if p.excludes == "" {
+		p.excludes = userExcludesFile()
+	}
+	return p, nil
+}
+
+// Close releases the Provider's lock. Workspaces it opened and did not
+// close are then left for the next Prune, by this process or another, to
+// record and remove.
+func (p *Provider) Close() error {
+	if p.lock == nil {
+		return nil
+	}
+	err := os.Remove(p.lockPath)
+	if cerr := p.lock.Close(); err == nil {
+		err = cerr
+	}
+	p.lock = nil
+	return err
+}
+
+// Open makes a workspace for req. See the package documentation for
+// where it starts from. Any failure leaves nothing behind and is an
+// error wrapping agenttypes.ErrWorkspace.
+func (p *Provider) Open(ctx context.Context, req agenttypes.WorkspaceRequest) (agenttypes.Workspace, error) {
+	w, err := p.open(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
+	}
+	return w, nil
+}
+
+func (p *Provider) open(ctx context.Context, req agenttypes.WorkspaceRequest) (*Workspace, error) {
+	if req.Agent == "" {
+		return nil, errors.New("the request names no agent")
+	}
+	src, err := p.source(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	w, err := p.create(ctx, req, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.runSetup(ctx, req.Setup); err != nil {
+		if rerr := w.discard(ctx); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return w, nil
+}
+
+// repoGit returns a Git for repository-wide commands (worktrees,
+// branches, objects) on the repository whose common directory is common:
+// its work tree is an empty directory of troupe's, so no user's index or
+// file is in reach.
+func (p *Provider) repoGit(ctx context.Context, common, top string) (*gitsafe.Git, error) {
+	return gitsafe.New(ctx, p.dirs.scratch, gitsafe.Options{GitDir: common, Within: []string{top}})
+}
+
+// excludeConfig is the override that applies the user's own excludes.
+func (p *Provider) excludeConfig() []gitsafe.Setting {
+	if p.excludes == "" {
+		return nil
+	}
+	return []gitsafe.Setting{{Key: "core.excludesFile", Value: p.excludes}}
+}
+
+func randomID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,140 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// Recovered is a workspace that Prune found left behind by a process
+// that ended without closing it, and recorded.
+type Recovered struct {
+	Run   string
+	Agent string
+	// Changes are its changes since its base, as Close gives them; nil
+	// for a workspace whose Open never finished, which held no work.
+	Changes *agenttypes.Changes
+}
+
+// Prune finds the workspaces of providers that are gone (a killed
+// process: its lock is free), commits everything in each to its branch,
+// so that no partial work is lost, and removes it with git's own
+// commands. Workspaces of live providers, this one's included, are left
+// alone; so is everything while another Prune runs. A workspace that
+// cannot be recorded stays, and its error is in the joined error.
+func (p *Provider) Prune(ctx context.Context) ([]Recovered, error) {
+	guard, ok, err := tryLock(filepath.Join(p.dirs.root, "prune.lock"), true)
+	if err != nil || !ok {
+		return nil, err
+	}
+	defer guard.Close()
+	recs, err := p.readRecords()
+	errs := []error{err}
+	byOwner := map[string][]record{}
+	for _, rec := range recs {
+		byOwner[rec.Owner] = append(byOwner[rec.Owner], rec)
+	}
+	var out []Recovered
+	for owner, recs := range byOwner {
+		got, err := p.pruneOwner(ctx, owner, recs)
+		out = append(out, got...)
+		errs = append(errs, err)
+	}
+	errs = append(errs, p.pruneOwnerLocks())
+	return out, errors.Join(errs...)
+}
+
+// pruneOwner recovers the workspaces of owner, if its lock is free.
+func (p *Provider) pruneOwner(ctx context.Context, owner string, recs []record) ([]Recovered, error) {
+	if owner == p.owner || !validName(owner) {
+		return nil, nil
+	}
+	lock, free, err := tryLock(filepath.Join(p.dirs.owners, owner+".lock"), false)
+	if err != nil || !free {
+		return nil, err
+	}
+	if lock != nil {
+		defer lock.Close()
+	}
+	var (
+		out  []Recovered
+		errs []error
+	)
+	for _, rec := range recs {
+		ch, err := p.recover(ctx, rec)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("workspace %s (agent %s): %w", rec.Tree, rec.Agent, err))
+			continue
+		}
+		p.cfg.Logger.Info("recorded a workspace left behind", "agent", rec.Agent, "run", rec.Run, "branch", rec.Branch, "files", ch.Files())
+		out = append(out, Recovered{Run: rec.Run, Agent: rec.Agent, Changes: ch})
+	}
+	if len(errs) == 0 && lock != nil {
+		os.Remove(lock.Name())
+	}
+	return out, errors.Join(errs...)
+}
+
+// recover records and removes one workspace left behind.
+func (p *Provider) recover(ctx context.Context, rec record) (*agenttypes.Changes, error) {
+	w := &Workspace{p: p, rec: rec}
+	if !rec.Opened {
+		return nil, w.discard(ctx)
+	}
+	if exists(rec.Tree) {
+		return w.finish(ctx)
+	}
+	// The worktree is gone: what its branch holds is all there is.
+	rg, err := p.repoGit(ctx, rec.Repo, rec.Top)
+	if err != nil {
+		return nil, err
+	}
+	head, _, err := w.tip(ctx, rg)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := w.changes(ctx, rg, head)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rg.Output(ctx, "worktree", "prune"); err != nil {
+		return ch, err
+	}
+	return ch, p.removeRecord(rec.Name)
+}
+
+// pruneOwnerLocks removes the lock files of providers that are gone and
+// whose workspaces are all recovered.
+func (p *Provider) pruneOwnerLocks() error {
+	recs, _ := p.readRecords()
+	owners := map[string]bool{}
+	for _, rec := range recs {
+		owners[rec.Owner] = true
+	}
+	entries, err := os.ReadDir(p.dirs.owners)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		owner, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || owner == p.owner || owners[owner] || !validName(owner) {
+			continue
+		}
+		lock, free, err := tryLock(filepath.Join(p.dirs.owners, e.Name()), false)
+		if err == nil && free && lock != nil {
+			os.Remove(lock.Name())
+			lock.Close()
+		}
+	}
+	return nil
+}
+
+// validName says whether s is a name troupe made: no path in it.
+func validName(s string) bool {
+	return s != "" && !strings.ContainsAny(s, `/\`) && !strings.HasPrefix(s, ".")
+}

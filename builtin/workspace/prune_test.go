@@ -1,0 +1,116 @@
+package workspace_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/workspace"
+)
+
+const (
+	killedOpenerEnv = "WORKSPACE_TEST_KILLED_OPENER"
+	stateEnv        = "WORKSPACE_TEST_STATE"
+	repoEnv         = "WORKSPACE_TEST_REPO"
+)
+
+// runKilledOpener is the test binary run as the process that is killed:
+// it opens a workspace, writes into it, says where, and waits to be
+// killed.
+func runKilledOpener() {
+	p, err := workspace.New(workspace.Config{StateDir: os.Getenv(stateEnv), ExcludesFile: os.DevNull})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ws, err := p.Open(context.Background(), agenttypes.WorkspaceRequest{Run: "killed", Agent: "a", Dir: os.Getenv(repoEnv)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "partial.txt"), []byte("partial work\n"), 0o644); err != nil {
+		os.Exit(2)
+	}
+	fmt.Println(ws.Dir())
+	_, _ = io.Copy(io.Discard, os.Stdin) // until killed
+	os.Exit(3)
+}
+
+// A workspace whose process was killed is found by the next Prune, its
+// partial work committed to its branch, and removed with git.
+func TestPruneRecoversTheWorkspaceOfAKilledProcess(t *testing.T) {
+	repo, state := newRepo(t), t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), killedOpenerEnv+"=1", stateEnv+"="+state, repoEnv+"="+repo)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "the opener said nothing")
+	dir := strings.TrimSpace(line)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	assert.Equal(t, "partial work\n", read(t, dir, "partial.txt"), "the killed process left its workspace")
+
+	p := newProviderAt(t, state)
+	got, err := p.Prune(context.Background())
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "killed", got[0].Run)
+	assert.Equal(t, "a", got[0].Agent)
+	ch := got[0].Changes
+	assert.Equal(t, []string{"partial.txt"}, ch.Added)
+	assert.Equal(t, "troupe/killed/a", ch.Branch)
+	assert.Equal(t, "partial work", fileAt(t, repo, "troupe/killed/a", "partial.txt"))
+	missing(t, dir, "")
+	assert.Equal(t, []string{realPath(t, repo)}, worktrees(t, repo))
+	assertNothingLeft(t, filepath.Join(state))
+	owners, err := os.ReadDir(filepath.Join(state, "owners"))
+	require.NoError(t, err)
+	assert.Len(t, owners, 1, "only the live provider's lock is left")
+
+	got, err = p.Prune(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, got, "a second Prune finds nothing")
+}
+
+// Prune leaves the workspaces of live providers alone, its own and
+// others'; a provider closed with workspaces open leaves them to Prune.
+func TestPruneLeavesLiveWorkspaces(t *testing.T) {
+	repo, state := newRepo(t), t.TempDir()
+	live := newProviderAt(t, state)
+	w := open(t, live, repo, "live", nil)
+	write(t, w.Dir(), "x.txt", "x\n")
+	other := newProviderAt(t, state)
+	mine := open(t, other, repo, "mine", nil)
+
+	got, err := other.Prune(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	assert.Equal(t, "x\n", read(t, w.Dir(), "x.txt"))
+	assert.Len(t, worktrees(t, repo), 3)
+
+	require.NoError(t, live.Close())
+	got, err = other.Prune(context.Background())
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "live", got[0].Agent)
+	assert.Equal(t, []string{"x.txt"}, got[0].Changes.Added)
+	missing(t, w.Dir(), "")
+	closeWS(t, mine)
+}

@@ -1,0 +1,153 @@
+package workspace
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/troupe-dev/troupe/builtin/fsroot"
+)
+
+// maxRecord bounds a record file read back.
+const maxRecord = 64 << 10
+
+// record is what the state directory keeps of a workspace while it is
+// open, so that Prune can finish what a killed process left.
+type record struct {
+	// Owner is the ID of the Provider whose lock says it is alive.
+	Owner string `json:"owner"`
+	Run   string `json:"run"`
+	Agent string `json:"agent"`
+	// Name is the workspace's unique name: its record's, its worktree's
+	// and its patch's file names.
+	Name   string `json:"name"`
+	Branch string `json:"branch"`
+	// Tree is the worktree's top; Sub the agent's directory inside it,
+	// slash form, "" for the top.
+	Tree string `json:"tree"`
+	Sub  string `json:"sub,omitempty"`
+	// Repo is the common git directory; GitDir the worktree's own, once
+	// made.
+	Repo   string `json:"repo"`
+	GitDir string `json:"git_dir,omitempty"`
+	// Top is the project's directory: the repository's top, or the plain
+	// directory snapshotted.
+	Top  string `json:"top"`
+	Base string `json:"base"`
+	// Opened is set once the worktree is made; a record without it is
+	// an Open that did not finish.
+	Opened bool `json:"opened"`
+}
+
+func (p *Provider) recordPath(name string) string {
+	return filepath.Join(p.dirs.records, name+".json")
+}
+
+// claimRecord writes rec under its name, failing with fs.ErrExist when
+// the name is taken: written aside and linked, so that a record is never
+// seen half written.
+func (p *Provider) claimRecord(rec record) error {
+	tmp, err := p.writeAside(rec)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	return os.Link(tmp, p.recordPath(rec.Name))
+}
+
+// saveRecord replaces rec's record.
+func (p *Provider) saveRecord(rec record) error {
+	tmp, err := p.writeAside(rec)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p.recordPath(rec.Name)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func (p *Provider) writeAside(rec record) (string, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(p.dirs.records, ".new-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+func (p *Provider) removeRecord(name string) error {
+	err := os.Remove(p.recordPath(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// readRecords reads every record in the state directory. A record that
+// cannot be read is reported in the error and skipped.
+func (p *Provider) readRecords() ([]record, error) {
+	entries, err := os.ReadDir(p.dirs.records)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		recs []record
+		errs []error
+	)
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || strings.HasPrefix(name, ".") {
+			continue
+		}
+		rec, err := readRecord(p.recordPath(name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("workspace record %s: %w", e.Name(), err))
+		default:
+			recs = append(recs, rec)
+		}
+	}
+	return recs, errors.Join(errs...)
+}
+
+func readRecord(path string) (record, error) {
+	f, _, err := fsroot.OpenRegular(nil, path)
+	if err != nil {
+		return record{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
+	if err != nil {
+		return record{}, err
+	}
+	if len(data) > maxRecord {
+		return record{}, fmt.Errorf("larger than %d KiB", maxRecord>>10)
+	}
+	var rec record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return record{}, err
+	}
+	if rec.Name == "" || rec.Owner == "" || rec.Repo == "" || rec.Tree == "" {
+		return record{}, errors.New("incomplete")
+	}
+	return rec, nil
+}

@@ -1,0 +1,249 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/gitsafe"
+)
+
+// Workspace is one agent's worktree on a branch of its own. It
+// implements agenttypes.Workspace.
+type Workspace struct {
+	p      *Provider
+	policy agenttypes.RunPolicy
+
+	mu     sync.Mutex // serialises what reads or records the work tree
+	rec    record
+	closed bool
+	// pending are commits of this workspace's state made as children's
+	// bases and not yet in its branch's history. The next commit on the
+	// branch takes them as parents too, so that a child's base is the
+	// merge base when its changes come back.
+	pending []string
+}
+
+var _ agenttypes.Workspace = (*Workspace)(nil)
+
+// Dir is the agent's directory in the workspace: the worktree's top, or
+// the same subdirectory of it that the agent was asked to work in.
+func (w *Workspace) Dir() string { return filepath.Join(w.rec.Tree, filepath.FromSlash(w.rec.Sub)) }
+
+// Branch is the workspace's branch, troupe/RUN/AGENT.
+func (w *Workspace) Branch() string { return w.rec.Branch }
+
+// Base is the commit the workspace started from.
+func (w *Workspace) Base() string { return w.rec.Base }
+
+// Run is where commands run in the workspace. This build has no command
+// runner.
+func (w *Workspace) Run(context.Context, agenttypes.Command) (agenttypes.CommandResult, error) {
+	return agenttypes.CommandResult{}, fmt.Errorf("%w: commands are not available in this build", agenttypes.ErrRunRefused)
+}
+
+// runSetup runs the type's setup commands in the new workspace, each
+// through Run, so that the run policy applies to them as to any
+// command. A refused or failing command fails the Open.
+func (w *Workspace) runSetup(ctx context.Context, setup []string) error {
+	for _, line := range setup {
+		args, err := agenttypes.SplitCommand(line)
+		if err != nil {
+			return fmt.Errorf("setup command %q: %w", line, err)
+		}
+		res, err := w.Run(ctx, agenttypes.Command{Args: args})
+		if err != nil {
+			return fmt.Errorf("setup command %q: %w", line, err)
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("setup command %q exited with status %d: %s", line, res.ExitCode, res.Output)
+		}
+	}
+	return nil
+}
+
+// git returns a Git for the worktree, checked as it is now. Its git
+// directory is the one recorded, whatever the worktree's .git says now.
+func (w *Workspace) git(ctx context.Context) (*gitsafe.Git, error) {
+	return gitsafe.New(ctx, w.rec.Tree, gitsafe.Options{
+		GitDir: w.rec.GitDir, Within: []string{w.rec.Top}, Config: w.p.excludeConfig(),
+	})
+}
+
+// childSource is where a child of this workspace starts: its current
+// state, uncommitted changes included, committed aside (the workspace's
+// index, files and branch are untouched).
+func (w *Workspace) childSource(ctx context.Context, dir, agent string) (source, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return source{}, errors.New("the parent's workspace is closed")
+	}
+	g, err := w.git(ctx)
+	if err != nil {
+		return source{}, err
+	}
+	tree, private, err := stage(ctx, g, filepath.Join(w.rec.GitDir, "index"), w.p.dirs.tmp)
+	if private != "" {
+		defer os.Remove(private)
+	}
+	if err != nil {
+		return source{}, err
+	}
+	tip, tipTree, err := w.tip(ctx, g)
+	if err != nil {
+		return source{}, err
+	}
+	base := tip
+	if tree != tipTree {
+		if base, err = w.pendingBase(ctx, g, tree, tip, agent); err != nil {
+			return source{}, err
+		}
+	}
+	return source{repo: w.rec.Repo, top: w.rec.Top, sub: w.subFor(dir), base: base}, nil
+}
+
+// subFor is the directory a child asked for dir works in: the same
+// place in its own worktree when dir is in this one, else this
+// workspace's.
+func (w *Workspace) subFor(dir string) string {
+	if dir == "" {
+		return w.rec.Sub
+	}
+	rel, err := filepath.Rel(w.rec.Tree, dir)
+	switch {
+	case err != nil:
+		return w.rec.Sub
+	case rel == ".":
+		return ""
+	case filepath.IsLocal(rel):
+		return filepath.ToSlash(rel)
+	}
+	return w.rec.Sub
+}
+
+// pendingBase returns a commit of tree on tip, made for a child's base:
+// the last one made, when it holds the same tree.
+func (w *Workspace) pendingBase(ctx context.Context, g *gitsafe.Git, tree, tip, agent string) (string, error) {
+	if n := len(w.pending); n > 0 {
+		if last, err := treeOf(ctx, g, w.pending[n-1]); err == nil && last == tree {
+			return w.pending[n-1], nil
+		}
+	}
+	c, err := commitTree(ctx, g, tree, []string{tip}, "troupe: the state of agent "+w.rec.Agent+"'s workspace when "+agent+" started")
+	if err != nil {
+		return "", err
+	}
+	w.pending = append(w.pending, c)
+	return c, nil
+}
+
+// tip returns the commit at the head of the workspace's branch, and its
+// tree. A branch that something in the workspace deleted counts as at
+// the base.
+func (w *Workspace) tip(ctx context.Context, g *gitsafe.Git) (commit, tree string, err error) {
+	if commit, err = resolve(ctx, g, "refs/heads/"+w.rec.Branch); err != nil {
+		return "", "", err
+	}
+	if commit == "" {
+		commit = w.rec.Base
+	}
+	tree, err = treeOf(ctx, g, commit)
+	return commit, tree, err
+}
+
+// commitWork records everything in the workspace, untracked files
+// included and ignored ones not, on its branch: a commit when the work
+// tree differs from the branch's tip, or, with withPending, when
+// children's bases are pending. It returns the branch's tip after, and
+// a private index in the worktree's git directory that matches it, for
+// the caller to install or remove.
+func (w *Workspace) commitWork(ctx context.Context, g *gitsafe.Git, withPending bool, msg string) (head, index string, err error) {
+	tree, index, err := stage(ctx, g, filepath.Join(w.rec.GitDir, "index"), w.rec.GitDir)
+	if err != nil {
+		return "", index, err
+	}
+	tip, tipTree, err := w.tip(ctx, g)
+	if err != nil {
+		return "", index, err
+	}
+	if tree == tipTree && (!withPending || len(w.pending) == 0) {
+		return tip, index, nil
+	}
+	c, err := commitTree(ctx, g, tree, append([]string{tip}, w.pending...), msg)
+	if err != nil {
+		return "", index, err
+	}
+	if err := w.moveBranch(ctx, g, c, tip); err != nil {
+		return "", index, err
+	}
+	w.pending = nil
+	return c, index, nil
+}
+
+// moveBranch points the workspace's branch at to, from from.
+func (w *Workspace) moveBranch(ctx context.Context, g *gitsafe.Git, to, from string) error {
+	ref := "refs/heads/" + w.rec.Branch
+	old, err := resolve(ctx, g, ref)
+	if err != nil {
+		return err
+	}
+	if old == "" {
+		_, err = g.Output(ctx, "update-ref", "--no-deref", ref, to, "")
+	} else {
+		_, err = g.Output(ctx, "update-ref", "--no-deref", ref, to, from)
+	}
+	if err != nil {
+		return fmt.Errorf("moving the workspace's branch %s: %w", w.rec.Branch, err)
+	}
+	return nil
+}
+
+// Close records everything in the workspace on its branch (a commit
+// only when something changed), writes the changes since its base as a
+// patch, and removes the worktree, which it does only once the work is
+// on the branch. On an error before that, the worktree stays as it is.
+func (w *Workspace) Close(ctx context.Context) (*agenttypes.Changes, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, fmt.Errorf("%w: the workspace %s is closed already", agenttypes.ErrWorkspace, w.rec.Name)
+	}
+	ch, err := w.finish(ctx)
+	if err != nil {
+		return ch, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
+	}
+	return ch, nil
+}
+
+// finish is Close, and Prune's recovery of a workspace left behind.
+func (w *Workspace) finish(ctx context.Context) (*agenttypes.Changes, error) {
+	g, err := w.git(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recording the work in %s: %w", w.rec.Tree, err)
+	}
+	head, index, err := w.commitWork(ctx, g, false, "troupe: the work of agent "+w.rec.Agent)
+	if index != "" {
+		os.Remove(index)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recording the work in %s: %w", w.rec.Tree, err)
+	}
+	ch, err := w.changes(ctx, g, head)
+	if err != nil {
+		return nil, err
+	}
+	w.closed = true
+	rg, err := w.p.repoGit(ctx, w.rec.Repo, w.rec.Top)
+	if err == nil {
+		err = w.removeTree(ctx, rg)
+	}
+	if err != nil {
+		return ch, fmt.Errorf("the work is on branch %s, but removing its worktree %s failed: %w", w.rec.Branch, w.rec.Tree, err)
+	}
+	return ch, w.p.removeRecord(w.rec.Name)
+}
