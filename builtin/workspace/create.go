@@ -59,7 +59,9 @@ func (p *Provider) create(ctx context.Context, req agenttypes.WorkspaceRequest, 
 	}
 	w := &Workspace{p: p, rec: rec, policy: req.Policy}
 	fail := func(err error) (*Workspace, error) {
-		if derr := w.discard(ctx); derr != nil {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		if derr := w.discard(cctx); derr != nil {
 			err = errors.Join(err, derr)
 		}
 		return nil, err

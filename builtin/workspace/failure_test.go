@@ -94,3 +94,14 @@ func TestOpenInASubdirectory(t *testing.T) {
 	ch := closeWS(t, w)
 	assert.Equal(t, []string{"sub/t.txt"}, ch.Added)
 }
+
+// A state directory inside the project would put workspaces in the
+// user's tree: refused.
+func TestOpenRefusesAStateDirectoryInsideTheProject(t *testing.T) {
+	repo := newRepo(t)
+	p := newProviderAt(t, filepath.Join(repo, "build", "state"))
+	_, err := p.Open(context.Background(), agenttypes.WorkspaceRequest{Agent: "a", Dir: filepath.Join(repo, "sub")})
+	require.ErrorIs(t, err, agenttypes.ErrWorkspace)
+	assert.Contains(t, err.Error(), "is inside the project")
+	assert.Empty(t, branches(t, repo))
+}

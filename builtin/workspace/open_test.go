@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/builtin/workspace"
 )
 
 // A top-level workspace starts from HEAD plus everything not committed:
@@ -48,4 +50,37 @@ func TestOpenOnACleanTreeStartsAtHead(t *testing.T) {
 	assert.Equal(t, gitIn(t, repo, "rev-parse", "HEAD"), w.Base())
 	assert.Equal(t, "troupe/run-1/a", w.Branch())
 	closeWS(t, w)
+}
+
+// The excludes file applies to snapshots besides the project's own
+// ignore files: what the user keeps out of git everywhere stays out.
+func TestExcludesFileKeepsFilesOut(t *testing.T) {
+	repo, state := newRepo(t), t.TempDir()
+	excludes := filepath.Join(t.TempDir(), "ignore")
+	write(t, filepath.Dir(excludes), "ignore", "*.secret\n")
+	write(t, repo, "token.secret", "t\n")
+	p, err := workspace.New(workspace.Config{StateDir: state, ExcludesFile: excludes})
+	require.NoError(t, err)
+	defer p.Close()
+	w := open(t, p, repo, "a", nil)
+	missing(t, w.Dir(), "token.secret")
+	write(t, w.Dir(), "made.secret", "m\n")
+	assert.True(t, closeWS(t, w).Empty())
+}
+
+// A project that uses sparse checkout still gets a whole worktree, and
+// its files do not look deleted when the work is recorded.
+func TestSparseCheckoutDoesNotShrinkTheWorkspace(t *testing.T) {
+	repo := newRepo(t)
+	// The old way: in the common configuration, so every worktree of the
+	// repository reads it.
+	gitIn(t, repo, "config", "core.sparseCheckout", "true")
+	write(t, repo, ".git/info/sparse-checkout", "sub/\n")
+	gitIn(t, repo, "read-tree", "-mu", "HEAD")
+	missing(t, repo, "f.txt")
+	p := newProvider(t)
+	w := open(t, p, repo, "a", nil)
+	assert.Contains(t, treeFiles(t, w.Dir()), "f.txt")
+	ch := closeWS(t, w)
+	assert.Empty(t, ch.Deleted)
 }

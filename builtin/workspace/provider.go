@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/gitsafe"
@@ -19,6 +21,9 @@ const (
 	DefaultMaxSnapshotFiles = 20_000
 	DefaultMaxSnapshotBytes = 512 << 20
 )
+
+// cleanupTime bounds undoing a failed Open.
+const cleanupTime = time.Minute
 
 // ErrTooLarge is wrapped when a directory that is not a git repository
 // holds more than a snapshot may copy.
@@ -156,7 +161,9 @@ func (p *Provider) open(ctx context.Context, req agenttypes.WorkspaceRequest) (*
 		return nil, err
 	}
 	if err := w.runSetup(ctx, req.Setup); err != nil {
-		if rerr := w.discard(ctx); rerr != nil {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		if rerr := w.discard(cctx); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return nil, err
@@ -169,15 +176,33 @@ func (p *Provider) open(ctx context.Context, req agenttypes.WorkspaceRequest) (*
 // its work tree is an empty directory of troupe's, so no user's index or
 // file is in reach.
 func (p *Provider) repoGit(ctx context.Context, common, top string) (*gitsafe.Git, error) {
-	return gitsafe.New(ctx, p.dirs.scratch, gitsafe.Options{GitDir: common, Within: []string{top}})
+	return gitsafe.New(ctx, p.dirs.scratch, gitsafe.Options{GitDir: common, Within: []string{top}, Config: p.config()})
 }
 
-// excludeConfig is the override that applies the user's own excludes.
-func (p *Provider) excludeConfig() []gitsafe.Setting {
-	if p.excludes == "" {
-		return nil
+// workspaceConfig holds what every workspace's git runs with besides
+// gitsafe's overrides: a worktree is checked out whole, whatever sparse
+// checkout the project uses, so that no file looks deleted when it is
+// recorded.
+var workspaceConfig = []gitsafe.Setting{
+	{Key: "core.sparseCheckout", Value: "false"},
+	{Key: "core.sparseCheckoutCone", Value: "false"},
+	{Key: "index.sparse", Value: "false"},
+}
+
+// config is workspaceConfig and the override that applies the user's
+// own excludes.
+func (p *Provider) config() []gitsafe.Setting {
+	cfg := slices.Clone(workspaceConfig)
+	if p.excludes != "" {
+		cfg = append(cfg, gitsafe.Setting{Key: "core.excludesFile", Value: p.excludes})
 	}
-	return []gitsafe.Setting{{Key: "core.excludesFile", Value: p.excludes}}
+	return cfg
+}
+
+// cleanupContext is for undoing what a cancelled call began: it outlives
+// ctx's cancellation, for a bounded time.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
 }
 
 func randomID() string {

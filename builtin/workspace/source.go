@@ -47,7 +47,14 @@ func (p *Provider) source(ctx context.Context, req agenttypes.WorkspaceRequest) 
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return source{}, fmt.Errorf("%s is not a directory; pass the directory to work in", req.Dir)
 	}
-	if top, ok := findTop(dir); ok {
+	top, repo := findTop(dir)
+	if !repo {
+		top = dir
+	}
+	if rel, err := filepath.Rel(top, p.dirs.root); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+		return source{}, fmt.Errorf("the state directory %s is inside the project %s, and workspaces never live in the user's tree; choose a state directory outside it", p.dirs.root, top)
+	}
+	if repo {
 		return p.repoSource(ctx, top, dir, req.Agent)
 	}
 	return p.plainSource(ctx, dir, req.Agent)
@@ -71,7 +78,7 @@ func findTop(dir string) (string, bool) {
 // HEAD (HEAD itself when nothing is uncommitted) without touching the
 // user's index or files.
 func (p *Provider) repoSource(ctx context.Context, top, dir, agent string) (source, error) {
-	g, err := gitsafe.New(ctx, top, gitsafe.Options{Config: p.excludeConfig()})
+	g, err := gitsafe.New(ctx, top, gitsafe.Options{Config: p.config()})
 	if err != nil {
 		return source{}, err
 	}
@@ -96,7 +103,7 @@ func (p *Provider) plainSource(ctx context.Context, dir, agent string) (source, 
 	if err := p.initPrivate(ctx, gitDir); err != nil {
 		return source{}, err
 	}
-	g, err := gitsafe.New(ctx, dir, gitsafe.Options{GitDir: gitDir, Config: p.excludeConfig()})
+	g, err := gitsafe.New(ctx, dir, gitsafe.Options{GitDir: gitDir, Config: p.config()})
 	if err != nil {
 		return source{}, err
 	}

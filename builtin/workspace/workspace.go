@@ -70,7 +70,7 @@ func (w *Workspace) runSetup(ctx context.Context, setup []string) error {
 // directory is the one recorded, whatever the worktree's .git says now.
 func (w *Workspace) git(ctx context.Context) (*gitsafe.Git, error) {
 	return gitsafe.New(ctx, w.rec.Tree, gitsafe.Options{
-		GitDir: w.rec.GitDir, Within: []string{w.rec.Top}, Config: w.p.excludeConfig(),
+		GitDir: w.rec.GitDir, Within: []string{w.rec.Top}, Config: w.p.config(),
 	})
 }
 

@@ -1,0 +1,86 @@
+// Package workspace gives each agent that changes files a workspace of
+// its own: a git worktree on a fresh branch, under troupe's state
+// directory, never in the user's tree. A Provider implements
+// agenttypes.Workspaces; its workspaces implement agenttypes.Workspace.
+//
+// # Where a workspace starts
+//
+// A top-level agent's workspace starts from its directory as it is now.
+// In a git repository (the directory is its top or any directory inside
+// it; the agent then works in the same subdirectory of its worktree) that
+// is HEAD plus everything not committed: staged, unstaged and untracked
+// files. They are recorded without touching the user's index or files:
+// a private copy of the index takes `git add -A`, git writes the tree,
+// and a commit on HEAD holds it (HEAD itself when nothing is
+// uncommitted). That commit is the workspace's base; Changes.Base names
+// it. A directory that is not in a git repository is snapshotted the same
+// way into a private repository under the state directory (the directory
+// gains no .git), within Config.MaxSnapshotFiles and MaxSnapshotBytes,
+// past which Open fails with ErrTooLarge and says what to do.
+//
+// A child's workspace starts from its parent's workspace as it is now,
+// uncommitted work included, recorded the same way, so that the
+// parent's files, index and branch do not move. That commit is also
+// remembered by the parent: its next commit takes it as a parent too, so
+// that when the child's changes come back, the three-way merge's base is
+// exactly what the child started from.
+//
+// Each workspace's branch is troupe/RUN/AGENT, the IDs cut to eight
+// characters that a ref name allows ("-2", "-3"... when taken). Siblings
+// never share a worktree, so they never see each other's writes.
+//
+// # What is never carried
+//
+// Ignored files (.gitignore files, .git/info/exclude and the user's own
+// excludes file, Config.ExcludesFile) are never copied into a workspace
+// nor committed from one: a child never sees a secret the user kept out
+// of git, and build output and dependencies stay where they were made.
+// Nothing the repository configures runs, at any step: git runs through
+// package gitsafe, with no hooks, filters, fsmonitor, pager or signing,
+// and a repository whose .git file, commondir or alternates point outside
+// it is refused. A file under a filter (git-lfs, say) is carried in its
+// stored form.
+//
+// # Isolation
+//
+// Open either makes the whole workspace or nothing: on any failure the
+// worktree, its branch and its record are removed, and the error wraps
+// agenttypes.ErrWorkspace with the reason. There is no fallback to
+// another directory.
+//
+// # When things are removed
+//
+// Close commits everything in the workspace, untracked files included,
+// to its branch (a commit only when something changed), computes the
+// changes since the base with a binary patch under the state directory,
+// and only then removes the worktree, with `git worktree remove`. When
+// recording fails, the worktree stays and the error says where. Branches
+// and patches stay: they are the agent's result, and go when their run
+// is discarded.
+//
+// A Provider holds a lock file for as long as it is open, and every
+// workspace has a record naming it. Prune, at startup, finds the
+// records whose provider's lock is free (its process was killed),
+// commits each workspace's contents to its branch as Close would, and
+// removes it with git's own commands.
+//
+// # Merging
+//
+// Merge brings a finished child's branch into a workspace. The
+// workspace's own uncommitted state is committed to its branch first;
+// git merge-tree then merges the two commits without a work tree. A
+// clean merge is committed and checked out (git changes only the files
+// the merge changed); a conflict leaves every file as it was and
+// returns each conflicting file with its hunks, as the merged file would
+// hold them between conflict markers, and git's reason. Changes merged
+// before merge as nothing. A file whose .gitattributes names a custom
+// merge driver cannot be merged when both sides changed it: the driver
+// is a program the repository names, and does not run.
+//
+// # Commands
+//
+// Workspace.Run is where allow-listed commands will run; this build has
+// no command runner, so it refuses every command with
+// agenttypes.ErrRunRefused, and a type with setup commands cannot open
+// a workspace.
+package workspace

@@ -1,0 +1,67 @@
+package workspace_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/workspace"
+)
+
+// A parent's workspace, a child's started from the parent's uncommitted
+// work, the child's changes merged back, and what the parent changed in
+// the end. The user's own directory never changes.
+func Example() {
+	ctx := context.Background()
+	tmp, _ := os.MkdirTemp("", "workspace-example")
+	defer os.RemoveAll(tmp)
+	project := filepath.Join(tmp, "project")
+	_ = os.MkdirAll(project, 0o755)
+	_ = os.WriteFile(filepath.Join(project, "README.md"), []byte("# project\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"commit", "-q", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = project
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_AUTHOR_NAME=Ada",
+			"GIT_AUTHOR_EMAIL=ada@example.com", "GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Println(string(out))
+			return
+		}
+	}
+
+	p, err := workspace.New(workspace.Config{StateDir: filepath.Join(tmp, "state")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	parent, err := p.Open(ctx, agenttypes.WorkspaceRequest{Run: "run1", Agent: "parent", Dir: project})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = os.WriteFile(filepath.Join(parent.Dir(), "plan.md"), []byte("1. add main.go\n"), 0o644)
+
+	child, _ := p.Open(ctx, agenttypes.WorkspaceRequest{Run: "run1", Agent: "child", Dir: parent.Dir(), Parent: parent})
+	_, err = os.Stat(filepath.Join(child.Dir(), "plan.md"))
+	fmt.Println("the child sees the parent's plan:", err == nil)
+	_ = os.WriteFile(filepath.Join(child.Dir(), "main.go"), []byte("package main\n"), 0o644)
+	childChanges, _ := child.Close(ctx)
+	fmt.Println("child:", childChanges.Branch, childChanges.Added)
+
+	merged, _ := parent.Merge(ctx, childChanges)
+	fmt.Println("merged:", merged.Files)
+	changes, _ := parent.Close(ctx)
+	fmt.Println("parent:", changes.Branch, changes.Added)
+	_, err = os.Stat(filepath.Join(project, "main.go"))
+	fmt.Println("the project changed:", err == nil)
+	// Output:
+	// the child sees the parent's plan: true
+	// child: troupe/run1/child [main.go]
+	// merged: [main.go]
+	// parent: troupe/run1/parent [main.go plan.md]
+	// the project changed: false
+}
