@@ -39,7 +39,7 @@ func gitErr(dir string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-func write(t *testing.T, dir, name, content string) {
+func write(t testing.TB, dir, name, content string) {
 	t.Helper()
 	p := filepath.Join(dir, filepath.FromSlash(name))
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))

@@ -1,0 +1,107 @@
+package workspace_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/workspace"
+)
+
+// Size of the benchmark's repository, as the workspace issue gives it.
+const (
+	benchFiles = 10_000
+	benchBytes = 200 << 20
+)
+
+// BenchmarkWorkspace makes a workspace on a repository of 10,000 files
+// and 200 MB (with a few uncommitted changes), changes two files in it
+// and collects its changes, side by side with plain git doing the same
+// work: `git worktree add`, the same edits, `git add -A` and `git diff
+// --cached --binary`, `git worktree remove`.
+//
+//	go test -run x -bench Workspace -benchtime 5x ./builtin/workspace
+func BenchmarkWorkspace(b *testing.B) {
+	repo := b.TempDir()
+	buildBenchRepo(b, repo)
+	write(b, repo, "d0/f0.txt", "uncommitted\n")
+	write(b, repo, "untracked.txt", "u\n")
+	edit := func(dir string) {
+		write(b, dir, "d1/f1.txt", "changed\n")
+		write(b, dir, "new.txt", "new\n")
+	}
+
+	n := 0 // b.N loops run more than once: names stay unique across them
+	b.Run("git", func(b *testing.B) {
+		for range b.N {
+			n++
+			wt := filepath.Join(b.TempDir(), "wt")
+			gitB(b, repo, "worktree", "add", "-q", "-b", "plain-"+strconv.Itoa(n), wt, "HEAD")
+			edit(wt)
+			gitB(b, wt, "add", "-A")
+			gitB(b, wt, "diff", "--cached", "--binary", "HEAD")
+			gitB(b, repo, "worktree", "remove", "--force", wt)
+		}
+	})
+	b.Run("workspace", func(b *testing.B) {
+		p, err := workspace.New(workspace.Config{StateDir: b.TempDir(), ExcludesFile: os.DevNull})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		ctx := context.Background()
+		for range b.N {
+			n++
+			ws, err := p.Open(ctx, agenttypes.WorkspaceRequest{Run: "bench", Agent: "a" + strconv.Itoa(n), Dir: repo})
+			if err != nil {
+				b.Fatal(err)
+			}
+			edit(ws.Dir())
+			ch, err := ws.Close(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ch.Files() != 2 {
+				b.Fatalf("changes: %+v", ch)
+			}
+		}
+	})
+}
+
+// buildBenchRepo fills dir with benchFiles files of benchBytes in all,
+// in 100 directories, committed.
+func buildBenchRepo(b *testing.B, dir string) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, benchBytes/benchFiles)
+	for i := range benchFiles {
+		for j := range buf {
+			buf[j] = byte('a' + rng.IntN(26))
+			if j%80 == 79 {
+				buf[j] = '\n'
+			}
+		}
+		write(b, dir, fmt.Sprintf("d%d/f%d.txt", i%100, i), string(buf))
+	}
+	gitB(b, dir, "init", "-q", "-b", "main")
+	gitB(b, dir, "add", ".")
+	gitB(b, dir, "commit", "-q", "-m", "bench")
+}
+
+func gitB(b *testing.B, dir string, args ...string) {
+	b.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
+		"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
