@@ -13,7 +13,9 @@
 // a private copy of the index takes `git add -A`, git writes the tree,
 // and a commit on HEAD holds it (HEAD itself when nothing is
 // uncommitted). That commit is the workspace's base; Changes.Base names
-// it. A directory that is not in a git repository is snapshotted the same
+// it. Changes name paths from the repository's top, whatever
+// subdirectory the agent works in, so a patch applies there. A directory
+// that is not in a git repository is snapshotted the same
 // way into a private repository under the state directory (the directory
 // gains no .git), within Config.MaxSnapshotFiles and MaxSnapshotBytes,
 // past which Open fails with ErrTooLarge and says what to do.
