@@ -5,12 +5,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/troupe-dev/troupe/builtin/process"
 )
 
 // Every git call is a process whose pipes goroutines read: none may
 // outlive the call. The test binary is also the process that Prune's test
 // kills (see runKilledOpener).
 func TestMain(m *testing.M) {
+	process.ServeIfKeeper() // commands run under a keeper: this binary
 	if os.Getenv(killedOpenerEnv) != "" {
 		runKilledOpener()
 		return

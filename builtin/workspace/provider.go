@@ -45,6 +45,18 @@ type Config struct {
 	// workspaces too. Empty finds the user's own: core.excludesFile of
 	// the global git configuration, else $XDG_CONFIG_HOME/git/ignore.
 	ExcludesFile string
+	// AllowRun decides whether commands may run in the workspaces of a
+	// project (its directory is given): nil lets them, an error refuses
+	// them and is what the agent is told. A project's tests and builds
+	// are its own code, so allow them only in a project the user
+	// trusts. When AllowRun itself is nil, no command runs.
+	AllowRun func(project string) error
+	// CacheDir, when set, is a directory commands may write besides their
+	// workspace and their private temporary directory: the build caches
+	// they are pointed at (GOCACHE) live there, so that each command does
+	// not rebuild everything. Give each project a cache of its own: what
+	// one command writes there, the next one reads.
+	CacheDir string
 	// Logger receives what Prune recovers and what Close had to fall back
 	// on; nil discards.
 	Logger *slog.Logger

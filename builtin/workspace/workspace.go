@@ -40,12 +40,6 @@ func (w *Workspace) Branch() string { return w.rec.Branch }
 // Base is the commit the workspace started from.
 func (w *Workspace) Base() string { return w.rec.Base }
 
-// Run is where commands run in the workspace. This build has no command
-// runner.
-func (w *Workspace) Run(context.Context, agenttypes.Command) (agenttypes.CommandResult, error) {
-	return agenttypes.CommandResult{}, fmt.Errorf("%w: commands are not available in this build", agenttypes.ErrRunRefused)
-}
-
 // runSetup runs the type's setup commands in the new workspace, each
 // through Run, so that the run policy applies to them as to any
 // command. A refused or failing command fails the Open.
