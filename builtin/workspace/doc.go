@@ -81,8 +81,16 @@
 //
 // # Commands
 //
-// Workspace.Run is where allow-listed commands will run; this build has
-// no command runner, so it refuses every command with
-// agenttypes.ErrRunRefused, and a type with setup commands cannot open
-// a workspace.
+// Workspace.Run runs a command in the workspace only when Config.AllowRun
+// lets commands run in the project (a project's tests are its code, so
+// a program allows them where the user trusts the project) and the
+// type's run policy names its first words. It runs through
+// process.Run: under a keeper that kills its whole tree on timeout, on
+// cancel and when it ends; with the environment scrubbed of keys and
+// troupe's variables; with no network unless the policy gives it; and,
+// where Landlock exists, able to write only in the workspace, a private
+// temporary directory made for the command, and Config.CacheDir, where
+// GOCACHE points. The result says which confinement applied. A type's
+// setup commands run the same way when its workspace opens; one that is
+// refused or fails fails the Open, leaving nothing behind.
 package workspace
