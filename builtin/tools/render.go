@@ -136,6 +136,54 @@ type resultJSON struct {
 	Report     string                 `json:"report"`
 	ReportCut  bool                   `json:"report_cut,omitempty"`
 	Error      string                 `json:"error,omitempty"`
+	Changes    *changesJSON           `json:"changes,omitempty"`
+}
+
+// changesJSON is what a child changed, as its parent's model reads it:
+// the files by kind (at most maxChangedFiles of each) and the line
+// counts; merge brings them in.
+type changesJSON struct {
+	Branch     string   `json:"branch"`
+	Added      []string `json:"added,omitempty"`
+	Modified   []string `json:"modified,omitempty"`
+	Deleted    []string `json:"deleted,omitempty"`
+	Insertions int      `json:"insertions"`
+	Deletions  int      `json:"deletions"`
+	// Files counts them all, when the lists are cut.
+	Files int `json:"files"`
+}
+
+// maxChangedFiles bounds each list of changed files a parent is shown.
+const maxChangedFiles = 50
+
+func changesOf(ch *agenttypes.Changes) *changesJSON {
+	if ch.Empty() {
+		return nil
+	}
+	first := func(paths []string) []string { return paths[:min(len(paths), maxChangedFiles)] }
+	return &changesJSON{
+		Branch: ch.Branch, Added: first(ch.Added), Modified: first(ch.Modified), Deleted: first(ch.Deleted),
+		Insertions: ch.Insertions, Deletions: ch.Deletions, Files: ch.Files(),
+	}
+}
+
+// writeChanges says in one line what a child changed and how to bring it
+// in.
+func writeChanges(b *strings.Builder, label string, ch *agenttypes.Changes) {
+	c := changesOf(ch)
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(b, "Changed %s (+%d −%d) on its branch:", plural(c.Files, "file", "files"), c.Insertions, c.Deletions)
+	for _, kind := range []struct {
+		name  string
+		paths []string
+	}{{"added", c.Added}, {"modified", c.Modified}, {"deleted", c.Deleted}} {
+		if len(kind.paths) > 0 {
+			fmt.Fprintf(b, " %s %s;", kind.name, strings.Join(kind.paths, ", "))
+		}
+	}
+	fmt.Fprintf(b, " merge {\"agent\": %q} brings them into your workspace\n", label)
 }
 
 // shownReport is a report as it will be shown: cut to its share of the
@@ -265,6 +313,7 @@ func writeSections(b *strings.Builder, rs []agenttypes.ChildResult) {
 		if r.Error != "" {
 			fmt.Fprintf(b, "Error: %s\n", cutError(r.Error))
 		}
+		writeChanges(b, r.Label, r.Changes)
 		b.WriteString("\n")
 		switch {
 		case r.Status == agenttypes.ChildRunning:
@@ -289,6 +338,7 @@ func jsonResults(rs []agenttypes.ChildResult) []resultJSON {
 			Status: r.Status, Reason: r.Reason, Usage: r.Usage,
 			ToolCalls: r.ToolCalls, Turns: r.Turns, DurationMS: r.Duration.Milliseconds(),
 			Report: shown[i].text, ReportCut: shown[i].cut, Error: cutError(r.Error),
+			Changes: changesOf(r.Changes),
 		}
 	}
 	return out
