@@ -32,7 +32,7 @@ func TestRunShowsTheLiveTreeOfADelegation(t *testing.T) {
 	var stdout bytes.Buffer
 	a := newApp(&stdout, p.tty)
 	a.stdin = strings.NewReader("")
-	code := a.execute(context.Background(), []string{"run", "general", "--yes", "--model", "openai:M", "--repo", shop, "review the cart package"})
+	code := a.execute(context.Background(), []string{"run", "general", "--yes", "--model", "openai:M", "--repo", shopCopy(t), "review the cart package"})
 	out := p.output(t)
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, "all three reviewed\n", stdout.String())

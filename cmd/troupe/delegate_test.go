@@ -185,7 +185,7 @@ func TestRunDelegatesToThreeChildren(t *testing.T) {
 	d := &delegation{holdFirst: 200 * time.Millisecond}
 	srv := d.serve(t)
 	runs := filepath.Join(t.TempDir(), "runs")
-	o := delegateRun(t, srv, runs, "", false, "run", "general", "--yes", "--model", "openai:M", "--repo", shop, "--json", "--progress", "plain", "review the cart package")
+	o := delegateRun(t, srv, runs, "", false, "run", "general", "--yes", "--model", "openai:M", "--repo", shopCopy(t), "--json", "--progress", "plain", "review the cart package")
 	require.Equal(t, 0, o.code, o.stderr)
 
 	var res struct {
@@ -231,7 +231,7 @@ func TestRunSummaryShowsOwnUsageAfterDelegating(t *testing.T) {
 	requireDelegate(t)
 	d := &delegation{}
 	srv := d.serve(t)
-	o := delegateRun(t, srv, filepath.Join(t.TempDir(), "runs"), "", false, "run", "general", "--yes", "--model", "openai:M", "--repo", shop, "--progress", "plain", "review the cart package")
+	o := delegateRun(t, srv, filepath.Join(t.TempDir(), "runs"), "", false, "run", "general", "--yes", "--model", "openai:M", "--repo", shopCopy(t), "--progress", "plain", "review the cart package")
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.Contains(t, o.stderr, "500 tokens in / 50 out in all (own 200 in / 20 out)")
 }
@@ -255,7 +255,7 @@ func TestRunDelegationApproval(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := &delegation{}
 			srv := d.serve(t)
-			o := delegateRun(t, srv, filepath.Join(t.TempDir(), "runs"), tt.typed, tt.terminal, "run", "general", "--model", "openai:M", "--repo", shop, "--progress", "plain", "review the cart package")
+			o := delegateRun(t, srv, filepath.Join(t.TempDir(), "runs"), tt.typed, tt.terminal, "run", "general", "--model", "openai:M", "--repo", shopCopy(t), "--progress", "plain", "review the cart package")
 			require.Equal(t, 0, o.code, o.stderr)
 			assert.Len(t, d.childModels, tt.children)
 			assert.Contains(t, d.toolResult, tt.told)
@@ -276,7 +276,7 @@ func TestRunMaxCostStopsTheRun(t *testing.T) {
 	srv := d.serve(t)
 	isolate(t)
 	o := runWith(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1"}, "prices:\n  openai:m: {input: 10, output: 10}\n",
-		"run", "general", "--yes", "--model", "openai:m", "--repo", shop, "--json", "--progress", "none", "--max-cost", "0.0005", "review the cart package")
+		"run", "general", "--yes", "--model", "openai:m", "--repo", shopCopy(t), "--json", "--progress", "none", "--max-cost", "0.0005", "review the cart package")
 	if strings.Contains(o.stderr, "has no known price") {
 		t.Fatalf("openai:m has a price in the config, yet the run says it has none: the configured model no longer tells the manager its price (modelcap.Pricer)\n%s", o.stderr)
 	}

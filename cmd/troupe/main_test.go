@@ -62,6 +62,16 @@ func isolate(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home.(string), ".cache"))
 }
 
+// shopCopy is a copy of the shop outside any repository, for the agents
+// that change files: their workspaces are made from it, never from the
+// project's own repository.
+func shopCopy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(shop)))
+	return dir
+}
+
 // trustRepo trusts the project at repo as it is, as the user would.
 func trustRepo(t *testing.T, repo string) {
 	t.Helper()
@@ -380,7 +390,7 @@ func TestStderrIsSharedSafely(t *testing.T) {
 	t.Setenv("TROUPE_LOG", "debug")
 	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
 	var out, errb bytes.Buffer
-	code := execute(context.Background(), []string{"run", "general", "--repo", shop, "--model", "openai:m", "--progress", "plain", "hi"}, &out, &errb)
+	code := execute(context.Background(), []string{"run", "general", "--repo", shopCopy(t), "--model", "openai:m", "--progress", "plain", "hi"}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
 	assert.Equal(t, "the answer is here\n", out.String())
 	assert.Contains(t, errb.String(), "✓ general")

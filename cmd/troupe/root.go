@@ -381,15 +381,35 @@ func (a *app) runsDir() string {
 	if d := a.getenv("TROUPE_RUNS_DIR"); d != "" {
 		return d
 	}
-	state := a.getenv("XDG_STATE_HOME")
-	if state == "" {
+	return filepath.Join(a.userDir("XDG_STATE_HOME", ".local/state"), "runs")
+}
+
+// workspacesDir is where agents' workspaces, their records and patches
+// live: $XDG_STATE_HOME/troupe/workspaces, else
+// ~/.local/state/troupe/workspaces.
+func (a *app) workspacesDir() string {
+	return filepath.Join(a.userDir("XDG_STATE_HOME", ".local/state"), "workspaces")
+}
+
+// cacheDir is troupe's cache: $XDG_CACHE_HOME/troupe, else
+// ~/.cache/troupe.
+func (a *app) cacheDir() string {
+	return a.userDir("XDG_CACHE_HOME", ".cache")
+}
+
+// userDir is troupe's directory under the XDG base directory named by
+// variable, else under its default below the home directory, else under
+// the temporary directory.
+func (a *app) userDir(variable, underHome string) string {
+	base := a.getenv(variable)
+	if base == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return filepath.Join(os.TempDir(), "troupe", "runs")
+			return filepath.Join(os.TempDir(), "troupe")
 		}
-		state = filepath.Join(home, ".local", "state")
+		base = filepath.Join(home, filepath.FromSlash(underHome))
 	}
-	return filepath.Join(state, "troupe", "runs")
+	return filepath.Join(base, "troupe")
 }
 
 // logger writes warnings and errors to stderr; TROUPE_LOG=debug shows more.

@@ -97,7 +97,10 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		con = newConsole(a.stdin, a.stderr, func() func() { return progress.hold() })
 		defer con.close()
 	}
+	spaces := a.workspaces(repo)
+	defer spaces.close()
 	mgr, err := manager.New(manager.Config{
+		Workspaces:        spaces,
 		Registry:          reg,
 		Models:            resolver,
 		DefaultModel:      model,

@@ -267,6 +267,9 @@ func countItems(items []trust.Item) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n[k], words[k][1]))
 		}
 	}
+	if len(parts) == 0 {
+		return "its build and test commands only"
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -325,22 +328,26 @@ func (a *app) trustCommand() *cobra.Command {
 	return cmd
 }
 
+// runsOnTrust says what trusting any project allows besides its items.
+const runsOnTrust = "Trusted, its agents may also run its build and test commands (the run tool's allowed commands), which run its own code."
+
 // trust shows what the project at dir would run and records consent.
 func (a *app) trust(ctx context.Context, store trust.Store, dir string) error {
 	p := a.project(dir)
 	if p.problem != nil {
 		return p.problem
 	}
-	if len(p.items) == 0 {
-		fmt.Fprintf(a.stdout, "%s names nothing that needs trust: no plugins, no scripts, no commands to run, no type hiding another, no provider endpoint or key variable\n", p.root)
-		return nil
-	}
-	if p.verdict.Trusted {
+	if p.record != nil && p.verdict.Trusted {
 		fmt.Fprintf(a.stdout, "%s is trusted as it is (since %s)\n", p.root, p.record.At.Format("2006-01-02 15:04 MST"))
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "%s would run or receive these once trusted:\n\n", p.root)
-	writeItems(a.stdout, p.root, p.items, p.verdict)
+	if len(p.items) == 0 {
+		fmt.Fprintf(a.stdout, "%s names nothing else that needs trust: no plugins, no scripts, no lists of commands, no type hiding another, no provider endpoint or key variable\n", p.root)
+	} else {
+		fmt.Fprintf(a.stdout, "%s would run or receive these once trusted:\n\n", p.root)
+		writeItems(a.stdout, p.root, p.items, p.verdict)
+	}
+	fmt.Fprintln(a.stdout, runsOnTrust)
 	fmt.Fprintln(a.stdout)
 	// Someone at a terminal is asked, wherever the output goes; a command
 	// whose input is not a terminal was run on purpose, by a script.

@@ -348,11 +348,16 @@ func TestTrustListAndRevoke(t *testing.T) {
 	assert.NotContains(t, o.stdout+o.stderr, scriptRanMarker)
 }
 
-func TestAProjectNamingNothingNeedsNoTrust(t *testing.T) {
+func TestAProjectNamingNothingElseIsTrustedForItsCommands(t *testing.T) {
 	session(t, newChatServer(t))
-	o := cmdIn(t, "trust", "--repo", shop)
+	o := cmdIn(t, "types", "list", "--repo", shop)
+	assert.NotContains(t, o.stderr, "trust", "nothing it names needs trust to load")
+	o = cmdIn(t, "trust", "--repo", shop)
 	require.Equal(t, 0, o.code, o.stderr)
-	assert.Contains(t, o.stdout, "names nothing that needs trust")
-	o = cmdIn(t, "types", "list", "--repo", shop)
-	assert.NotContains(t, o.stderr, "trust")
+	assert.Contains(t, o.stdout, "names nothing else that needs trust")
+	assert.Contains(t, o.stdout, "run its build and test commands", "what trust allows is said")
+	assert.Contains(t, o.stdout, "trusted ")
+	assert.Contains(t, o.stdout, "(its build and test commands only)")
+	o = cmdIn(t, "trust", "--repo", shop)
+	assert.Contains(t, o.stdout, "is trusted as it is", "the consent is recorded")
 }
