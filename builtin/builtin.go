@@ -31,6 +31,18 @@ var readTools = []string{"read", "grep", "glob", "ls", "git", "note"}
 // type's list: the manager grants it to every child.
 var delegatingTools = append(slices.Clone(readTools), "delegate", "collect")
 
+// fullTools are every builtin tool a type lists: reading, delegating,
+// and changing files in a workspace of its own.
+var fullTools = slices.Concat(delegatingTools, agenttypes.ChangingTools)
+
+// DefaultRunAllow are the commands the general type may run unless a
+// trusted project's config gives its own list: the usual build and test
+// commands.
+var DefaultRunAllow = []string{
+	"go build", "go test", "go vet", "make", "npm test", "npm run build",
+	"cargo build", "cargo test", "pytest",
+}
+
 // Tools returns the builtin tools: the read-only file tools, note, the
 // tools that act on the agent tree (delegate, collect, ask_parent), and
 // those that change an agent's own workspace (write, edit, run, merge).
@@ -70,9 +82,10 @@ func Types() []agenttypes.Type {
 		},
 		{
 			Name:               "general",
-			Description:        "Does a general task with the read-only tools and answers in Markdown.",
+			Description:        "Does a general task: reads, changes files in a workspace of its own, runs the build and tests, delegates; answers in Markdown.",
 			Prompt:             prompt("general"),
-			Tools:              delegatingTools,
+			Tools:              fullTools,
+			Run:                agenttypes.RunPolicy{Allow: slices.Clone(DefaultRunAllow), Timeout: 10 * time.Minute},
 			Budget:             agenttypes.Budget{MaxTokens: 400_000, MaxTime: 10 * time.Minute, MaxToolCalls: 100, MaxTurns: 40},
 			NeedsLanguageModel: true,
 			Source:             Source,

@@ -11,15 +11,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin"
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/manager"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var shop = filepath.Join("..", "testdata", "repos", "shop")
 

@@ -3,6 +3,8 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin"
+	"github.com/troupe-dev/troupe/builtin/workspace"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
 )
@@ -65,8 +68,13 @@ func treeManager(t *testing.T, parent, child *scripted.Model) *manager.Manager {
 		}
 		return parent, nil
 	})
+	state := t.TempDir()
+	spaces, err := workspace.New(workspace.Config{StateDir: state, ExcludesFile: filepath.Join(state, "no-excludes")})
+	require.NoError(t, err)
+	t.Cleanup(func() { spaces.Close() })
 	mgr, err := manager.New(manager.Config{
-		Registry: reg, Models: models, DefaultModel: "scripted:parent",
+		Workspaces: spaces,
+		Registry:   reg, Models: models, DefaultModel: "scripted:parent",
 		OnQuestion: func(context.Context, manager.QuestionInfo) (agenttypes.Answer, error) {
 			return agenttypes.Answer{Text: "cookies first"}, nil
 		},
@@ -74,6 +82,15 @@ func treeManager(t *testing.T, parent, child *scripted.Model) *manager.Manager {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, mgr.Close(context.Background())) })
 	return mgr
+}
+
+// shopCopy is a copy of the shop, outside any repository: a general
+// agent changes files, in a workspace of its own made from it.
+func shopCopy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(shop)))
+	return dir
 }
 
 // lastToolResult is the last tool result the parent's model was sent.
@@ -101,7 +118,7 @@ func TestDelegateEndToEnd(t *testing.T) {
 	mgr := treeManager(t, parent, child)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "general", Task: "look into auth", Dir: shop})
+	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "general", Task: "look into auth", Dir: shopCopy(t)})
 	require.NoError(t, err)
 	res, err := a.Wait(ctx)
 	require.NoError(t, err)
@@ -151,7 +168,7 @@ func TestDelegateBackgroundEndToEnd(t *testing.T) {
 	mgr := treeManager(t, parent, childModel())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "general", Task: "two things", Dir: shop})
+	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "general", Task: "two things", Dir: shopCopy(t)})
 	require.NoError(t, err)
 	res, err := a.Wait(ctx)
 	require.NoError(t, err)
