@@ -84,10 +84,13 @@ func userRepo(t *testing.T, files map[string]string) string {
 
 // workspaceManager is a manager with the builtin types and tools, whose
 // agents get workspaces in which commands may run.
-func workspaceManager(t *testing.T, model *scripted.Model, cacheDir string) *manager.Manager {
+func workspaceManager(t *testing.T, model *scripted.Model, cacheDir string, types ...agenttypes.Type) *manager.Manager {
 	t.Helper()
 	reg := agenttypes.NewRegistry()
 	require.NoError(t, builtin.Register(reg))
+	for _, typ := range types {
+		require.NoError(t, reg.RegisterType(typ))
+	}
 	state := t.TempDir()
 	spaces, err := workspace.New(workspace.Config{
 		StateDir: state, ExcludesFile: filepath.Join(state, "no-excludes"),
