@@ -91,7 +91,7 @@ func TestTypesValidate(t *testing.T) {
 	examples := filepath.Join("..", "..", "examples", "agents")
 	o := troupe(t, "types", "validate", examples)
 	assert.Equal(t, 0, o.code, o.stdout+o.stderr)
-	assert.Contains(t, o.stderr, "4 files, 2 types, 0 errors, 2 warnings", "nobody trusted the two scripted ones: they are checked, not compiled")
+	assert.Contains(t, o.stderr, "5 files, 3 types, 0 errors, 2 warnings", "nobody trusted the two scripted ones: they are checked, not compiled")
 	assert.Contains(t, o.stdout, "verdict.yaml:9:1: warning: the scripts were checked but not compiled")
 
 	// The user's own definitions' scripts compile.
@@ -99,7 +99,7 @@ func TestTypesValidate(t *testing.T) {
 	require.NoError(t, os.CopyFS(own, os.DirFS(examples)))
 	o = troupe(t, "types", "validate", own)
 	assert.Equal(t, 0, o.code, o.stdout+o.stderr)
-	assert.Contains(t, o.stderr, "4 files, 4 types, 0 errors, 0 warnings")
+	assert.Contains(t, o.stderr, "5 files, 5 types, 0 errors, 0 warnings")
 
 	bad := filepath.Join("..", "..", "testdata", "agents", "bad")
 	o = troupe(t, "types", "validate", bad)
