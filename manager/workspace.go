@@ -21,7 +21,7 @@ const workspaceCloseTime = 2 * time.Minute
 // workspace, based on its parent's current state, or refuses the spawn:
 // isolation is never advisory.
 func (m *Manager) openWorkspace(ctx context.Context, a *Agent) error {
-	if !a.typ.NeedsWorkspace() {
+	if !a.needsWorkspace() {
 		return nil
 	}
 	if m.cfg.Workspaces == nil {
@@ -49,6 +49,22 @@ func (m *Manager) openWorkspace(ctx context.Context, a *Agent) error {
 	}
 	a.ws, a.dir = ws, ws.Dir()
 	return nil
+}
+
+// needsWorkspace reports whether a gets a workspace: its type asks for a
+// worktree, or a changing tool is among the tools a may call (a child
+// whose parent may not change files is not given the tools that do, and
+// needs none).
+func (a *Agent) needsWorkspace() bool {
+	if a.typ.Workspace == agenttypes.WorkspaceWorktree {
+		return true
+	}
+	for _, name := range agenttypes.ChangingTools {
+		if _, ok := a.tools.byName[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // closeWorkspace records an ended agent's work on its branch and

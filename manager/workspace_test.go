@@ -269,3 +269,23 @@ func lastResult(r scripted.Request) string {
 	results := scripted.ToolResults(r.Messages)
 	return results[len(results)-1].Content
 }
+
+func TestAChildThatMayNotChangeFilesGetsNoWorkspace(t *testing.T) {
+	// The lead may not write, so neither may its fixer child: it is
+	// given no changing tool, and no workspace.
+	script := map[string][]scripted.Step{
+		"lead": {
+			delegateCall(agenttypes.DelegateRequest{Tasks: []agenttypes.ChildTask{{Label: "fix", Type: "fixer", Prompt: "child"}}}),
+			{Text: "led"},
+		},
+		"child": {writeStep("child.txt"), {Text: "could not write"}},
+	}
+	ws := &fakeWorkspaces{t: t}
+	tf := newWorkspaceFixture(t, script, ws)
+	res := tf.run(t, manager.SpawnRequest{Type: "lead", Task: "lead"})
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	assert.Empty(t, ws.opened, "no workspace for an agent without a changing tool")
+	assert.Contains(t, lastToolResult(t, tf.model, "child"), "write", "the child's write is refused")
+}
