@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/troupe-dev/troupe/agenttypes"
@@ -72,6 +73,8 @@ type Provider struct {
 	lock     *os.File
 	lockPath string
 	excludes string
+	// warnOnce says once that commands ran unconfined.
+	warnOnce sync.Once
 }
 
 var _ agenttypes.Workspaces = (*Provider)(nil)

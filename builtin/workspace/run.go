@@ -47,6 +47,9 @@ func (w *Workspace) Run(ctx context.Context, cmd agenttypes.Command) (agenttypes
 		ExitCode: res.ExitCode, Output: res.Output, TimedOut: res.TimedOut, Duration: res.Duration,
 		Confined: agenttypes.Confinement{Network: res.Confined.Network, Writes: res.Confined.Writes},
 	}
+	if err == nil {
+		w.p.warnUnconfined(out.Confined, w.policy.Network)
+	}
 	if errors.Is(err, process.ErrInvalidCommand) || errors.Is(err, exec.ErrNotFound) {
 		return out, fmt.Errorf("%w: %w", agenttypes.ErrRunRefused, err)
 	}
@@ -95,4 +98,24 @@ func (w *Workspace) runEnv(tmp string) (env, writable []string, err error) {
 		}
 	}
 	return process.Env(os.Environ(), extra...), writable, nil
+}
+
+// warnUnconfined tells the program's user, once per Provider, when a
+// command ran with less confinement than asked because the platform
+// could not apply it: the agent's model is told in the result, but the
+// user should know too.
+func (p *Provider) warnUnconfined(c agenttypes.Confinement, networkAllowed bool) {
+	var missing []string
+	if !c.Writes {
+		missing = append(missing, "its writes were not confined to its workspace (this system has no Landlock)")
+	}
+	if !c.Network && !networkAllowed {
+		missing = append(missing, "it had the network (this system would not make a network namespace)")
+	}
+	if len(missing) == 0 {
+		return
+	}
+	p.warnOnce.Do(func() {
+		p.cfg.Logger.Warn("a command ran with less confinement than asked: " + strings.Join(missing, "; ") + "; only run commands of projects you trust on such a system")
+	})
 }
