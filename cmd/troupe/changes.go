@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
@@ -33,8 +35,11 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// writePatch copies a run's patch file to w.
-func writePatch(w io.Writer, id string, ch *agenttypes.Changes) error {
+// writePatch copies a run's patch file to w. On a terminal, control
+// characters in it are shown escaped: the patch holds what a model
+// wrote, and escape sequences could hide lines from the reader or talk
+// to the terminal.
+func writePatch(w io.Writer, id string, ch *agenttypes.Changes, terminal bool) error {
 	if ch.Empty() {
 		return nil
 	}
@@ -43,6 +48,37 @@ func writePatch(w io.Writer, id string, ch *agenttypes.Changes) error {
 		return fmt.Errorf("run %s: its patch %s cannot be read (%w); 'troupe runs discard %s' removes what is left of it", id, ch.Patch, unwrapPath(err), id)
 	}
 	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
+	if !terminal {
+		_, err = io.Copy(w, f)
+		return err
+	}
+	return copyShown(w, f)
+}
+
+// copyShown copies r to w with every control character but newline and
+// tab written as an escape (\x1b), invalid UTF-8 included.
+func copyShown(w io.Writer, r io.Reader) error {
+	in, out := bufio.NewReader(r), bufio.NewWriter(w)
+	for {
+		c, size, err := in.ReadRune()
+		if err == io.EOF {
+			return out.Flush()
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case c == '\n' || c == '\t':
+			out.WriteRune(c)
+		case c == utf8.RuneError && size == 1, c < 0x20, c >= 0x7f && c <= 0x9f:
+			if c == utf8.RuneError {
+				_ = in.UnreadRune()
+				b, _ := in.ReadByte()
+				c = rune(b)
+			}
+			fmt.Fprintf(out, "\\x%02x", c)
+		default:
+			out.WriteRune(c)
+		}
+	}
 }

@@ -395,7 +395,7 @@ func (a *app) runsCommand() *cobra.Command {
 				fmt.Fprintf(a.stderr, "run %s changed nothing\n", r.ID)
 				return nil
 			}
-			return writePatch(a.stdout, r.ID, r.Changes)
+			return writePatch(a.stdout, r.ID, r.Changes, a.isTerminal(a.stdout))
 		},
 	})
 	return cmd
