@@ -308,7 +308,14 @@ type Type struct {
 	NeedsLanguageModel bool     `protobuf:"varint,8,opt,name=needs_language_model,json=needsLanguageModel,proto3" json:"needs_language_model,omitempty"`
 	Examples           []string `protobuf:"bytes,9,rep,name=examples,proto3" json:"examples,omitempty"`
 	// has_loop is true when the type runs its own loop (RunLoop).
-	HasLoop       bool `protobuf:"varint,10,opt,name=has_loop,json=hasLoop,proto3" json:"has_loop,omitempty"`
+	HasLoop bool `protobuf:"varint,10,opt,name=has_loop,json=hasLoop,proto3" json:"has_loop,omitempty"`
+	// workspace is "worktree", "none", or "" for a worktree when the type
+	// lists a tool that changes files or runs commands.
+	Workspace string `protobuf:"bytes,11,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// run is what the run tool may start for agents of the type.
+	Run *RunPolicy `protobuf:"bytes,12,opt,name=run,proto3" json:"run,omitempty"`
+	// setup are commands that prepare a new workspace, allowed by run.
+	Setup         []string `protobuf:"bytes,13,rep,name=setup,proto3" json:"setup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -413,6 +420,92 @@ func (x *Type) GetHasLoop() bool {
 	return false
 }
 
+func (x *Type) GetWorkspace() string {
+	if x != nil {
+		return x.Workspace
+	}
+	return ""
+}
+
+func (x *Type) GetRun() *RunPolicy {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *Type) GetSetup() []string {
+	if x != nil {
+		return x.Setup
+	}
+	return nil
+}
+
+// RunPolicy says which commands the run tool may start, and how. The host
+// checks it as it checks a definition file's run: section.
+type RunPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// allow lists command prefixes as words ("go test", "make").
+	Allow []string `protobuf:"bytes,1,rep,name=allow,proto3" json:"allow,omitempty"`
+	// timeout_ms is each command's time limit (0: the host's default).
+	TimeoutMs int64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// network lets commands reach the network.
+	Network       bool `protobuf:"varint,3,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunPolicy) Reset() {
+	*x = RunPolicy{}
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunPolicy) ProtoMessage() {}
+
+func (x *RunPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunPolicy.ProtoReflect.Descriptor instead.
+func (*RunPolicy) Descriptor() ([]byte, []int) {
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RunPolicy) GetAllow() []string {
+	if x != nil {
+		return x.Allow
+	}
+	return nil
+}
+
+func (x *RunPolicy) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *RunPolicy) GetNetwork() bool {
+	if x != nil {
+		return x.Network
+	}
+	return false
+}
+
 type ToolSpec struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -426,7 +519,7 @@ type ToolSpec struct {
 
 func (x *ToolSpec) Reset() {
 	*x = ToolSpec{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +531,7 @@ func (x *ToolSpec) String() string {
 func (*ToolSpec) ProtoMessage() {}
 
 func (x *ToolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[5]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +544,7 @@ func (x *ToolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
 func (*ToolSpec) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolSpec) GetName() string {
@@ -493,7 +586,7 @@ type Agent struct {
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +598,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +611,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Agent) GetId() string {
@@ -550,7 +643,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +655,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +668,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CallToolRequest) GetName() string {
@@ -616,7 +709,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +721,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +734,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CallToolResponse) GetText() string {
@@ -674,7 +767,7 @@ type RunLoopRequest struct {
 
 func (x *RunLoopRequest) Reset() {
 	*x = RunLoopRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +779,7 @@ func (x *RunLoopRequest) String() string {
 func (*RunLoopRequest) ProtoMessage() {}
 
 func (x *RunLoopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +792,7 @@ func (x *RunLoopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunLoopRequest.ProtoReflect.Descriptor instead.
 func (*RunLoopRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RunLoopRequest) GetType() string {
@@ -754,7 +847,7 @@ type RunLoopResponse struct {
 
 func (x *RunLoopResponse) Reset() {
 	*x = RunLoopResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +859,7 @@ func (x *RunLoopResponse) String() string {
 func (*RunLoopResponse) ProtoMessage() {}
 
 func (x *RunLoopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +872,7 @@ func (x *RunLoopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunLoopResponse.ProtoReflect.Descriptor instead.
 func (*RunLoopResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunLoopResponse) GetOutput() string {
@@ -807,7 +900,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +912,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +925,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCall) GetId() string {
@@ -869,7 +962,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +974,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +987,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Message) GetRole() string {
@@ -943,7 +1036,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1048,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1061,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1007,7 +1100,7 @@ type GenerateRequest struct {
 
 func (x *GenerateRequest) Reset() {
 	*x = GenerateRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1112,7 @@ func (x *GenerateRequest) String() string {
 func (*GenerateRequest) ProtoMessage() {}
 
 func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1125,7 @@ func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRequest.ProtoReflect.Descriptor instead.
 func (*GenerateRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GenerateRequest) GetRunId() string {
@@ -1082,7 +1175,7 @@ type GenerateResponse struct {
 
 func (x *GenerateResponse) Reset() {
 	*x = GenerateResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1187,7 @@ func (x *GenerateResponse) String() string {
 func (*GenerateResponse) ProtoMessage() {}
 
 func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1200,7 @@ func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateResponse.ProtoReflect.Descriptor instead.
 func (*GenerateResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GenerateResponse) GetText() string {
@@ -1148,7 +1241,7 @@ type HostCallToolRequest struct {
 
 func (x *HostCallToolRequest) Reset() {
 	*x = HostCallToolRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1253,7 @@ func (x *HostCallToolRequest) String() string {
 func (*HostCallToolRequest) ProtoMessage() {}
 
 func (x *HostCallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1266,7 @@ func (x *HostCallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallToolRequest.ProtoReflect.Descriptor instead.
 func (*HostCallToolRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HostCallToolRequest) GetRunId() string {
@@ -1199,7 +1292,7 @@ type ToolsRequest struct {
 
 func (x *ToolsRequest) Reset() {
 	*x = ToolsRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1304,7 @@ func (x *ToolsRequest) String() string {
 func (*ToolsRequest) ProtoMessage() {}
 
 func (x *ToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1317,7 @@ func (x *ToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolsRequest.ProtoReflect.Descriptor instead.
 func (*ToolsRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolsRequest) GetRunId() string {
@@ -1244,7 +1337,7 @@ type ToolsResponse struct {
 
 func (x *ToolsResponse) Reset() {
 	*x = ToolsResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1349,7 @@ func (x *ToolsResponse) String() string {
 func (*ToolsResponse) ProtoMessage() {}
 
 func (x *ToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1362,7 @@ func (x *ToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolsResponse.ProtoReflect.Descriptor instead.
 func (*ToolsResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolsResponse) GetTools() []*ToolSpec {
@@ -1296,7 +1389,7 @@ type NoteRequest struct {
 
 func (x *NoteRequest) Reset() {
 	*x = NoteRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1401,7 @@ func (x *NoteRequest) String() string {
 func (*NoteRequest) ProtoMessage() {}
 
 func (x *NoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1414,7 @@ func (x *NoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoteRequest.ProtoReflect.Descriptor instead.
 func (*NoteRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NoteRequest) GetRunId() string {
@@ -1348,7 +1441,7 @@ type EventRequest struct {
 
 func (x *EventRequest) Reset() {
 	*x = EventRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1453,7 @@ func (x *EventRequest) String() string {
 func (*EventRequest) ProtoMessage() {}
 
 func (x *EventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1466,7 @@ func (x *EventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRequest.ProtoReflect.Descriptor instead.
 func (*EventRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EventRequest) GetRunId() string {
@@ -1399,7 +1492,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1504,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1517,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Ack) GetError() *Error {
@@ -1445,7 +1538,7 @@ type AskParentRequest struct {
 
 func (x *AskParentRequest) Reset() {
 	*x = AskParentRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1550,7 @@ func (x *AskParentRequest) String() string {
 func (*AskParentRequest) ProtoMessage() {}
 
 func (x *AskParentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1563,7 @@ func (x *AskParentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskParentRequest.ProtoReflect.Descriptor instead.
 func (*AskParentRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AskParentRequest) GetRunId() string {
@@ -1505,7 +1598,7 @@ type AskParentResponse struct {
 
 func (x *AskParentResponse) Reset() {
 	*x = AskParentResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1610,7 @@ func (x *AskParentResponse) String() string {
 func (*AskParentResponse) ProtoMessage() {}
 
 func (x *AskParentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1623,7 @@ func (x *AskParentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskParentResponse.ProtoReflect.Descriptor instead.
 func (*AskParentResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AskParentResponse) GetText() string {
@@ -1578,7 +1671,7 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0emax_tool_calls\x18\x03 \x01(\x03R\fmaxToolCalls\x12\x1b\n" +
 	"\tmax_turns\x18\x04 \x01(\x03R\bmaxTurns\x12 \n" +
 	"\fmax_cost_usd\x18\x05 \x01(\x01R\n" +
-	"maxCostUsd\"\xc9\x02\n" +
+	"maxCostUsd\"\xac\x03\n" +
 	"\x04Type\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x16\n" +
@@ -1590,7 +1683,15 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x14needs_language_model\x18\b \x01(\bR\x12needsLanguageModel\x12\x1a\n" +
 	"\bexamples\x18\t \x03(\tR\bexamples\x12\x19\n" +
 	"\bhas_loop\x18\n" +
-	" \x01(\bR\ahasLoop\"}\n" +
+	" \x01(\bR\ahasLoop\x12\x1c\n" +
+	"\tworkspace\x18\v \x01(\tR\tworkspace\x12-\n" +
+	"\x03run\x18\f \x01(\v2\x1b.troupe.plugin.v1.RunPolicyR\x03run\x12\x14\n" +
+	"\x05setup\x18\r \x03(\tR\x05setup\"Z\n" +
+	"\tRunPolicy\x12\x14\n" +
+	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\x12\x18\n" +
+	"\anetwork\x18\x03 \x01(\bR\anetwork\"}\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
@@ -1696,74 +1797,76 @@ func file_troupe_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_troupe_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_troupe_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_troupe_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_troupe_plugin_v1_plugin_proto_goTypes = []any{
 	(*Error)(nil),               // 0: troupe.plugin.v1.Error
 	(*DescribeRequest)(nil),     // 1: troupe.plugin.v1.DescribeRequest
 	(*DescribeResponse)(nil),    // 2: troupe.plugin.v1.DescribeResponse
 	(*Budget)(nil),              // 3: troupe.plugin.v1.Budget
 	(*Type)(nil),                // 4: troupe.plugin.v1.Type
-	(*ToolSpec)(nil),            // 5: troupe.plugin.v1.ToolSpec
-	(*Agent)(nil),               // 6: troupe.plugin.v1.Agent
-	(*CallToolRequest)(nil),     // 7: troupe.plugin.v1.CallToolRequest
-	(*CallToolResponse)(nil),    // 8: troupe.plugin.v1.CallToolResponse
-	(*RunLoopRequest)(nil),      // 9: troupe.plugin.v1.RunLoopRequest
-	(*RunLoopResponse)(nil),     // 10: troupe.plugin.v1.RunLoopResponse
-	(*ToolCall)(nil),            // 11: troupe.plugin.v1.ToolCall
-	(*Message)(nil),             // 12: troupe.plugin.v1.Message
-	(*Usage)(nil),               // 13: troupe.plugin.v1.Usage
-	(*GenerateRequest)(nil),     // 14: troupe.plugin.v1.GenerateRequest
-	(*GenerateResponse)(nil),    // 15: troupe.plugin.v1.GenerateResponse
-	(*HostCallToolRequest)(nil), // 16: troupe.plugin.v1.HostCallToolRequest
-	(*ToolsRequest)(nil),        // 17: troupe.plugin.v1.ToolsRequest
-	(*ToolsResponse)(nil),       // 18: troupe.plugin.v1.ToolsResponse
-	(*NoteRequest)(nil),         // 19: troupe.plugin.v1.NoteRequest
-	(*EventRequest)(nil),        // 20: troupe.plugin.v1.EventRequest
-	(*Ack)(nil),                 // 21: troupe.plugin.v1.Ack
-	(*AskParentRequest)(nil),    // 22: troupe.plugin.v1.AskParentRequest
-	(*AskParentResponse)(nil),   // 23: troupe.plugin.v1.AskParentResponse
+	(*RunPolicy)(nil),           // 5: troupe.plugin.v1.RunPolicy
+	(*ToolSpec)(nil),            // 6: troupe.plugin.v1.ToolSpec
+	(*Agent)(nil),               // 7: troupe.plugin.v1.Agent
+	(*CallToolRequest)(nil),     // 8: troupe.plugin.v1.CallToolRequest
+	(*CallToolResponse)(nil),    // 9: troupe.plugin.v1.CallToolResponse
+	(*RunLoopRequest)(nil),      // 10: troupe.plugin.v1.RunLoopRequest
+	(*RunLoopResponse)(nil),     // 11: troupe.plugin.v1.RunLoopResponse
+	(*ToolCall)(nil),            // 12: troupe.plugin.v1.ToolCall
+	(*Message)(nil),             // 13: troupe.plugin.v1.Message
+	(*Usage)(nil),               // 14: troupe.plugin.v1.Usage
+	(*GenerateRequest)(nil),     // 15: troupe.plugin.v1.GenerateRequest
+	(*GenerateResponse)(nil),    // 16: troupe.plugin.v1.GenerateResponse
+	(*HostCallToolRequest)(nil), // 17: troupe.plugin.v1.HostCallToolRequest
+	(*ToolsRequest)(nil),        // 18: troupe.plugin.v1.ToolsRequest
+	(*ToolsResponse)(nil),       // 19: troupe.plugin.v1.ToolsResponse
+	(*NoteRequest)(nil),         // 20: troupe.plugin.v1.NoteRequest
+	(*EventRequest)(nil),        // 21: troupe.plugin.v1.EventRequest
+	(*Ack)(nil),                 // 22: troupe.plugin.v1.Ack
+	(*AskParentRequest)(nil),    // 23: troupe.plugin.v1.AskParentRequest
+	(*AskParentResponse)(nil),   // 24: troupe.plugin.v1.AskParentResponse
 }
 var file_troupe_plugin_v1_plugin_proto_depIdxs = []int32{
 	4,  // 0: troupe.plugin.v1.DescribeResponse.types:type_name -> troupe.plugin.v1.Type
-	5,  // 1: troupe.plugin.v1.DescribeResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
+	6,  // 1: troupe.plugin.v1.DescribeResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
 	3,  // 2: troupe.plugin.v1.Type.budget:type_name -> troupe.plugin.v1.Budget
-	6,  // 3: troupe.plugin.v1.CallToolRequest.agent:type_name -> troupe.plugin.v1.Agent
-	0,  // 4: troupe.plugin.v1.CallToolResponse.error:type_name -> troupe.plugin.v1.Error
-	6,  // 5: troupe.plugin.v1.RunLoopRequest.agent:type_name -> troupe.plugin.v1.Agent
-	0,  // 6: troupe.plugin.v1.RunLoopResponse.error:type_name -> troupe.plugin.v1.Error
-	11, // 7: troupe.plugin.v1.Message.tool_calls:type_name -> troupe.plugin.v1.ToolCall
-	12, // 8: troupe.plugin.v1.GenerateRequest.messages:type_name -> troupe.plugin.v1.Message
-	11, // 9: troupe.plugin.v1.GenerateResponse.tool_calls:type_name -> troupe.plugin.v1.ToolCall
-	13, // 10: troupe.plugin.v1.GenerateResponse.usage:type_name -> troupe.plugin.v1.Usage
-	0,  // 11: troupe.plugin.v1.GenerateResponse.error:type_name -> troupe.plugin.v1.Error
-	11, // 12: troupe.plugin.v1.HostCallToolRequest.call:type_name -> troupe.plugin.v1.ToolCall
-	5,  // 13: troupe.plugin.v1.ToolsResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
-	0,  // 14: troupe.plugin.v1.ToolsResponse.error:type_name -> troupe.plugin.v1.Error
-	0,  // 15: troupe.plugin.v1.Ack.error:type_name -> troupe.plugin.v1.Error
-	0,  // 16: troupe.plugin.v1.AskParentResponse.error:type_name -> troupe.plugin.v1.Error
-	1,  // 17: troupe.plugin.v1.Plugin.Describe:input_type -> troupe.plugin.v1.DescribeRequest
-	7,  // 18: troupe.plugin.v1.Plugin.CallTool:input_type -> troupe.plugin.v1.CallToolRequest
-	9,  // 19: troupe.plugin.v1.Plugin.RunLoop:input_type -> troupe.plugin.v1.RunLoopRequest
-	14, // 20: troupe.plugin.v1.Host.Generate:input_type -> troupe.plugin.v1.GenerateRequest
-	16, // 21: troupe.plugin.v1.Host.CallTool:input_type -> troupe.plugin.v1.HostCallToolRequest
-	17, // 22: troupe.plugin.v1.Host.Tools:input_type -> troupe.plugin.v1.ToolsRequest
-	19, // 23: troupe.plugin.v1.Host.Note:input_type -> troupe.plugin.v1.NoteRequest
-	22, // 24: troupe.plugin.v1.Host.AskParent:input_type -> troupe.plugin.v1.AskParentRequest
-	20, // 25: troupe.plugin.v1.Host.Event:input_type -> troupe.plugin.v1.EventRequest
-	2,  // 26: troupe.plugin.v1.Plugin.Describe:output_type -> troupe.plugin.v1.DescribeResponse
-	8,  // 27: troupe.plugin.v1.Plugin.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
-	10, // 28: troupe.plugin.v1.Plugin.RunLoop:output_type -> troupe.plugin.v1.RunLoopResponse
-	15, // 29: troupe.plugin.v1.Host.Generate:output_type -> troupe.plugin.v1.GenerateResponse
-	8,  // 30: troupe.plugin.v1.Host.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
-	18, // 31: troupe.plugin.v1.Host.Tools:output_type -> troupe.plugin.v1.ToolsResponse
-	21, // 32: troupe.plugin.v1.Host.Note:output_type -> troupe.plugin.v1.Ack
-	23, // 33: troupe.plugin.v1.Host.AskParent:output_type -> troupe.plugin.v1.AskParentResponse
-	21, // 34: troupe.plugin.v1.Host.Event:output_type -> troupe.plugin.v1.Ack
-	26, // [26:35] is the sub-list for method output_type
-	17, // [17:26] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	5,  // 3: troupe.plugin.v1.Type.run:type_name -> troupe.plugin.v1.RunPolicy
+	7,  // 4: troupe.plugin.v1.CallToolRequest.agent:type_name -> troupe.plugin.v1.Agent
+	0,  // 5: troupe.plugin.v1.CallToolResponse.error:type_name -> troupe.plugin.v1.Error
+	7,  // 6: troupe.plugin.v1.RunLoopRequest.agent:type_name -> troupe.plugin.v1.Agent
+	0,  // 7: troupe.plugin.v1.RunLoopResponse.error:type_name -> troupe.plugin.v1.Error
+	12, // 8: troupe.plugin.v1.Message.tool_calls:type_name -> troupe.plugin.v1.ToolCall
+	13, // 9: troupe.plugin.v1.GenerateRequest.messages:type_name -> troupe.plugin.v1.Message
+	12, // 10: troupe.plugin.v1.GenerateResponse.tool_calls:type_name -> troupe.plugin.v1.ToolCall
+	14, // 11: troupe.plugin.v1.GenerateResponse.usage:type_name -> troupe.plugin.v1.Usage
+	0,  // 12: troupe.plugin.v1.GenerateResponse.error:type_name -> troupe.plugin.v1.Error
+	12, // 13: troupe.plugin.v1.HostCallToolRequest.call:type_name -> troupe.plugin.v1.ToolCall
+	6,  // 14: troupe.plugin.v1.ToolsResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
+	0,  // 15: troupe.plugin.v1.ToolsResponse.error:type_name -> troupe.plugin.v1.Error
+	0,  // 16: troupe.plugin.v1.Ack.error:type_name -> troupe.plugin.v1.Error
+	0,  // 17: troupe.plugin.v1.AskParentResponse.error:type_name -> troupe.plugin.v1.Error
+	1,  // 18: troupe.plugin.v1.Plugin.Describe:input_type -> troupe.plugin.v1.DescribeRequest
+	8,  // 19: troupe.plugin.v1.Plugin.CallTool:input_type -> troupe.plugin.v1.CallToolRequest
+	10, // 20: troupe.plugin.v1.Plugin.RunLoop:input_type -> troupe.plugin.v1.RunLoopRequest
+	15, // 21: troupe.plugin.v1.Host.Generate:input_type -> troupe.plugin.v1.GenerateRequest
+	17, // 22: troupe.plugin.v1.Host.CallTool:input_type -> troupe.plugin.v1.HostCallToolRequest
+	18, // 23: troupe.plugin.v1.Host.Tools:input_type -> troupe.plugin.v1.ToolsRequest
+	20, // 24: troupe.plugin.v1.Host.Note:input_type -> troupe.plugin.v1.NoteRequest
+	23, // 25: troupe.plugin.v1.Host.AskParent:input_type -> troupe.plugin.v1.AskParentRequest
+	21, // 26: troupe.plugin.v1.Host.Event:input_type -> troupe.plugin.v1.EventRequest
+	2,  // 27: troupe.plugin.v1.Plugin.Describe:output_type -> troupe.plugin.v1.DescribeResponse
+	9,  // 28: troupe.plugin.v1.Plugin.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
+	11, // 29: troupe.plugin.v1.Plugin.RunLoop:output_type -> troupe.plugin.v1.RunLoopResponse
+	16, // 30: troupe.plugin.v1.Host.Generate:output_type -> troupe.plugin.v1.GenerateResponse
+	9,  // 31: troupe.plugin.v1.Host.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
+	19, // 32: troupe.plugin.v1.Host.Tools:output_type -> troupe.plugin.v1.ToolsResponse
+	22, // 33: troupe.plugin.v1.Host.Note:output_type -> troupe.plugin.v1.Ack
+	24, // 34: troupe.plugin.v1.Host.AskParent:output_type -> troupe.plugin.v1.AskParentResponse
+	22, // 35: troupe.plugin.v1.Host.Event:output_type -> troupe.plugin.v1.Ack
+	27, // [27:36] is the sub-list for method output_type
+	18, // [18:27] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_troupe_plugin_v1_plugin_proto_init() }
@@ -1777,7 +1880,7 @@ func file_troupe_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_troupe_plugin_v1_plugin_proto_rawDesc), len(file_troupe_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
