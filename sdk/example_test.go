@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/troupe-dev/troupe/sdk"
 )
@@ -35,4 +36,29 @@ func ExampleToolFunc() {
 	// Output:
 	// TROUPE
 	// give text to upper-case true
+}
+
+// A type whose agents change code works in a workspace of its own (the
+// default for a type that lists write, edit, run or merge), and runs only
+// the commands its Run policy allows; setup commands prepare each new
+// workspace and must be allowed too. The host checks all of it when it
+// loads the plugin, and refuses the type, saying why, when it is unusable.
+func ExampleType_run() {
+	fixer := sdk.Type{
+		Name:        "fixer",
+		Description: "Makes the failing test pass, and checks it with go test.",
+		Prompt:      "Fix the failing test in {{.Dir}}; run the tests to check.",
+		Tools:       []string{"read", "grep", "edit", "run"},
+		Workspace:   sdk.WorkspaceWorktree,
+		Run: sdk.RunPolicy{
+			Allow:   []string{"go test", "go vet", "go mod download"},
+			Timeout: 5 * time.Minute,
+			Network: true, // go mod download fetches modules
+		},
+		Setup: []string{"go mod download"},
+	}
+	p := sdk.Plugin{Name: "fixers", Version: "0.1.0", Types: []sdk.Type{fixer}}
+	fmt.Println(p.Types[0].Name, p.Types[0].Run.Allow, p.Types[0].Run.Network)
+	// Output:
+	// fixer [go test go vet go mod download] true
 }

@@ -40,10 +40,53 @@ type Type struct {
 	NeedsLanguageModel bool
 	// Examples are tasks the type is for.
 	Examples []string
+	// Workspace is WorkspaceWorktree, WorkspaceNone, or "": a workspace
+	// of its own when the type lists a tool that changes files or runs
+	// commands (write, edit, run, merge), the directory it is given
+	// otherwise. The host refuses WorkspaceNone with such a tool or with
+	// setup commands.
+	Workspace string
+	// Run says what the host's run tool may start for agents of the
+	// type. A type that lists run and allows nothing can run nothing.
+	Run RunPolicy
+	// Setup are commands that prepare a new workspace (fetching
+	// dependencies, say); each must be allowed by Run, as any command.
+	Setup []string
 	// Loop, when set, runs agents of the type in place of the host's own
 	// model ↔ tool loop. It calls back into the host for model calls and
 	// tools through its Session, and the host counts and budgets them.
 	Loop Loop
+}
+
+// Workspace modes of a type (Type.Workspace).
+const (
+	// WorkspaceWorktree gives each agent of the type a workspace of its
+	// own: a git worktree on a branch of its own, from its parent's
+	// current state.
+	WorkspaceWorktree = "worktree"
+	// WorkspaceNone works in the directory the agent is given, to read.
+	WorkspaceNone = "none"
+)
+
+// RunPolicy says which commands the host's run tool may start for a
+// type, and how. The host checks it when it loads the plugin, as it
+// checks a definition file's run section, and refuses the type, saying
+// why, when it is unusable: at most 64 prefixes and 16 setup commands of
+// at most 1024 bytes each, no shell operators, a timeout up to 30
+// minutes.
+type RunPolicy struct {
+	// Allow lists command prefixes as words ("go test", "make"): a
+	// command runs only when its first words are those of one of them.
+	// A shell runs only when the list names it ("sh -c"). Empty allows
+	// nothing.
+	Allow []string
+	// Timeout is each command's time limit, and the most a call may ask
+	// for; 0 leaves it to the host (two minutes). It crosses to the host
+	// in whole milliseconds, rounded away from zero.
+	Timeout time.Duration
+	// Network lets commands reach the network. By default they run
+	// without it where the platform can take it away.
+	Network bool
 }
 
 // Budget holds an agent's limits; zero fields are unset.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/troupe-dev/troupe/sdk"
 	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
@@ -18,8 +19,27 @@ func typeToWire(t sdk.Type) *pluginv1.Type {
 			MaxToolCalls: int64(t.Budget.MaxToolCalls), MaxTurns: int64(t.Budget.MaxTurns), MaxCostUsd: t.Budget.MaxCostUSD,
 		},
 		OutputJsonSchema: t.OutputJSONSchema, NeedsLanguageModel: t.NeedsLanguageModel, Examples: t.Examples,
-		HasLoop: t.Loop != nil,
+		HasLoop:   t.Loop != nil,
+		Workspace: t.Workspace,
+		Run:       &pluginv1.RunPolicy{Allow: t.Run.Allow, TimeoutMs: awayMillis(t.Run.Timeout), Network: t.Run.Network},
+		Setup:     t.Setup,
 	}
+}
+
+// awayMillis is d in whole milliseconds, rounded away from zero, so that
+// a timeout under a millisecond does not become 0, the host's default: a
+// positive one stays positive, a negative one negative, for the host to
+// refuse.
+func awayMillis(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	switch {
+	case d%time.Millisecond == 0:
+	case d > 0:
+		ms++
+	default:
+		ms--
+	}
+	return ms
 }
 
 func specToWire(s sdk.ToolSpec) *pluginv1.ToolSpec {
