@@ -43,6 +43,9 @@ func (t *Type) validateWorkspace() error {
 		if i := slices.IndexFunc(t.Tools, func(name string) bool { return slices.Contains(ChangingTools, name) }); i >= 0 {
 			return fmt.Errorf("%w: workspace is %q, and the type lists %q, which works only in a workspace of its own; remove the workspace line (a worktree is the default) or the tool", ErrInvalid, WorkspaceNone, t.Tools[i])
 		}
+		if len(t.Setup) > 0 {
+			return fmt.Errorf("%w: workspace is %q, and the type names setup commands, which prepare a workspace of its own; remove one or the other", ErrInvalid, WorkspaceNone)
+		}
 	default:
 		return fmt.Errorf("%w: workspace is %q; use %q or %q", ErrInvalid, t.Workspace, WorkspaceWorktree, WorkspaceNone)
 	}

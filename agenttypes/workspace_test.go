@@ -91,6 +91,10 @@ func TestATypesWorkspaceFieldsAreValidated(t *testing.T) {
 		"empty allow entry": {func(t *agenttypes.Type) { t.Run.Allow = []string{"  "} }, "empty entry"},
 		"timeout too long":  {func(t *agenttypes.Type) { t.Run.Timeout = time.Hour }, "up to 30m"},
 		"setup not allowed": {func(t *agenttypes.Type) { t.Setup = []string{"npm ci"} }, "not allowed by run.allow"},
+		"none with setup": {func(t *agenttypes.Type) {
+			t.Tools, t.Workspace = []string{"read"}, agenttypes.WorkspaceNone
+			t.Run.Allow, t.Setup = []string{"npm ci"}, []string{"npm ci"}
+		}, "names setup commands"},
 	} {
 		typ := base
 		tc.mutate(&typ)
