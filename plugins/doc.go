@@ -5,6 +5,13 @@
 // every agent shares, and puts their types and tools in an
 // agenttypes.Registry with source "plugin:NAME".
 //
+// Load checks each type a plugin offers as it checks any type
+// (agenttypes.Type.Validate), its workspace mode, run policy and setup
+// commands included, and leaves out, with an error naming the plugin, a
+// type it refuses; the plugin's other types and tools load. A plugin's
+// run list needs no trust of its own: the plugin itself runs only when it
+// is the user's or trusted.
+//
 // A plugin's tool becomes an agenttypes.Tool whose calls go to the
 // process; a plugin type with its own loop becomes an agenttypes.Loop
 // whose Run asks the plugin to run it and serves the loop's model and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -75,8 +76,12 @@ func (h *Host) Load(ctx context.Context, reg *agenttypes.Registry) []error {
 				continue
 			}
 			if err := typ.Validate(); err != nil {
-				problems = append(problems, fmt.Errorf("plugin %s: %w", in.Name, err))
+				problems = append(problems, fmt.Errorf("plugin %s: %w; the type is left out until the plugin fixes it", in.Name, err))
 				continue
+			}
+			if typ.Allows("run") && len(typ.Run.Allow) == 0 {
+				h.cfg.Logger.Warn("a plugin's type lists run and allows no command, so run refuses every one; give the type's Run.Allow",
+					"plugin", in.Name, "type", typ.Name)
 			}
 			typeAt[typ.Name] = len(types)
 			types = append(types, typ)
@@ -304,17 +309,30 @@ func (p *proc) image() (*process.Image, error) {
 	return im, nil
 }
 
-// typeOf is the registry's form of a type the plugin offers.
+// typeOf is the registry's form of a type the plugin offers. Load then
+// checks it as it checks any type (agenttypes.Type.Validate): a workspace
+// mode, run policy or setup command that is unusable refuses that type
+// alone, with an error that names the plugin.
+//
+// A plugin's run list is no trust item of its own, as the lists of a
+// project's definition files and config are: a project's plugin runs only
+// once the user has trusted the project and its binary, and a plugin of
+// the user's own folders is the user's. A plugin that runs at all may
+// start any command itself; the commands it lets its agents run grant it
+// nothing more.
 func (p *proc) typeOf(t *pluginv1.Type) agenttypes.Type {
-	b := t.GetBudget()
+	b, run := t.GetBudget(), t.GetRun()
 	typ := agenttypes.Type{
 		Name: t.GetName(), Description: t.GetDescription(), Prompt: t.GetPrompt(), Tools: t.GetTools(), Model: t.GetModel(),
 		Budget: agenttypes.Budget{
-			MaxTokens: int(b.GetMaxTokens()), MaxTime: time.Duration(b.GetMaxTimeMs()) * time.Millisecond,
+			MaxTokens: int(b.GetMaxTokens()), MaxTime: millis(b.GetMaxTimeMs()),
 			MaxToolCalls: int(b.GetMaxToolCalls()), MaxTurns: int(b.GetMaxTurns()), MaxCostUSD: b.GetMaxCostUsd(),
 		},
 		NeedsLanguageModel: t.GetNeedsLanguageModel(), Examples: t.GetExamples(),
-		Source: "plugin:" + p.bin.Name,
+		Workspace: t.GetWorkspace(),
+		Run:       agenttypes.RunPolicy{Allow: run.GetAllow(), Timeout: millis(run.GetTimeoutMs()), Network: run.GetNetwork()},
+		Setup:     t.GetSetup(),
+		Source:    "plugin:" + p.bin.Name,
 	}
 	if len(t.GetOutputJsonSchema()) > 0 {
 		typ.Output = agenttypes.Output{Format: agenttypes.OutputJSON, Schema: json.RawMessage(t.GetOutputJsonSchema())}
@@ -323,6 +341,21 @@ func (p *proc) typeOf(t *pluginv1.Type) agenttypes.Type {
 		typ.Loop = &pluginLoop{p: p, typ: t.GetName()}
 	}
 	return typ
+}
+
+// millis is ms milliseconds, saturated at the largest durations either
+// way: a count too large to be a Duration stays too large (or too
+// negative) for Validate to refuse, rather than wrapping around to a
+// duration that looks reasonable.
+func millis(ms int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case ms > most:
+		return math.MaxInt64
+	case ms < -most:
+		return math.MinInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 func specOf(s *pluginv1.ToolSpec) agenttypes.ToolSpec {

@@ -1,8 +1,9 @@
 // Command testplugin is the plugin the plugins package's tests run as a
 // real process. It misbehaves on request: TESTPLUGIN_HANG=FIFO says its
 // process ID on FIFO and hangs before serving, TESTPLUGIN_EXIT=1 exits at once, TESTPLUGIN_GATE=PATH waits
-// before serving until the test lets it go (see atGate); its tools block,
-// panic or ignore cancellation when told to.
+// before serving until the test lets it go (see atGate),
+// TESTPLUGIN_BAD_TYPES=1 offers types the host must refuse or warn of
+// beside the rest; its tools block, panic or ignore cancellation when told to.
 package main
 
 import (
@@ -84,10 +85,48 @@ func main() {
 		Name:    "test",
 		Version: "1.2.3",
 		Tools:   slices.Concat(answerTools(), faultTools(), processTools()),
-		Types: slices.Concat(modelTypes(), blockingTypes(), sessionTypes(), []sdk.Type{
+		Types: slices.Concat(modelTypes(), blockingTypes(), sessionTypes(), workspaceTypes(), []sdk.Type{
 			{Name: "plain", Description: "A type the host's own loop runs.", Prompt: "You help.", Tools: []string{"shout"}},
 		}),
 	})
+}
+
+// workspaceTypes say where their agents work and what they may run; with
+// TESTPLUGIN_BAD_TYPES=1, types whose workspace, run policy or setup the
+// host must refuse or warn of come too, each named for what is wrong with
+// it.
+func workspaceTypes() []sdk.Type {
+	fixer := sdk.Type{
+		Name: "fixer", Description: "Fixes code in a workspace of its own and checks it with the tests.",
+		Prompt: "Fix it.", Tools: []string{"read", "edit", "run"},
+		Workspace: sdk.WorkspaceWorktree,
+		Run:       sdk.RunPolicy{Allow: []string{"go test", "go mod download"}, Timeout: 90 * time.Second, Network: true},
+		Setup:     []string{"go mod download"},
+	}
+	reader := sdk.Type{Name: "reader", Description: "Reads where it is put.", Prompt: "Read.", Tools: []string{"read"}, Workspace: sdk.WorkspaceNone}
+	types := []sdk.Type{fixer, reader}
+	if os.Getenv("TESTPLUGIN_BAD_TYPES") != "1" {
+		return types
+	}
+	bad := func(name string, change func(*sdk.Type)) sdk.Type {
+		t := fixer
+		t.Name = name
+		change(&t)
+		return t
+	}
+	return append(types,
+		bad("bad-setup", func(t *sdk.Type) { t.Setup = []string{"npm ci"} }),
+		bad("bad-timeout", func(t *sdk.Type) { t.Run.Timeout = time.Hour }),
+		bad("bad-negative-timeout", func(t *sdk.Type) { t.Run.Timeout = -time.Microsecond }),
+		bad("bad-operator", func(t *sdk.Type) { t.Run.Allow = []string{"go test | tee out"} }),
+		bad("bad-none", func(t *sdk.Type) { t.Workspace, t.Setup = sdk.WorkspaceNone, nil }),
+		bad("bad-mode", func(t *sdk.Type) { t.Workspace = "tmpdir" }),
+		bad("bad-long-allow", func(t *sdk.Type) { t.Run.Allow = slices.Repeat([]string{"go test"}, 65) }),
+		bad("bad-long-entry", func(t *sdk.Type) { t.Run.Allow = append(t.Run.Allow, "go "+strings.Repeat("x", 2000)) }),
+		bad("bad-long-setup", func(t *sdk.Type) { t.Setup = slices.Repeat([]string{"go test"}, 17) }),
+		// Usable, but its run tool refuses every command: the host warns.
+		bad("runs-nothing", func(t *sdk.Type) { t.Run, t.Setup = sdk.RunPolicy{}, nil }),
+	)
 }
 
 // misbehaveAtStart hangs, exits or waits at the gate before serving, as
