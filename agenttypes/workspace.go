@@ -233,7 +233,8 @@ func doubleQuoted(rs []rune, cur *strings.Builder) (int, error) {
 // branch when it ended.
 type Changes struct {
 	// Dir is the directory the workspace was made from and the changes
-	// apply to: the user's tree, for a top-level agent.
+	// apply to: the user's tree, for a top-level agent; the parent's
+	// workspace, for a child.
 	Dir string `json:"dir"`
 	// Repo is the git directory that holds the branch: the project's own,
 	// or a private snapshot repository for a directory that is not one.

@@ -23,7 +23,7 @@ var diffFlags = []string{"--no-ext-diff", "--no-textconv", "--no-color", "--no-r
 // changes describes what head changed since the base, and writes the
 // binary patch under the state directory.
 func (w *Workspace) changes(ctx context.Context, g *gitsafe.Git, head string) (*agenttypes.Changes, error) {
-	ch := &agenttypes.Changes{Repo: w.rec.Repo, Branch: w.rec.Branch, Base: w.rec.Base, Head: head}
+	ch := &agenttypes.Changes{Dir: w.rec.Dir, Repo: w.rec.Repo, Branch: w.rec.Branch, Base: w.rec.Base, Head: head}
 	if head == w.rec.Base {
 		return ch, nil
 	}

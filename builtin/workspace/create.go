@@ -53,7 +53,7 @@ func (p *Provider) create(ctx context.Context, req agenttypes.WorkspaceRequest, 
 	if err != nil {
 		return nil, err
 	}
-	rec := record{Owner: p.owner, Run: req.Run, Agent: req.Agent, Sub: src.sub, Repo: rg.CommonDir(), Top: src.top, Base: src.base}
+	rec := record{Owner: p.owner, Run: req.Run, Agent: req.Agent, Dir: src.from, Sub: src.sub, Repo: rg.CommonDir(), Top: src.top, Base: src.base}
 	if err := p.claim(ctx, rg, &rec); err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@
 // and only then removes the worktree, with `git worktree remove`. When
 // recording fails, the worktree stays and the error says where. Branches
 // and patches stay: they are the agent's result, and go when their run
-// is discarded.
+// is discarded (Discard, DiscardRun).
 //
 // A Provider holds a lock file for as long as it is open, and every
 // workspace has a record naming it. Prune, at startup, finds the
@@ -78,6 +78,28 @@
 // before merge as nothing. A file whose .gitattributes names a custom
 // merge driver cannot be merged when both sides changed it: the driver
 // is a program the repository names, and does not run.
+//
+// # Applying and discarding
+//
+// Apply brings an agent's changes into the tree they were made from
+// (Changes.Dir: the user's directory for a top-level agent) with a
+// three-way merge: the base is Changes.Base, theirs Changes.Head, ours
+// the tree as it is now, HEAD plus everything uncommitted, recorded as
+// Open records it, without touching the user's index. git merge-tree
+// merges; only then, and only when the merge is clean, are the files it
+// changed written, through an os.Root on the tree: never outside it,
+// never through a symlink, never into .git, each file made aside and
+// renamed into place. git checks them out first into the state
+// directory, so that line endings are what a checkout writes. The index
+// and HEAD stay: the changes show as unstaged changes and untracked
+// files. A conflict, with the user's commits or uncommitted changes, an
+// ignored file or a directory in the way, is refused before anything is
+// written, with the files and hunks. Changes the tree holds already
+// apply as nothing.
+//
+// Discard deletes an ended agent's branch, while it is where the agent
+// left it, and its patch; DiscardRun removes the workspaces a killed
+// process left open. Neither deletes any branch but troupe's.
 //
 // # Commands
 //

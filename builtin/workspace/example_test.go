@@ -65,3 +65,53 @@ func Example() {
 	// parent: troupe/run1/parent [main.go plan.md]
 	// the project changed: false
 }
+
+// An agent's changes applied to the user's tree, where they show as
+// unstaged changes, and then discarded.
+func ExampleProvider_Apply() {
+	ctx := context.Background()
+	tmp, _ := os.MkdirTemp("", "workspace-example")
+	defer os.RemoveAll(tmp)
+	project := filepath.Join(tmp, "project")
+	_ = os.MkdirAll(project, 0o755)
+	_ = os.WriteFile(filepath.Join(project, "README.md"), []byte("# project\n"), 0o644)
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = project
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_AUTHOR_NAME=Ada",
+			"GIT_AUTHOR_EMAIL=ada@example.com", "GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-q", "-m", "first")
+
+	p, err := workspace.New(workspace.Config{StateDir: filepath.Join(tmp, "state")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	w, _ := p.Open(ctx, agenttypes.WorkspaceRequest{Run: "run1", Agent: "agent", Dir: project})
+	_ = os.WriteFile(filepath.Join(w.Dir(), "main.go"), []byte("package main\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(w.Dir(), "README.md"), []byte("# project\n\nIt builds.\n"), 0o644)
+	changes, _ := w.Close(ctx)
+
+	applied, err := p.Apply(ctx, changes, workspace.ApplyOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("written:", applied.Written)
+	fmt.Print(git("status", "--porcelain"))
+	again, _ := p.Apply(ctx, changes, workspace.ApplyOptions{})
+	fmt.Println("applied again, up to date:", again.UpToDate)
+	fmt.Println("discarded:", p.Discard(ctx, changes) == nil)
+	// Output:
+	// written: [README.md main.go]
+	//  M README.md
+	// ?? main.go
+	// applied again, up to date: true
+	// discarded: true
+}

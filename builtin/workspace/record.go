@@ -23,6 +23,9 @@ type record struct {
 	Owner string `json:"owner"`
 	Run   string `json:"run"`
 	Agent string `json:"agent"`
+	// Dir is the directory the workspace was made from, which its
+	// changes apply to.
+	Dir string `json:"dir,omitempty"`
 	// Name is the workspace's unique name: its record's, its worktree's
 	// and its patch's file names.
 	Name   string `json:"name"`

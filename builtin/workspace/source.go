@@ -21,6 +21,9 @@ type source struct {
 	top  string // the project's directory: the repository's top, or the plain directory
 	sub  string // the agent's directory inside the top, slash form, "" for the top
 	base string // the commit it starts from
+	// from is the directory it is made from, which its changes apply
+	// to: the user's, or the parent's workspace's.
+	from string
 }
 
 // source finds where the workspace req asks for starts: its parent's
@@ -32,7 +35,9 @@ func (p *Provider) source(ctx context.Context, req agenttypes.WorkspaceRequest) 
 		if !ok {
 			return source{}, fmt.Errorf("the parent's workspace is a %T, not one this package made, so the new one cannot start from it; give the manager one Workspaces for the whole tree", req.Parent)
 		}
-		return pw.childSource(ctx, req.Dir, "agent "+req.Agent)
+		src, err := pw.childSource(ctx, req.Dir, "agent "+req.Agent)
+		src.from = pw.Dir()
+		return src, err
 	}
 	if req.Dir == "" {
 		return source{}, errors.New("the request names no directory to start from")
@@ -54,10 +59,14 @@ func (p *Provider) source(ctx context.Context, req agenttypes.WorkspaceRequest) 
 	if rel, err := filepath.Rel(top, p.dirs.root); err == nil && (rel == "." || filepath.IsLocal(rel)) {
 		return source{}, fmt.Errorf("the state directory %s is inside the project %s, and workspaces never live in the user's tree; choose a state directory outside it", p.dirs.root, top)
 	}
+	var src source
 	if repo {
-		return p.repoSource(ctx, top, dir, req.Agent)
+		src, err = p.repoSource(ctx, top, dir, req.Agent)
+	} else {
+		src, err = p.plainSource(ctx, dir, req.Agent)
 	}
-	return p.plainSource(ctx, dir, req.Agent)
+	src.from = dir
+	return src, err
 }
 
 // findTop finds the top of the git repository dir is in: the nearest
