@@ -365,3 +365,23 @@ func TestApplyReplacesADirectoryByAFileAndBack(t *testing.T) {
 	require.ErrorIs(t, err, workspace.ErrConflict)
 	assert.Equal(t, "s\n", read(t, repo, "sub/s.txt"))
 }
+
+// Files are written as a checkout writes them: with the line endings the
+// repository's attributes ask for.
+func TestApplyWritesLineEndingsAsACheckout(t *testing.T) {
+	repo := newRepo(t)
+	write(t, repo, ".gitattributes", "*.txt text eol=crlf\n")
+	gitIn(t, repo, "add", ".gitattributes")
+	gitIn(t, repo, "commit", "-q", "-m", "crlf")
+	require.NoError(t, os.Remove(filepath.Join(repo, "f.txt")))
+	gitIn(t, repo, "checkout", "--", "f.txt")
+	require.Equal(t, strings.ReplaceAll(lines, "\n", "\r\n"), read(t, repo, "f.txt"))
+	p := newProvider(t)
+	ch := agentChanges(t, p, repo, func(ws string) {
+		write(t, ws, "f.txt", strings.ReplaceAll(replaceLine(lines, 1, "one"), "\n", "\r\n"))
+	})
+	_, err := p.Apply(context.Background(), ch, workspace.ApplyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, strings.ReplaceAll(replaceLine(lines, 1, "one"), "\n", "\r\n"), read(t, repo, "f.txt"))
+	assert.Equal(t, " M f.txt", porcelain(t, repo))
+}
