@@ -220,7 +220,7 @@ func (p *Provider) planApply(ctx context.Context, t applyTarget, ch *agenttypes.
 	switch {
 	case errors.As(err, &gerr) && gerr.ExitCode() == 1:
 		res, err := conflicts(ctx, t.g, out)
-		return nil, Applied{Conflicts: res.Conflicts}, err
+		return nil, Applied{Conflicts: relabel(res.Conflicts, oursCommit, ch)}, err
 	case err != nil:
 		return nil, Applied{}, err
 	}
@@ -240,6 +240,16 @@ func (p *Provider) planApply(ctx context.Context, t applyTarget, ch *agenttypes.
 		return nil, Applied{}, err
 	}
 	return plan, Applied{}, nil
+}
+
+// relabel names the sides of conflict markers for a person: the tree as
+// "yours", the changes by their branch, rather than by commit IDs.
+func relabel(cs []agenttypes.Conflict, ours string, ch *agenttypes.Changes) []agenttypes.Conflict {
+	r := strings.NewReplacer("<<<<<<< "+ours, "<<<<<<< yours", ">>>>>>> "+ch.Head, ">>>>>>> "+ch.Branch, "||||||| "+ch.Base, "||||||| base")
+	for i := range cs {
+		cs[i].Hunks = r.Replace(cs[i].Hunks)
+	}
+	return cs
 }
 
 // diffPlan lists what turns the tree ours into merged, with modes.
