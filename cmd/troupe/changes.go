@@ -18,13 +18,21 @@ func changesSummary(id string, ch *agenttypes.Changes) string {
 		return ""
 	}
 	var b strings.Builder
+	b.WriteString(diffstatLines(ch))
+	fmt.Fprintf(&b, "your tree is untouched; 'troupe runs diff %s' shows the changes, 'troupe runs apply %s' applies them, 'troupe runs discard %s' drops them", id, id, id)
+	return b.String()
+}
+
+// diffstatLines says what changes change: how many files and lines, on
+// which branch, and git's diffstat, a line for each file.
+func diffstatLines(ch *agenttypes.Changes) string {
+	var b strings.Builder
 	fmt.Fprintf(&b, "changed %s (+%d −%d) on branch %s:\n", plural(ch.Files(), "file", "files"), ch.Insertions, ch.Deletions, ch.Branch)
 	if ch.Diffstat != "" {
 		for _, line := range strings.Split(strings.TrimRight(ch.Diffstat, "\n"), "\n") {
 			fmt.Fprintf(&b, "  %s\n", line)
 		}
 	}
-	fmt.Fprintf(&b, "your tree is untouched; 'troupe runs diff %s' shows the changes, 'troupe runs apply %s' applies them, 'troupe runs discard %s' drops them", id, id, id)
 	return b.String()
 }
 

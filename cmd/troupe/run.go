@@ -31,6 +31,7 @@ type runFlags struct {
 	json         bool
 	progress     string
 	yes          bool
+	apply        bool
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -57,7 +58,8 @@ func (a *app) runCommand() *cobra.Command {
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "cost budget in US dollars, such as 0.50, over the agent and its subagents\n(needs a model with a known price)")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto, plain, json or none")
-	fl.BoolVar(&f.yes, "yes", false, "let agents delegate to subagents without asking\n(without it, a terminal asks; elsewhere delegation is refused)")
+	fl.BoolVar(&f.apply, "apply", false, "apply the run's changes to the directory it ran in once it completes, after showing them\n(a terminal asks first; elsewhere nothing is applied without --yes)")
+	fl.BoolVar(&f.yes, "yes", false, "let agents delegate to subagents, and --apply apply the changes, without asking\n(without it, a terminal asks; elsewhere delegation is refused and nothing is applied)")
 	return cmd
 }
 
@@ -137,7 +139,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	defer release()
 	// Only an accepted run prunes: a refused command changes nothing on disk.
 	if runs != "" {
-		if _, err := manager.PruneTranscripts(runs, manager.DefaultRetention); err != nil {
+		if err := a.pruneRuns(cmd.Context(), runs, manager.DefaultRetention, spaces); err != nil {
 			fmt.Fprintf(a.stderr, "troupe: warning: could not remove old transcripts in %s: %v\n", runs, err)
 		}
 	}
@@ -164,6 +166,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 			res.Transcript = "" // never name a transcript that was not written
 		}
 	}
+	applying := f.apply && !interrupted
 	if f.json {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -175,8 +178,13 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		if mode == progressPlain || mode == progressLive {
 			fmt.Fprintln(a.stderr, summary(res, subtree(mgr, res.ID)))
 		}
-		if s := changesSummary(res.ID, res.Changes); s != "" {
+		if s := changesSummary(res.ID, res.Changes); s != "" && !(applying && res.State == manager.Completed) {
 			fmt.Fprintln(a.stderr, s)
+		}
+	}
+	if applying {
+		if err := a.applyAfterRun(cmd.Context(), res, f.yes, con, spaces); err != nil {
+			return err
 		}
 	}
 	switch {

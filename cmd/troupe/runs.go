@@ -397,6 +397,24 @@ func (a *app) runsCommand() *cobra.Command {
 			}
 			return writePatch(a.stdout, r.ID, r.Changes, a.isTerminal(a.stdout))
 		},
+	}, &cobra.Command{
+		Use:   "apply ID",
+		Short: "Apply what a run changed to the directory it ran in, with a three-way merge",
+		Long: "Apply what a run changed to the directory it ran in, with a three-way merge of the run's\n" +
+			"changes and your tree as it is now, committed or not. The changed files are written and\n" +
+			"nothing is staged. When the changes conflict with yours, or something is in their way,\n" +
+			"nothing is changed, the conflicts are listed, and the command exits 1.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.applyRun(cmd.Context(), args[0], asJSON)
+		},
+	}, &cobra.Command{
+		Use:   "discard ID",
+		Short: "Drop what a run and its subagents changed: their branches and patches",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.discardRun(cmd.Context(), args[0])
+		},
 	})
 	return cmd
 }

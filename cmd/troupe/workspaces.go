@@ -33,11 +33,17 @@ func (a *app) workspaces(root string) *workspaces {
 }
 
 func (w *workspaces) Open(ctx context.Context, req agenttypes.WorkspaceRequest) (agenttypes.Workspace, error) {
-	w.once.Do(func() { w.p, w.err = w.provider(ctx) })
-	if w.err != nil {
-		return nil, w.err
+	p, err := w.get(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return w.p.Open(ctx, req)
+	return p.Open(ctx, req)
+}
+
+// get returns the provider, made on the first call.
+func (w *workspaces) get(ctx context.Context) (*workspace.Provider, error) {
+	w.once.Do(func() { w.p, w.err = w.provider(ctx) })
+	return w.p, w.err
 }
 
 func (w *workspaces) provider(ctx context.Context) (*workspace.Provider, error) {
