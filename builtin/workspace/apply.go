@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -169,14 +170,11 @@ func (p *Provider) apply(ctx context.Context, t applyTarget, ch *agenttypes.Chan
 	}
 	// The tree as it is now must still be the tree merged, in every path
 	// written: the user may have saved a file meanwhile.
-	now, again, err := stage(ctx, t.g, private, p.dirs.tmp)
-	if again != "" {
-		defer os.Remove(again)
-	}
+	now, err := restage(ctx, t.g, private, plan.tracked())
 	if err != nil {
 		return Applied{}, err
 	}
-	if err := plan.unchangedSince(ctx, t.g, ours, now); err != nil {
+	if err := plan.unchangedSince(ctx, t.g, t.dir, ours, now); err != nil {
 		return Applied{}, err
 	}
 	return plan.result(), plan.carryOut(t.dir)
@@ -235,7 +233,7 @@ func (p *Provider) planApply(ctx context.Context, t applyTarget, ch *agenttypes.
 	if plan.staged, err = os.MkdirTemp(p.dirs.tmp, "apply-*"); err != nil {
 		return nil, Applied{}, err
 	}
-	if err := plan.stageFiles(ctx, t.g, merged, p.dirs.tmp); err != nil {
+	if err := plan.stageFiles(ctx, t.g, p.dirs.tmp); err != nil {
 		os.RemoveAll(plan.staged)
 		return nil, Applied{}, err
 	}
@@ -278,7 +276,7 @@ func diffPlan(ctx context.Context, g *gitsafe.Git, ours, merged string) (*applyP
 			plan.remove = append(plan.remove, path)
 			continue
 		}
-		plan.write = append(plan.write, planEntry{path: path, mode: newMode, added: oldMode == "000000"})
+		plan.write = append(plan.write, planEntry{path: path, mode: newMode, oid: meta[3], added: oldMode == "000000"})
 	}
 	slices.Sort(plan.remove)
 	slices.SortFunc(plan.write, func(a, b planEntry) int { return strings.Compare(a.path, b.path) })
@@ -306,21 +304,49 @@ func checkApplyPath(path string) error {
 	return nil
 }
 
-// unchangedSince refuses to write when a path the plan touches differs
-// between ours, the tree merged, and now, the tree as it is now.
-func (plan *applyPlan) unchangedSince(ctx context.Context, g *gitsafe.Git, ours, now string) error {
-	if ours == now {
-		return nil
+// restage records the paths again in the private index that recorded
+// the tree, and returns the tree it then holds.
+func restage(ctx context.Context, g *gitsafe.Git, private string, paths []string) (string, error) {
+	if len(paths) == 0 {
+		return "", nil
 	}
-	out, err := g.Output(ctx, "diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-ext-diff", "--no-textconv", ours, now, "--")
+	gi := g.With("GIT_INDEX_FILE="+private, "GIT_LITERAL_PATHSPECS=1")
+	var list bytes.Buffer
+	for _, p := range paths {
+		list.WriteString(p + "\x00")
+	}
+	if err := gi.Run(ctx, &list, nil, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		return "", fmt.Errorf("recording the files of %s again: %w", g.WorkTree(), err)
+	}
+	out, err := gi.Output(ctx, "write-tree")
 	if err != nil {
-		return err
+		return "", err
 	}
-	touched := plan.paths()
+	return strings.TrimSpace(string(out)), nil
+}
+
+// unchangedSince refuses to write when a path the plan touches differs
+// between ours, the tree merged, and now, the tree recorded again in
+// those paths ("" when none was in it), or when a file the plan adds is
+// in the tree dir now.
+func (plan *applyPlan) unchangedSince(ctx context.Context, g *gitsafe.Git, dir, ours, now string) error {
 	var moved []string
-	for name := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
-		if _, ok := slices.BinarySearch(touched, name); ok {
-			moved = append(moved, name)
+	for _, e := range plan.write {
+		// A directory there is one checkDisk found the plan empties.
+		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(e.path))); e.added && err == nil && !fi.IsDir() {
+			moved = append(moved, e.path)
+		}
+	}
+	if now != "" && now != ours {
+		out, err := g.Output(ctx, "diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-ext-diff", "--no-textconv", ours, now, "--")
+		if err != nil {
+			return err
+		}
+		touched := plan.paths()
+		for name := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+			if _, ok := slices.BinarySearch(touched, name); ok {
+				moved = append(moved, name)
+			}
 		}
 	}
 	if len(moved) > 0 {

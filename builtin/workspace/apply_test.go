@@ -238,6 +238,26 @@ func TestApplyToAPlainDirectory(t *testing.T) {
 	res, err = p.Apply(context.Background(), ch, workspace.ApplyOptions{})
 	require.NoError(t, err)
 	assert.True(t, res.UpToDate, "applied twice")
+
+	// Discarded, the private repository holds no branch of it.
+	require.NoError(t, p.Discard(context.Background(), ch))
+	assert.Empty(t, gitIn(t, dir, "--git-dir", ch.Repo, "for-each-ref", "refs/heads/"))
+	assert.NoFileExists(t, ch.Patch)
+	missing(t, dir, ".git")
+}
+
+// Changes made from a subdirectory of a repository name paths from its
+// top, and apply there.
+func TestApplyFromASubdirectory(t *testing.T) {
+	repo := newRepo(t)
+	p := newProvider(t)
+	ch := agentChanges(t, p, filepath.Join(repo, "sub"), func(ws string) { write(t, ws, "s.txt", "changed\n") })
+	assert.Equal(t, filepath.Join(realPath(t, repo), "sub"), ch.Dir)
+	res, err := p.Apply(context.Background(), ch, workspace.ApplyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, realPath(t, repo), res.Dir)
+	assert.Equal(t, []string{"sub/s.txt"}, res.Written)
+	assert.Equal(t, "changed\n", read(t, repo, "sub/s.txt"))
 }
 
 // A file the user's tree keeps ignored, that the changes add with other

@@ -36,6 +36,7 @@ type applyPlan struct {
 type planEntry struct {
 	path  string
 	mode  string // git's: 100644, 100755 or 120000
+	oid   string // its blob
 	added bool   // not in the tree before
 }
 
@@ -49,6 +50,18 @@ func (plan *applyPlan) paths() []string {
 	return out
 }
 
+// tracked lists the paths the plan touches that the tree merged holds:
+// those it removes or changes.
+func (plan *applyPlan) tracked() []string {
+	out := slices.Clone(plan.remove)
+	for _, e := range plan.write {
+		if !e.added {
+			out = append(out, e.path)
+		}
+	}
+	return out
+}
+
 // result is what the plan writes, as Apply reports it.
 func (plan *applyPlan) result() Applied {
 	res := Applied{Removed: slices.Clone(plan.remove), Conflicts: plan.conflicts}
@@ -59,11 +72,12 @@ func (plan *applyPlan) result() Applied {
 	return res
 }
 
-// stageFiles has git check the files to write out of the merged tree
-// into plan.staged, as a checkout would write them (line endings
-// converted as the tree's attributes say; filters, which would run
-// programs, off). tmp holds the private index it takes.
-func (plan *applyPlan) stageFiles(ctx context.Context, g *gitsafe.Git, merged, tmp string) error {
+// stageFiles has git check the files to write out into plan.staged,
+// as a checkout would write them: line endings converted as the tree's
+// attributes say (the changed .gitattributes files are among them, and
+// the others are in the work tree as merged); filters, which would run
+// programs, off. The private index it takes, in tmp, holds only them.
+func (plan *applyPlan) stageFiles(ctx context.Context, g *gitsafe.Git, tmp string) error {
 	if len(plan.write) == 0 {
 		return nil
 	}
@@ -74,16 +88,17 @@ func (plan *applyPlan) stageFiles(ctx context.Context, g *gitsafe.Git, merged, t
 	index := f.Name()
 	f.Close()
 	defer os.Remove(index)
-	if err := os.Remove(index); err != nil { // read-tree wants to make it
+	if err := os.Remove(index); err != nil { // git makes it
 		return err
 	}
 	gi := g.With("GIT_INDEX_FILE=" + index)
-	if _, err := gi.Output(ctx, "read-tree", merged); err != nil {
-		return err
-	}
-	var list bytes.Buffer
+	var entries, list bytes.Buffer
 	for _, e := range plan.write {
+		fmt.Fprintf(&entries, "%s %s\t%s\x00", e.mode, e.oid, e.path)
 		list.WriteString(e.path + "\x00")
+	}
+	if err := gi.Run(ctx, &entries, nil, "update-index", "-z", "--add", "--index-info"); err != nil {
+		return fmt.Errorf("listing the changed files: %w", err)
 	}
 	if err := gi.Run(ctx, &list, nil, "checkout-index", "-z", "--stdin", "--prefix="+plan.staged+string(filepath.Separator)); err != nil {
 		return fmt.Errorf("checking out the changed files: %w", err)
