@@ -30,17 +30,17 @@ type ApplyOptions struct {
 type Applied struct {
 	// Dir is the tree the changes apply to: the top of the repository
 	// the changes' Dir is in, or the plain directory itself.
-	Dir string
+	Dir string `json:"dir"`
 	// Written are the files Apply wrote (added or changed), Removed
 	// those it deleted: slash paths from Dir, sorted.
-	Written []string
-	Removed []string
+	Written []string `json:"written,omitempty"`
+	Removed []string `json:"removed,omitempty"`
 	// UpToDate is set when the tree holds the changes already, and Apply
 	// had nothing to do.
-	UpToDate bool
+	UpToDate bool `json:"up_to_date"`
 	// Conflicts are why the changes do not apply; when there are any,
 	// nothing was written.
-	Conflicts []agenttypes.Conflict
+	Conflicts []agenttypes.Conflict `json:"conflicts,omitempty"`
 }
 
 // Apply brings an agent's changes into the tree they were made from

@@ -107,7 +107,7 @@ func (a *app) discardRun(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if running(r.Transcript) {
+	if lockSupported && running(r.Transcript) {
 		return fmt.Errorf("run %s's process is still running; discard the run once it has ended", r.ID)
 	}
 	family := familyOf(r)
@@ -118,6 +118,10 @@ func (a *app) discardRun(ctx context.Context, id string) error {
 			branches = append(branches, rec.Changes.Branch)
 		}
 		changed = changed || !rec.Changes.Empty()
+	}
+	if len(branches) == 0 && !fileExists(a.workspacesDir()) {
+		fmt.Fprintf(a.stderr, "run %s left no changes; there is nothing to discard\n", r.ID)
+		return nil
 	}
 	p, err := a.workspaceProvider()
 	if err != nil {

@@ -58,7 +58,9 @@ func TestRunsApplyWritesARunsChangesIntoTheTree(t *testing.T) {
 
 	o = cmdIn(t, "runs", "--json", "apply", id)
 	require.Equal(t, 0, o.code, o.stderr)
-	var res struct{ UpToDate bool }
+	var res struct {
+		UpToDate bool `json:"up_to_date"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res), o.stdout)
 	assert.True(t, res.UpToDate)
 }

@@ -42,7 +42,8 @@ func (a *app) runCommand() *cobra.Command {
 		Example: `  troupe run explore --repo . "where are budgets enforced?"
   troupe run explore --json --max-turns 5 "which files parse YAML?"
   troupe run plan --model openai:gpt-4o-mini "add a --dry-run flag"
-  troupe run general --yes --max-cost 0.50 "review this change for security, correctness and style"`,
+  troupe run general --yes --max-cost 0.50 "review this change for security, correctness and style"
+  troupe run general --apply "make the failing cart test pass"`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.run(cmd, f, args[0], strings.Join(args[1:], " "))

@@ -308,7 +308,7 @@ func lockNewTranscript(path string) (release, discard func()) {
 
 func (a *app) runsCommand() *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{Use: "runs", Short: "List past runs and show their transcripts"}
+	cmd := &cobra.Command{Use: "runs", Short: "List past runs, show their transcripts, apply or discard their changes"}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
