@@ -75,11 +75,13 @@ func (a *app) reportApplied(id string, res workspace.Applied, err error) error {
 // and what to do.
 func printConflicts(w io.Writer, id string, res workspace.Applied) {
 	fmt.Fprintf(w, "troupe: run %s's changes do not apply to %s; nothing was changed:\n", id, res.Dir)
+	// Paths and hunks are what a model wrote: shown escaped, so that no
+	// escape sequence reaches the terminal.
 	for _, c := range res.Conflicts {
-		fmt.Fprintf(w, "  %s: %s\n", c.Path, c.Reason)
+		fmt.Fprintf(w, "  %s: %s\n", shown(c.Path), shown(c.Reason))
 		for line := range strings.SplitSeq(strings.TrimRight(c.Hunks, "\n"), "\n") {
 			if line != "" {
-				fmt.Fprintf(w, "    %s\n", line)
+				fmt.Fprintf(w, "    %s\n", shown(line))
 			}
 		}
 	}
@@ -88,6 +90,14 @@ func printConflicts(w io.Writer, id string, res workspace.Applied) {
 		files = "that file"
 	}
 	fmt.Fprintf(w, "commit, stash or undo your own changes to %s, or move aside what is in the way, and run 'troupe runs apply %s' again; 'troupe runs diff %s' shows the changes as a patch\n", files, id, id)
+}
+
+// shown is s with its control characters escaped, as copyShown writes
+// them.
+func shown(s string) string {
+	var b strings.Builder
+	_ = copyShown(&b, strings.NewReader(s))
+	return b.String()
 }
 
 // isGitTop reports whether dir is the top of a git repository.

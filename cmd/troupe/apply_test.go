@@ -66,7 +66,7 @@ func TestRunsApplyWritesARunsChangesIntoTheTree(t *testing.T) {
 }
 
 func TestRunsApplyRefusesAConflictAndChangesNothing(t *testing.T) {
-	session(t, newChatServer(t, `CALL write {"path":"docs/README.md","content":"the agent's\n"}`, "rewrote it"))
+	session(t, newChatServer(t, `CALL write {"path":"docs/README.md","content":"the agent's\u001b[2K\n"}`, "rewrote it"))
 	repo := shopRepo(t)
 	id, _ := changingRun(t, repo)
 	readme := filepath.Join(repo, "docs", "README.md")
@@ -77,6 +77,8 @@ func TestRunsApplyRefusesAConflictAndChangesNothing(t *testing.T) {
 	assert.Contains(t, o.stderr, "run "+id+"'s changes do not apply to "+repo+"; nothing was changed")
 	assert.Contains(t, o.stderr, "docs/README.md: CONFLICT")
 	assert.Contains(t, o.stderr, "<<<<<<< yours")
+	assert.Contains(t, o.stderr, `the agent's\x1b[2K`, "escape sequences are shown escaped")
+	assert.NotContains(t, o.stderr, "\x1b")
 	assert.Contains(t, o.stderr, "commit, stash or undo your own changes to that file")
 	data, err := os.ReadFile(readme)
 	require.NoError(t, err)
