@@ -85,6 +85,11 @@ func userRepo(t *testing.T, files map[string]string) string {
 // workspaceManager is a manager with the builtin types and tools, whose
 // agents get workspaces in which commands may run.
 func workspaceManager(t *testing.T, model *scripted.Model, cacheDir string, types ...agenttypes.Type) *manager.Manager {
+	mgr, _ := workspaceManagerAndProvider(t, model, cacheDir, types...)
+	return mgr
+}
+
+func workspaceManagerAndProvider(t *testing.T, model *scripted.Model, cacheDir string, types ...agenttypes.Type) (*manager.Manager, *workspace.Provider) {
 	t.Helper()
 	reg := agenttypes.NewRegistry()
 	require.NoError(t, builtin.Register(reg))
@@ -104,7 +109,7 @@ func workspaceManager(t *testing.T, model *scripted.Model, cacheDir string, type
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, mgr.Close(context.Background())) })
-	return mgr
+	return mgr, spaces
 }
 
 func runAgent(t *testing.T, mgr *manager.Manager, req manager.SpawnRequest) manager.Result {
@@ -157,7 +162,7 @@ func TestChildrenEditOneFileInParallelAndTheParentMergesBoth(t *testing.T) {
 		"fix the top":    {editCall("line 1\n", "LINE ONE\n"), {Text: "top fixed"}},
 		"fix the bottom": {editCall("line 10\n", "LINE TEN\n"), {Text: "bottom fixed"}},
 	})
-	mgr := workspaceManager(t, model, "")
+	mgr, spaces := workspaceManagerAndProvider(t, model, "")
 	res := runAgent(t, mgr, manager.SpawnRequest{Type: "general", Task: "fix both ends", Dir: repo})
 	require.Equal(t, manager.Completed, res.State, res.Error)
 
@@ -176,8 +181,13 @@ func TestChildrenEditOneFileInParallelAndTheParentMergesBoth(t *testing.T) {
 	assert.Empty(t, git(t, repo, "status", "--porcelain"))
 	require.NotNil(t, res.Changes)
 	assert.Equal(t, []string{"f.txt"}, res.Changes.Modified)
-	assert.Equal(t, strings.Replace(strings.Replace(tenLines, "line 10\n", "LINE TEN\n", 1), "line 1\n", "LINE ONE\n", 1)+"", showAt(t, repo, res.Changes, "f.txt")+"\n",
-		"the parent's work holds both children's edits")
+	both := strings.Replace(strings.Replace(tenLines, "line 10\n", "LINE TEN\n", 1), "line 1\n", "LINE ONE\n", 1)
+	assert.Equal(t, both, showAt(t, repo, res.Changes, "f.txt")+"\n", "the parent's work holds both children's edits")
+
+	applied, err := spaces.Apply(context.Background(), res.Changes, workspace.ApplyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"f.txt"}, applied.Written)
+	assert.Equal(t, both, readFile(t, repo, "f.txt"), "applying the parent's run brings both edits into the tree")
 }
 
 func TestASecondMergeThatConflictsChangesNothing(t *testing.T) {
