@@ -66,7 +66,7 @@ func startConfined(cmd *exec.Cmd, req *confineRequest) int {
 	// thread starts afterwards: cmd starts on this very thread, which
 	// stays locked, confined for good.
 	runtime.LockOSThread()
-	writes, err := restrictWrites(req.Writable)
+	writes, err := restrictWrites(req.Writable, false)
 	if err != nil {
 		req.report(keeperStatus{Error: "confining the command's writes: " + err.Error()})
 		return 125

@@ -35,9 +35,10 @@ const (
 // behind (PR_SET_CHILD_SUBREAPER), and kills them all when cmd exits,
 // when the keeper is signalled, or when this program dies, even by
 // SIGKILL (the keeper's parent-death signal is one it can catch). The
-// keeper leads a process group of its own, which cmd's tree shares unless
-// a process leaves it: KillGroup on the returned command's process ends
-// it all. cmd's standard input becomes /dev/null; its environment is
+// keeper leads a session and a process group of its own, which cmd's
+// tree shares unless a process leaves it: KillGroup on the returned
+// command's process ends it all, and nothing in the tree has this
+// program's controlling terminal. cmd's standard input becomes /dev/null; its environment is
 // cmd.Env, or this process's when that is nil, as for any exec.Cmd.
 //
 // Without ServeIfKeeper in the program, Kept returns cmd contained as
@@ -78,9 +79,12 @@ func keeperOf(cmd *exec.Cmd, confine []byte, status *os.File) *exec.Cmd {
 		Stdout:     cmd.Stdout,
 		Stderr:     cmd.Stderr,
 		WaitDelay:  cmd.WaitDelay,
-		// A group of its own, and SIGTERM, which it handles, when this
-		// process dies.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
+		// A session of its own, so that nothing it runs has this
+		// process's controlling terminal to read, or to push keystrokes
+		// into (TIOCSTI) for the user's shell to run; it leads the
+		// session's process group, whose ID is its PID, as KillGroup
+		// needs. SIGTERM, which it handles, when this process dies.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM},
 	}
 	if k.WaitDelay == 0 {
 		// A process that left the tree's group may hold the keeper's

@@ -16,6 +16,13 @@ const landlockWritesV1 = unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
 	unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
 	unix.LANDLOCK_ACCESS_FS_MAKE_SYM
 
+// landlockDevices are the rights no command is granted anywhere: making
+// a device node (root could make one for a disk and write it raw) and,
+// from ABI 5, ioctl on a device (TIOCSTI on a terminal types into the
+// user's shell).
+const landlockDevices = unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+	unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+
 // landlockFileWrites are the rights to change the file system that a
 // rule on a file, rather than a directory, may grant.
 const landlockFileWrites = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
@@ -30,9 +37,10 @@ func landlockABI() int {
 	return int(v)
 }
 
-// landlockWrites are the rights to change the file system that ABI abi
-// knows: an older kernel refuses a ruleset that names rights it lacks.
-func landlockWrites(abi int) uint64 {
+// landlockHandled are the rights that ABI abi knows and a confinement
+// takes away: every right to change the file system, and ioctl on
+// devices. An older kernel refuses a ruleset that names rights it lacks.
+func landlockHandled(abi int) uint64 {
 	rights := uint64(landlockWritesV1)
 	if abi >= 2 {
 		rights |= unix.LANDLOCK_ACCESS_FS_REFER // renaming and linking across directories
@@ -40,25 +48,35 @@ func landlockWrites(abi int) uint64 {
 	if abi >= 3 {
 		rights |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
 	}
+	if abi >= 5 {
+		rights |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
 	return rights
 }
 
 // restrictWrites confines the calling thread, and every process it
 // starts from now on, to changing files only beneath dirs and writing
-// to /dev/null; reading and executing stay allowed everywhere. Where the
-// kernel can scope signals (ABI 6), the confined processes can no longer
-// signal any process outside the confinement either, this program's
-// parent included. It reports false, changing nothing, when the kernel
-// has no Landlock. The caller locks its goroutine to the thread.
-func restrictWrites(dirs []string) (bool, error) {
+// to /dev/null; reading and executing stay allowed everywhere, and no
+// device node may be made nor, where the kernel can say so (ABI 5), a
+// device's ioctl called, save /dev/null's. Where the kernel can scope
+// signals (ABI 6), the confined processes can no longer signal any
+// process outside the confinement either, this program's parent
+// included; with sockets, they can no longer connect to an abstract
+// Unix socket made outside it either. It reports false, changing
+// nothing, when the kernel has no Landlock. The caller locks its
+// goroutine to the thread.
+func restrictWrites(dirs []string, sockets bool) (bool, error) {
 	abi := landlockABI()
 	if abi < 1 {
 		return false, nil
 	}
-	rights := landlockWrites(abi)
+	rights := landlockHandled(abi)
 	attr := unix.LandlockRulesetAttr{Access_fs: rights}
 	if abi >= 6 {
 		attr.Scoped = unix.LANDLOCK_SCOPE_SIGNAL
+		if sockets {
+			attr.Scoped |= unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+		}
 	}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET,
 		uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
@@ -68,11 +86,11 @@ func restrictWrites(dirs []string) (bool, error) {
 	ruleset := int(fd)
 	defer unix.Close(ruleset)
 	for _, dir := range dirs {
-		if err := allowBeneath(ruleset, dir, rights); err != nil {
+		if err := allowBeneath(ruleset, dir, rights&^landlockDevices); err != nil {
 			return false, err
 		}
 	}
-	if err := allowBeneath(ruleset, "/dev/null", rights&landlockFileWrites); err != nil {
+	if err := allowBeneath(ruleset, "/dev/null", rights&(landlockFileWrites|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV)); err != nil {
 		return false, err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 		runRunHost()
 		return
 	}
+	if os.Getenv(ttyHostEnv) != "" {
+		runTTYHost()
+	}
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(runHelper(os.Args[1:]))
 	}

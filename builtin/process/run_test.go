@@ -29,6 +29,9 @@ import (
 const helperEnv = "PROCESS_TEST_HELPER"
 
 func runHelper(args []string) int {
+	if code, ok := escapeHelper(args); ok {
+		return code
+	}
 	switch {
 	case len(args) == 2 && args[0] == "dial":
 		conn, err := net.DialTimeout("tcp", args[1], 10*time.Second)
