@@ -283,7 +283,9 @@ type Command struct {
 // Confinement says which of a command's restrictions the platform could
 // apply.
 type Confinement struct {
-	// Network: the command ran with no network (a new network namespace).
+	// Network: the command ran with no network and out of reach of the
+	// host's sockets (a new network namespace, and the directories of
+	// the host's Unix sockets hidden).
 	Network bool `json:"network"`
 	// Writes: the command could write only in its workspace and its
 	// private temporary directory (Landlock).

@@ -19,6 +19,17 @@ import (
 type confineRequest struct {
 	// Writable are the directories the command may change files in.
 	Writable []string `json:"writable"`
+	// HostSockets lets the command reach the host's sockets; without
+	// it, abstract Unix sockets made outside its confinement are out of
+	// its reach where Landlock can scope them.
+	HostSockets bool `json:"host_sockets,omitempty"`
+	// Hide are the directories where the host's sockets live, to hide
+	// from the command: given when the keeper has a mount namespace of
+	// its own.
+	Hide []string `json:"hide,omitempty"`
+	// Visible are directories the command reads, to show again where
+	// they lie beneath one of Hide.
+	Visible []string `json:"visible,omitempty"`
 
 	status *os.File
 }
@@ -26,8 +37,12 @@ type confineRequest struct {
 // keeperStatus is a keeper's answer to a confinement request: how the
 // command was confined once it started, or why it did not start.
 type keeperStatus struct {
-	Writes bool   `json:"writes"`
-	Error  string `json:"error,omitempty"`
+	Writes bool `json:"writes"`
+	// Hidden: every directory of the request's Hide was hidden.
+	Hidden bool `json:"hidden,omitempty"`
+	// Note says why they were not, when hiding them failed.
+	Note  string `json:"note,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // readConfineRequest reads the keeper's confinement request, whose
@@ -66,7 +81,19 @@ func startConfined(cmd *exec.Cmd, req *confineRequest) int {
 	// thread starts afterwards: cmd starts on this very thread, which
 	// stays locked, confined for good.
 	runtime.LockOSThread()
-	writes, err := restrictWrites(req.Writable, false)
+	var st keeperStatus
+	if len(req.Hide) > 0 {
+		hidden, err := hideSockets(req, cmd.Path)
+		st.Hidden = hidden
+		if err != nil {
+			st.Note = "hiding the host's sockets: " + err.Error()
+		}
+	}
+	if err := dropAmbient(); err != nil {
+		req.report(keeperStatus{Error: err.Error()})
+		return 125
+	}
+	writes, err := restrictWrites(req.Writable, !req.HostSockets)
 	if err != nil {
 		req.report(keeperStatus{Error: "confining the command's writes: " + err.Error()})
 		return 125
@@ -75,7 +102,8 @@ func startConfined(cmd *exec.Cmd, req *confineRequest) int {
 		req.report(keeperStatus{Error: err.Error()})
 		return 126
 	}
-	req.report(keeperStatus{Writes: writes})
+	st.Writes = writes
+	req.report(st)
 	return 0
 }
 

@@ -122,7 +122,7 @@ func TestRunCannotTypeIntoTroupesTerminal(t *testing.T) {
 	defer tty.Close()
 	var out bytes.Buffer
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), ttyHostEnv+"="+t.TempDir())
+	host.Env = append(os.Environ(), ttyHostEnv+"="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
 	host.Stdin, host.Stdout, host.Stderr = tty, &out, &out
 	host.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	err = host.Run()

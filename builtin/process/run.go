@@ -52,15 +52,26 @@ type Command struct {
 	// the platform can confine writes (Landlock). Each must exist.
 	// Empty, the command may write nowhere but /dev/null.
 	Writable []string
-	// Network lets the command reach the network; without it, the
-	// command runs with no network where the platform can take it away
-	// (a network namespace of its own, with only a loopback that is down).
+	// Visible are directories the command reads that may lie where the
+	// host's sockets are hidden from a command without network (/tmp,
+	// /run; see the package's documentation), such as the git directory
+	// of a worktree it runs in: they stay in its sight, as its Writable
+	// directories, its working directory and its PATH do. Each must
+	// exist. Reading anywhere else needs nothing.
+	Visible []string
+	// Network lets the command reach the network and the host's
+	// sockets; without it, the command runs with neither where the
+	// platform can take them away (on Linux a network namespace of its
+	// own, with only a loopback that is down, and the directories of the
+	// host's sockets hidden: see the package's documentation).
 	Network bool
 }
 
 // Confinement says which restrictions applied to a command.
 type Confinement struct {
-	// Network: the command ran with no network.
+	// Network: the command ran with no network and out of reach of the
+	// host's sockets (no network namespace alone, nor one with sockets
+	// left in sight, counts).
 	Network bool
 	// Writes: the command could change files only beneath its Writable
 	// directories.
@@ -199,6 +210,11 @@ func (c *Command) check() (string, error) {
 	}
 	for _, dir := range c.Writable {
 		if err := isDir(dir, "a Writable directory"); err != nil {
+			return "", err
+		}
+	}
+	for _, dir := range c.Visible {
+		if err := isDir(dir, "a Visible directory"); err != nil {
 			return "", err
 		}
 	}

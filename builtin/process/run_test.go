@@ -150,6 +150,14 @@ func landlock(t *testing.T) {
 	}
 }
 
+// landlockOnly gives c the network, so that nothing is hidden from it
+// and only Landlock stands between it and the files outside its
+// Writable directories.
+func landlockOnly(c process.Command) process.Command {
+	c.Network = true
+	return c
+}
+
 func TestRunConfinesWritesToTheWritableDirectories(t *testing.T) {
 	landlock(t)
 	cases := []struct {
@@ -167,7 +175,7 @@ func TestRunConfinesWritesToTheWritableDirectories(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSandbox(t)
-			res, err := process.Run(context.Background(), s.command(shell(tc.script)))
+			res, err := process.Run(context.Background(), landlockOnly(s.command(shell(tc.script))))
 			require.NoError(t, err)
 			assert.True(t, res.Confined.Writes, "the kernel has Landlock: writes must be confined")
 			if tc.allowed {
@@ -188,7 +196,7 @@ func TestRunConfinedCannotRemoveOrTruncateOutside(t *testing.T) {
 	s := newSandbox(t)
 	kept := filepath.Join(s.home, "kept")
 	require.NoError(t, os.WriteFile(kept, []byte("data"), 0o644))
-	res, err := process.Run(context.Background(), s.command(shell(`rm -f "$HOME/kept"; : > "$HOME/kept"; exit 0`)))
+	res, err := process.Run(context.Background(), landlockOnly(s.command(shell(`rm -f "$HOME/kept"; : > "$HOME/kept"; exit 0`))))
 	require.NoError(t, err)
 	assert.True(t, res.Confined.Writes)
 	data, err := os.ReadFile(kept)
@@ -333,6 +341,7 @@ func TestRunRefusesACommandItCannotRun(t *testing.T) {
 		"a relative dir":      {func(c *process.Command) { c.Dir = "work" }, process.ErrInvalidCommand},
 		"a missing dir":       {func(c *process.Command) { c.Dir = filepath.Join(s.root, "missing") }, process.ErrInvalidCommand},
 		"a missing writable":  {func(c *process.Command) { c.Writable = append(c.Writable, filepath.Join(s.root, "missing")) }, process.ErrInvalidCommand},
+		"a missing visible":   {func(c *process.Command) { c.Visible = []string{filepath.Join(s.root, "missing")} }, process.ErrInvalidCommand},
 		"a negative timeout":  {func(c *process.Command) { c.Timeout = -time.Second }, process.ErrInvalidCommand},
 		"an unknown program":  {func(c *process.Command) { c.Args = []string{"no-such-program-here"} }, exec.ErrNotFound},
 		"a program by a path": {func(c *process.Command) { c.Args = []string{"./missing"} }, exec.ErrNotFound},
