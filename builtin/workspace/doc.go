@@ -109,7 +109,8 @@
 // type's run policy names its first words. It runs through
 // process.Run: under a keeper that kills its whole tree on timeout, on
 // cancel and when it ends; with the environment scrubbed of keys and
-// troupe's variables; with no network unless the policy gives it; and,
+// troupe's variables; with no network, nor the host's sockets, unless
+// the policy gives it (the repository stays in its sight); and,
 // where Landlock exists, able to write only in the workspace, a private
 // temporary directory made for the command, and Config.CacheDir, where
 // GOCACHE points. The result says which confinement applied. A type's

@@ -41,7 +41,9 @@ func (w *Workspace) Run(ctx context.Context, cmd agenttypes.Command) (agenttypes
 	}
 	res, err := process.Run(ctx, process.Command{
 		Args: cmd.Args, Dir: w.Dir(), Env: env, Timeout: w.policy.TimeoutFor(cmd.Timeout),
-		Writable: writable, Network: w.policy.Network,
+		// git in the worktree reads the repository's directory, wherever
+		// the project lies.
+		Writable: writable, Visible: []string{w.rec.Repo}, Network: w.policy.Network,
 	})
 	out := agenttypes.CommandResult{
 		ExitCode: res.ExitCode, Output: res.Output, TimedOut: res.TimedOut, Duration: res.Duration,

@@ -130,3 +130,20 @@ func TestSetupCommandsPrepareANewWorkspace(t *testing.T) {
 	require.ErrorIs(t, err, agenttypes.ErrWorkspace)
 	assert.Contains(t, err.Error(), "status 4")
 }
+
+// The project's repository may lie where a command without network sees
+// nothing (in /tmp, say): git still works in its workspace, whose .git
+// names a directory of that repository.
+func TestRunWithoutNetworkStillUsesGitInTheWorkspace(t *testing.T) {
+	repo := newRepo(t)
+	// The whole project lies where the host's sockets are hidden.
+	t.Setenv("XDG_RUNTIME_DIR", repo)
+	ws := openWith(t, runProvider(t, func(string) error { return nil }), repo, shell)
+	res, err := ws.Run(context.Background(), sh(`git log --format=%s -1 && git status --porcelain && echo clean`))
+	require.NoError(t, err)
+	if !res.Confined.Network {
+		t.Log("the host's sockets could not be hidden here: the repository was in sight anyway")
+	}
+	assert.Equal(t, 0, res.ExitCode, res.Output)
+	assert.Contains(t, res.Output, "clean")
+}
