@@ -112,7 +112,7 @@ func (p *Provider) warnUnconfined(c agenttypes.Confinement, networkAllowed bool)
 		missing = append(missing, "its writes were not confined to its workspace (this system has no Landlock)")
 	}
 	if !c.Network && !networkAllowed {
-		missing = append(missing, "it had the network (this system would not make a network namespace)")
+		missing = append(missing, "it could reach the network or this machine's sockets (this system would not make a network namespace, or would not hide the sockets in a mount namespace)")
 	}
 	if len(missing) == 0 {
 		return
