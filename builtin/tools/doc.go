@@ -239,14 +239,14 @@
 //
 //	$ go test ./...
 //	exit status 1 after 2.4s
-//	confinement: network off; writes confined to the workspace and a private temporary directory
+//	confinement: no network, nor this machine's sockets; writes confined to the workspace and a private temporary directory
 //	output:
 //	--- FAIL: TestTotal ...
 //
 // The status line is "exit status N after D", "timed out after D, killed
 // with everything it started", or "killed after D, before it exited"; the
-// confinement line says "network not taken away" or "writes not
-// confined" where the platform could not. The output is made valid UTF-8
+// confinement line says "the network and this machine's sockets may be
+// reachable" or "writes not confined" where the platform could not. The output is made valid UTF-8
 // and, past 64 KiB, cut to its first 16 KiB and its last 48 KiB with a
 // marker between; "(no output)" when there is none.
 //

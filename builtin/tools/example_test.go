@@ -206,7 +206,7 @@ func ExampleRun() {
 	// Output:
 	// $ go test ./server
 	// exit status 1 after 2.4s
-	// confinement: network off; writes confined to the workspace and a private temporary directory
+	// confinement: no network, nor this machine's sockets; writes confined to the workspace and a private temporary directory
 	// output:
 	// --- FAIL: TestServe
 	//     serve_test.go:9: serve() did not listen

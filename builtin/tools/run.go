@@ -108,9 +108,9 @@ func renderRun(command string, res agenttypes.CommandResult) string {
 
 // confinementLine says which of the restrictions the platform applied.
 func confinementLine(c agenttypes.Confinement) string {
-	network := "network off"
+	network := "no network, nor this machine's sockets"
 	if !c.Network {
-		network = "network not taken away"
+		network = "the network and this machine's sockets may be reachable"
 	}
 	writes := "writes confined to the workspace and a private temporary directory"
 	if !c.Writes {

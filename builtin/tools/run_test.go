@@ -28,7 +28,7 @@ func TestRun(t *testing.T) {
 			agenttypes.CommandResult{ExitCode: 0, Output: "ok  \texample.com/cart\t0.01s\n", Duration: 1234 * time.Millisecond, Confined: confined},
 			agenttypes.Command{Args: []string{"go", "test", "./..."}},
 			"$ go test ./...\nexit status 0 after 1.2s\n" +
-				"confinement: network off; writes confined to the workspace and a private temporary directory\n" +
+				"confinement: no network, nor this machine's sockets; writes confined to the workspace and a private temporary directory\n" +
 				"output:\nok  \texample.com/cart\t0.01s",
 		},
 		{
@@ -36,7 +36,7 @@ func TestRun(t *testing.T) {
 			agenttypes.CommandResult{ExitCode: 1, Output: "--- FAIL: TestTotal\n    cart_test.go:12: got 3, want 4\nFAIL\n", Duration: 2 * time.Second, Confined: confined},
 			agenttypes.Command{Args: []string{"go", "test", "./cart"}, Timeout: 90 * time.Second},
 			"$ go test ./cart\nexit status 1 after 2s\n" +
-				"confinement: network off; writes confined to the workspace and a private temporary directory\n" +
+				"confinement: no network, nor this machine's sockets; writes confined to the workspace and a private temporary directory\n" +
 				"output:\n--- FAIL: TestTotal\n    cart_test.go:12: got 3, want 4\nFAIL",
 		},
 		{
@@ -44,7 +44,7 @@ func TestRun(t *testing.T) {
 			agenttypes.CommandResult{ExitCode: -1, TimedOut: true, Output: "building...\n", Duration: 500 * time.Millisecond},
 			agenttypes.Command{Args: []string{"make", "test"}, Timeout: 500 * time.Millisecond},
 			"$ make test\ntimed out after 500ms, killed with everything it started\n" +
-				"confinement: network not taken away; writes not confined\n" +
+				"confinement: the network and this machine's sockets may be reachable; writes not confined\n" +
 				"output:\nbuilding...",
 		},
 		{
@@ -52,20 +52,20 @@ func TestRun(t *testing.T) {
 			agenttypes.CommandResult{ExitCode: -1, Duration: 3 * time.Second, Confined: agenttypes.Confinement{Network: true}},
 			agenttypes.Command{Args: []string{"go", "vet"}},
 			"$ go vet\nkilled after 3s, before it exited\n" +
-				"confinement: network off; writes not confined\n(no output)",
+				"confinement: no network, nor this machine's sockets; writes not confined\n(no output)",
 		},
 		{
 			"quoted words", `{"command":"go test -run 'TestA|TestB' \"./a b\""}`,
 			agenttypes.CommandResult{ExitCode: 0, Confined: agenttypes.Confinement{Writes: true}},
 			agenttypes.Command{Args: []string{"go", "test", "-run", "TestA|TestB", "./a b"}},
 			"$ go test -run 'TestA|TestB' \"./a b\"\nexit status 0 after 0s\n" +
-				"confinement: network not taken away; writes confined to the workspace and a private temporary directory\n(no output)",
+				"confinement: the network and this machine's sockets may be reachable; writes confined to the workspace and a private temporary directory\n(no output)",
 		},
 		{
 			"output not UTF-8", `{"command":"cat x"}`,
 			agenttypes.CommandResult{ExitCode: 0, Output: "caf\xe9\n"},
 			agenttypes.Command{Args: []string{"cat", "x"}},
-			"$ cat x\nexit status 0 after 0s\nconfinement: network not taken away; writes not confined\noutput:\ncaf\uFFFD",
+			"$ cat x\nexit status 0 after 0s\nconfinement: the network and this machine's sockets may be reachable; writes not confined\noutput:\ncaf\uFFFD",
 		},
 	}
 	for _, tt := range tests {
