@@ -38,7 +38,14 @@
 //     name (filter.<driver>.clean, diff.<driver>.textconv,
 //     merge.<driver>.driver, protocol.<name>.allow, ...) gets an
 //     override. An include itself cannot be overridden, but whatever it
-//     pulls in is listed and neutralised.
+//     pulls in is listed and neutralised. The listing has a short time
+//     bound of its own (an include naming a named pipe would block it),
+//     past which New fails with ErrConfigStuck. Conditional includes
+//     (includeIf onbranch:, gitdir:) depend on the work tree and git
+//     directory git runs in, so the caller makes a Git for the context
+//     each command runs in, and keeps away from commands that start
+//     another git in another context (git worktree add checking the new
+//     worktree out, say).
 //  5. The caller's flags: read-only callers pass --no-ext-diff,
 //     --no-textconv and --ignore-submodules=all (a submodule's own
 //     configuration is not listed, so git must not recurse into it).

@@ -27,6 +27,9 @@ var (
 	// root (a .git file, symlink, commondir or alternates pointing
 	// elsewhere).
 	ErrOutsideRoot = errors.New("git runs only on the root's own repository")
+	// ErrConfigStuck: listing the repository's configuration did not
+	// finish in time.
+	ErrConfigStuck = errors.New("the repository's configuration cannot be read")
 )
 
 // Identity is the author and committer of every commit made through a
@@ -48,6 +51,12 @@ const (
 	// done or killed.
 	waitDelay = 2 * time.Second
 )
+
+// configListTime bounds the configuration listing on its own, whatever
+// the caller's context allows: it reads a few small files, and one that
+// never answers (an include naming a named pipe, say) must not hold New
+// until the caller gives up.
+var configListTime = 10 * time.Second
 
 // Setting is one configuration override, key and value.
 type Setting struct{ Key, Value string }
@@ -251,14 +260,19 @@ func (e *Error) ExitCode() int {
 // (those its config files include too), running `git config --list` in
 // the base environment, which reads configuration and nothing else.
 func (g *Git) configKeys(ctx context.Context) ([]string, error) {
+	lctx, cancel := context.WithTimeout(ctx, configListTime)
+	defer cancel()
 	out := &capBuffer{max: configListMax}
-	err := g.run(ctx, nil, out, []string{"config", "--list", "--name-only", "--includes", "-z"})
+	err := g.run(lctx, nil, out, []string{"config", "--list", "--name-only", "--includes", "-z"})
 	if err == nil && out.truncated {
 		err = fmt.Errorf("the configuration lists more than %d KiB of keys", configListMax>>10)
 	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
+		}
+		if lctx.Err() != nil {
+			return nil, fmt.Errorf("%w: reading the repository's git configuration took more than %s, so git does not run on it; a file its configuration includes (include.path, includeIf.*.path) may be a named pipe or on a file system that does not answer: see `git config --list --show-origin --includes` there", ErrConfigStuck, configListTime)
 		}
 		// Fail closed: without the list, git would run with whatever the
 		// repository configures.
