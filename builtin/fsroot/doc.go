@@ -16,6 +16,14 @@
 // and a hard link to the old file keeps its content. Which paths may be
 // written is the caller's policy; Root only keeps every write inside.
 //
+// OpenBeneath opens a directory below another as a Root, reached from
+// the top one: the root of an agent that works in a subdirectory of its
+// workspace, which a command run there could swap for a symlink to
+// elsewhere. It refuses a directory that is no longer a real one inside
+// the top, and the Root keeps the directory it found; CheckDir tells a
+// caller about to hand the path to another program that the path names
+// something else now.
+//
 // Paths going in may be relative to the root or absolute inside it; paths
 // coming out are always clean, slash-separated and relative to the root,
 // with "." for the root itself.

@@ -71,3 +71,28 @@ func ExampleOpenRegular() {
 	// 12 bytes
 	// true directory
 }
+
+// An agent works in a subdirectory of its workspace. Its root is opened
+// from the workspace's top, so that the subdirectory swapped for a
+// symlink (by a command run in the workspace) is refused rather than
+// followed.
+func ExampleOpenBeneath() {
+	top, _ := os.MkdirTemp("", "fsroot-example")
+	defer os.RemoveAll(top)
+	_ = os.MkdirAll(filepath.Join(top, "server"), 0o755)
+	root, err := fsroot.OpenBeneath(top, "server")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(root.Dir() == filepath.Join(top, "server"))
+	root.Close()
+
+	_ = os.Remove(filepath.Join(top, "server"))
+	_ = os.Symlink(os.TempDir(), filepath.Join(top, "server"))
+	_, err = fsroot.OpenBeneath(top, "server")
+	fmt.Println(errors.Is(err, fsroot.ErrNotDir))
+	// Output:
+	// true
+	// true
+}

@@ -37,32 +37,47 @@ type Root struct {
 
 // Open opens dir as a Root. dir must exist and be a directory.
 func Open(dir string) (*Root, error) {
-	if dir == "" {
-		return nil, errors.New("fsroot: no directory given; pass the directory the agent works in")
-	}
-	abs, err := filepath.Abs(dir)
+	abs, err := existingDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("fsroot: %w", err)
-	}
-	fi, err := os.Stat(abs)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("fsroot: directory %s does not exist; pass an existing directory", abs)
-	case err != nil:
-		return nil, fmt.Errorf("fsroot: %w", err)
-	case !fi.IsDir():
-		return nil, fmt.Errorf("fsroot: %s is not a directory; pass the directory that contains it (%s): %w",
-			abs, filepath.Dir(abs), ErrNotDir)
+		return nil, err
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("fsroot: %w", err)
 	}
+	return &Root{dir: abs, real: realPath(abs), root: root}, nil
+}
+
+// existingDir returns dir made absolute, once it is known to name a
+// directory.
+func existingDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("fsroot: no directory given; pass the directory the agent works in")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("fsroot: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("fsroot: directory %s does not exist; pass an existing directory", abs)
+	case err != nil:
+		return "", fmt.Errorf("fsroot: %w", err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("fsroot: %s is not a directory; pass the directory that contains it (%s): %w",
+			abs, filepath.Dir(abs), ErrNotDir)
+	}
+	return abs, nil
+}
+
+// realPath is abs with symlinks evaluated, or abs when they cannot be.
+func realPath(abs string) string {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		real = abs
+		return abs
 	}
-	return &Root{dir: abs, real: real, root: root}, nil
+	return real
 }
 
 // Close releases the root. Dirs and files opened from it stay usable until
