@@ -66,7 +66,12 @@ func (p *Provider) create(ctx context.Context, req agenttypes.WorkspaceRequest, 
 		}
 		return nil, err
 	}
-	if _, err := rg.Output(ctx, "worktree", "add", "-q", "-b", rec.Branch, rec.Tree, rec.Base); err != nil {
+	// Not checked out by git worktree add, which would do it in a git of
+	// its own started in the new worktree's context (its branch, its git
+	// directory), where a conditional include that the listing made here
+	// did not see could name a filter: checkout does it in that context,
+	// listed there.
+	if _, err := rg.Output(ctx, "worktree", "add", "-q", "--no-checkout", "-b", rec.Branch, rec.Tree, rec.Base); err != nil {
 		return fail(fmt.Errorf("making the worktree: %w", err))
 	}
 	if w.rec.GitDir, err = worktreeGitDir(rec.Tree, rg.CommonDir()); err != nil {
@@ -76,12 +81,29 @@ func (p *Provider) create(ctx context.Context, req agenttypes.WorkspaceRequest, 
 	if err := p.saveRecord(w.rec); err != nil {
 		return fail(fmt.Errorf("recording the workspace: %w", err))
 	}
+	if err := w.checkout(ctx); err != nil {
+		return fail(err)
+	}
 	// The agent's directory may hold nothing git keeps (it is empty, or
 	// all its files are ignored): it is there all the same.
 	if err := os.MkdirAll(w.Dir(), 0o755); err != nil {
 		return fail(err)
 	}
 	return w, nil
+}
+
+// checkout fills the new worktree with its branch's files, through a Git
+// made for the worktree itself, so that the configuration git checks out
+// with is the one listed and neutralised.
+func (w *Workspace) checkout(ctx context.Context) error {
+	g, err := w.git(ctx)
+	if err != nil {
+		return fmt.Errorf("checking out the workspace: %w", err)
+	}
+	if _, err := g.Output(ctx, "read-tree", "--reset", "-u", "HEAD"); err != nil {
+		return fmt.Errorf("checking out the workspace: %w", err)
+	}
+	return nil
 }
 
 // claim finds the workspace a free name (its branch, worktree, record and

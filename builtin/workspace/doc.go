@@ -41,7 +41,12 @@
 // package gitsafe, with no hooks, filters, fsmonitor, pager or signing,
 // and a repository whose .git file, commondir or alternates point outside
 // it is refused. A file under a filter (git-lfs, say) is carried in its
-// stored form.
+// stored form. Conditional includes in the repository's configuration
+// (includeIf onbranch:, gitdir:) hold in some contexts and not others,
+// so each git command runs through a gitsafe.Git made for the context
+// it runs in: a worktree is made without a checkout (git would check it
+// out in a git of its own, in the new worktree's context) and checked
+// out by a Git made for the worktree itself.
 //
 // # Isolation
 //

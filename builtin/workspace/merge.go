@@ -66,6 +66,12 @@ func (w *Workspace) merge(ctx context.Context, from *agenttypes.Changes) (agentt
 	if err != nil {
 		return agenttypes.MergeResult{}, err
 	}
+	// settle points the worktree's HEAD at its branch, on which a
+	// conditional include (onbranch:) may depend: the checkout of the
+	// merge lists the configuration as it is now.
+	if g, err = w.git(ctx); err != nil {
+		return agenttypes.MergeResult{}, err
+	}
 	if _, err := g.Output(ctx, "merge-base", "--is-ancestor", from.Head, ours); err == nil {
 		return agenttypes.MergeResult{}, nil // merged before
 	}

@@ -2,8 +2,10 @@ package workspace_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,6 +35,7 @@ func hostileRepo(t *testing.T) (repo, markers string) {
 	write(t, repo, ".gitattributes", "*.txt filter=evil diff=evil\n")
 	gitIn(t, repo, "add", ".gitattributes")
 	gitIn(t, repo, "commit", "-q", "-m", "attributes")
+	hostileIncludes(t, repo, pwn)
 	// The same hooks where git looks by default.
 	require.NoError(t, os.CopyFS(filepath.Join(repo, ".git", "hooks"), os.DirFS(hooks)))
 	settings := [][2]string{
@@ -55,9 +58,41 @@ func hostileRepo(t *testing.T) (repo, markers string) {
 	return repo, markers
 }
 
+// hostileIncludes makes the repository include, on conditions that
+// hold only in some contexts, files that define filters its committed
+// files use: on a troupe branch (a workspace's), in a linked worktree's
+// git directory (a workspace's), and when a remote's URL matches (in
+// every context). A listing of the configuration made in another context
+// than the one git runs in would not see the first two.
+func hostileIncludes(t *testing.T, repo string, pwn func(string) string) {
+	t.Helper()
+	conds := map[string]string{
+		"onbranch": "onbranch:troupe/**",
+		"wtgitdir": "gitdir:**/worktrees/**",
+		"remote":   "hasconfig:remote.*.url:https://example.com/**",
+	}
+	var attrs strings.Builder
+	for name := range conds {
+		attrs.WriteString("*." + name + " filter=" + name + "\n")
+		write(t, repo, "a."+name, name+"\n")
+	}
+	write(t, repo, ".gitattributes", read(t, repo, ".gitattributes")+attrs.String())
+	gitIn(t, repo, "add", ".")
+	gitIn(t, repo, "commit", "-q", "-m", "conditionally filtered files")
+	// Set once the test's own git is done with these files.
+	gitIn(t, repo, "config", "remote.origin.url", "https://example.com/project.git")
+	for name, cond := range conds {
+		inc := filepath.Join(t.TempDir(), name+".inc")
+		require.NoError(t, os.WriteFile(inc, []byte(fmt.Sprintf("[filter %q]\n\tsmudge = %s; cat\n\tclean = %s; cat\n\tprocess = %s\n",
+			name, pwn(name+"-smudge"), pwn(name+"-clean"), pwn(name+"-process"))), 0o644))
+		gitIn(t, repo, "config", "includeIf."+cond+".path", inc)
+	}
+}
+
 // Nothing the repository configures runs when workspaces are made,
 // changed, closed and merged: no hook, filter, diff driver, fsmonitor,
-// pager or signing program.
+// pager or signing program, whether its configuration names it outright
+// or through a conditional include that holds only in a workspace.
 func TestHostileRepositoryRunsNothing(t *testing.T) {
 	repo, _ := hostileRepo(t)
 	write(t, repo, "keep.txt", "uncommitted\n") // a filtered file to clean
@@ -122,4 +157,60 @@ func assertNothingLeft(t *testing.T, state string) {
 			t.Errorf("left behind: %s/%s", sub, e.Name())
 		}
 	}
+}
+
+// A conditional include that holds only in a workspace's own context (on
+// its branch, or in its worktree's git directory) is listed and
+// neutralised all the same: git checks the workspace out, records it and
+// closes it in a context whose configuration was listed there. Each
+// condition alone names a filter that committed files use.
+func TestConditionalIncludesOfAWorkspacesOwnContextRunNothing(t *testing.T) {
+	for _, cond := range []string{"onbranch:troupe/**", "gitdir:**/worktrees/**", "gitdir/i:**/WORKTREES/**",
+		"hasconfig:remote.*.url:https://example.com/**"} {
+		t.Run(cond, func(t *testing.T) {
+			repo, markers := newRepo(t), t.TempDir()
+			write(t, repo, ".gitattributes", "*.txt filter=x\n")
+			gitIn(t, repo, "add", ".gitattributes")
+			gitIn(t, repo, "commit", "-q", "-m", "attributes")
+			inc := filepath.Join(t.TempDir(), "x.inc")
+			require.NoError(t, os.WriteFile(inc, []byte("[filter \"x\"]\n\tsmudge = touch "+filepath.Join(markers, "smudge")+
+				"; cat\n\tclean = touch "+filepath.Join(markers, "clean")+"; cat\n"), 0o644))
+			gitIn(t, repo, "config", "remote.origin.url", "https://example.com/project.git")
+			gitIn(t, repo, "config", "includeIf."+cond+".path", inc)
+			p := newProvider(t)
+			ws := open(t, p, repo, "a", nil)
+			assert.Equal(t, lines, read(t, ws.Dir(), "f.txt"), "checked out in its stored form")
+			write(t, ws.Dir(), "f.txt", "changed\n")
+			ch := closeWS(t, ws)
+			assert.Equal(t, []string{"f.txt"}, ch.Modified)
+			noMarkers(t, markers)
+		})
+	}
+}
+
+// Merge points the worktree's HEAD back at its branch before it checks
+// the merge out; a conditional include on that branch, which did not
+// hold when the merge began (something had detached HEAD), is listed
+// and neutralised before the checkout all the same.
+func TestMergeChecksOutInTheContextItMadeItself(t *testing.T) {
+	repo, markers := newRepo(t), t.TempDir()
+	write(t, repo, ".gitattributes", "*.txt filter=x\n")
+	gitIn(t, repo, "add", ".gitattributes")
+	gitIn(t, repo, "commit", "-q", "-m", "attributes")
+	inc := filepath.Join(t.TempDir(), "x.inc")
+	require.NoError(t, os.WriteFile(inc, []byte("[filter \"x\"]\n\tsmudge = touch "+filepath.Join(markers, "smudge")+"; cat\n"), 0o644))
+	gitIn(t, repo, "config", "includeIf.onbranch:troupe/**.path", inc)
+	p := newProvider(t)
+	parent := open(t, p, repo, "parent", nil)
+	child := open(t, p, parent.Dir(), "child", parent)
+	write(t, child.Dir(), "f.txt", "from the child\n")
+	ch := closeWS(t, child)
+
+	gitDir := gitIn(t, parent.Dir(), "rev-parse", "--absolute-git-dir")
+	write(t, gitDir, "HEAD", gitIn(t, parent.Dir(), "rev-parse", "HEAD")+"\n")
+	res, err := parent.Merge(context.Background(), ch)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"f.txt"}, res.Files)
+	assert.Equal(t, "from the child\n", read(t, parent.Dir(), "f.txt"))
+	noMarkers(t, markers)
 }
