@@ -64,7 +64,8 @@ type Env struct {
 	Tree Tree
 	// Workspace is the agent's own workspace, where the changing tools
 	// (write, edit, run, merge) act; nil for an agent that has none, to
-	// which they refuse. Dir is its directory when it is set.
+	// which they refuse. Dir is its Dir when it is set, and file tools
+	// open it from its Top.
 	Workspace Workspace
 }
 

@@ -330,7 +330,14 @@ type Conflict struct {
 // Workspace is an agent's own copy of the project, the one place its
 // changing tools act on. Tools find it in Env.Workspace.
 type Workspace interface {
-	// Dir is the workspace's top directory.
+	// Top is the workspace's top directory, which nothing run in the
+	// workspace can remove or replace.
+	Top() string
+	// Dir is the directory the agent works in: Top, or the directory
+	// below it that the agent was asked to work in. A command run in the
+	// workspace could replace that one (with a symlink to elsewhere,
+	// say), so tools open it from Top (fsroot.OpenBeneath), never by its
+	// path alone.
 	Dir() string
 	// Run runs a command in the workspace under the type's RunPolicy:
 	// allow-listed, in a process group killed whole on timeout or

@@ -58,6 +58,8 @@ func (f *fakeWorkspaces) space(agent string) *fakeWorkspace {
 	return f.spaces[agent]
 }
 
+func (w *fakeWorkspace) Top() string { return w.dir }
+
 func (w *fakeWorkspace) Dir() string { return w.dir }
 
 func (w *fakeWorkspace) Run(context.Context, agenttypes.Command) (agenttypes.CommandResult, error) {

@@ -45,6 +45,7 @@ const (
 // root, and the notes and log lines to hand back.
 type callState struct {
 	mu    sync.Mutex
+	top   string // the workspace's top, when root is in one
 	root  string
 	fs    *fsroot.Root
 	read  int64
@@ -52,14 +53,16 @@ type callState struct {
 	logs  []string
 }
 
-func (s *callState) reset(root string) {
+// reset starts a call whose root is root, below top when top is not
+// "" (the agent's workspace).
+func (s *callState) reset(top, root string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fs != nil && s.fs.Dir() != root {
+	if s.fs != nil && (s.fs.Dir() != root || s.top != top) {
 		s.fs.Close()
 		s.fs = nil
 	}
-	s.root, s.read, s.notes, s.logs = root, 0, nil, nil
+	s.top, s.root, s.read, s.notes, s.logs = top, root, 0, nil, nil
 }
 
 func (s *callState) take() (notes, logs []string) {
@@ -87,7 +90,17 @@ func (s *callState) open() error {
 	if s.root == "" || !filepath.IsAbs(s.root) {
 		return fmt.Errorf("this call has no root to read from")
 	}
-	r, err := fsroot.Open(s.root)
+	var (
+		r   *fsroot.Root
+		err error
+	)
+	// In a workspace, the root may be a directory below its top that a
+	// command replaced with a symlink: it is reached from the top.
+	if rel, rerr := filepath.Rel(s.top, s.root); s.top != "" && rerr == nil && (rel == "." || filepath.IsLocal(rel)) {
+		r, err = fsroot.OpenBeneath(s.top, rel)
+	} else {
+		r, err = fsroot.Open(s.root)
+	}
 	if err != nil {
 		return err
 	}

@@ -36,8 +36,12 @@ func newProgram(kind Kind, src string) *Program {
 // Call is one call of a hook or tool.
 type Call struct {
 	// Fn is Prompt, Result, BeforeTool or Run.
-	Fn     string         `json:"fn"`
-	Root   string         `json:"root,omitempty"`
+	Fn   string `json:"fn"`
+	Root string `json:"root,omitempty"`
+	// Top is the top of the agent's workspace, when it has one: Root is
+	// then opened from it, so that a directory below it that a command
+	// replaced is not followed.
+	Top    string         `json:"top,omitempty"`
 	Task   *Task          `json:"task,omitempty"`
 	Output string         `json:"output,omitempty"`
 	Tool   *ToolCall      `json:"tool,omitempty"`
@@ -271,7 +275,7 @@ func (inst *instance) call(c *Call) (r Reply, err error) {
 	if !ok {
 		return r, fmt.Errorf("%w: the script has no %s", agenttypes.ErrScript, c.Fn)
 	}
-	inst.state.reset(c.Root)
+	inst.state.reset(c.Top, c.Root)
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %s panicked: %v", agenttypes.ErrScript, c.Fn, p)

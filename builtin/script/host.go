@@ -145,6 +145,9 @@ func (h *Host) load(ctx context.Context, r Runner, kind Kind, s *agenttypes.Scri
 func (h *Host) call(ctx context.Context, typeName string, r Runner, p *Program, c *Call) (Reply, error) {
 	env := agenttypes.EnvFrom(ctx)
 	c.Root = env.Dir
+	if env.Workspace != nil {
+		c.Top = env.Workspace.Top()
+	}
 	rep, err := r.Call(ctx, p, c)
 	for _, n := range rep.Notes {
 		env.Note(n)

@@ -119,7 +119,7 @@ type taskArgs struct {
 }
 
 func runDelegate(ctx context.Context, env *agenttypes.Env, raw json.RawMessage) (string, error) {
-	req, format, err := parseDelegate(env.Dir, raw)
+	req, format, err := parseDelegate(env, raw)
 	if err != nil {
 		return "", fmt.Errorf("delegate: %w", err)
 	}
@@ -140,8 +140,8 @@ func runDelegate(ctx context.Context, env *agenttypes.Env, raw json.RawMessage) 
 }
 
 // parseDelegate checks the arguments and builds the request, with the
-// context files read from dir into the prompts.
-func parseDelegate(dir string, raw json.RawMessage) (agenttypes.DelegateRequest, string, error) {
+// context files read from the agent's directory into the prompts.
+func parseDelegate(env *agenttypes.Env, raw json.RawMessage) (agenttypes.DelegateRequest, string, error) {
 	var req agenttypes.DelegateRequest
 	var a delegateArgs
 	if err := decodeArgs(raw, &a); err != nil {
@@ -157,7 +157,7 @@ func parseDelegate(dir string, raw json.RawMessage) (agenttypes.DelegateRequest,
 	if err := checkTaskCount(len(a.Tasks)); err != nil {
 		return req, "", err
 	}
-	if req.Tasks, err = parseTasks(dir, a.Tasks); err != nil {
+	if req.Tasks, err = parseTasks(env, a.Tasks); err != nil {
 		return req, "", err
 	}
 	return req, format, nil
@@ -196,9 +196,9 @@ func checkTaskCount(n int) error {
 }
 
 // parseTasks checks each task and builds it, its context files read from
-// dir into its prompt. The first wrong task's error names it.
-func parseTasks(dir string, objs []rawObject) ([]agenttypes.ChildTask, error) {
-	files := &contextRoot{dir: dir}
+// the agent's directory into its prompt. The first wrong task's error names it.
+func parseTasks(env *agenttypes.Env, objs []rawObject) ([]agenttypes.ChildTask, error) {
+	files := &contextRoot{env: env}
 	defer files.close()
 	var tasks []agenttypes.ChildTask
 	labels := map[string]int{}
@@ -251,17 +251,17 @@ func decodeTask(i int, obj rawObject, labels map[string]int) (t taskArgs, name s
 // read from. It is opened the first time a task names context files, and
 // only then: most calls name none, and an agent may have no directory.
 type contextRoot struct {
-	dir  string
+	env  *agenttypes.Env
 	root *fsroot.Root
 }
 
 // prepend reads the context files paths and puts them before prompt.
 func (c *contextRoot) prepend(paths []string, prompt string) (string, error) {
 	if c.root == nil {
-		if c.dir == "" {
+		if c.env.Dir == "" {
 			return "", errors.New("context files need the agent's directory (agenttypes.Env.Dir), and there is none; put what the subagent needs in the prompt")
 		}
-		root, err := fsroot.Open(c.dir)
+		root, err := agentRoot(c.env)
 		if err != nil {
 			return "", err
 		}

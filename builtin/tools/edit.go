@@ -76,7 +76,7 @@ func runEdit(ctx context.Context, env *agenttypes.Env, raw json.RawMessage) (str
 	if err != nil {
 		return "", err
 	}
-	root, err := fsroot.Open(env.Workspace.Dir())
+	root, err := workspaceRoot(env.Workspace)
 	if err != nil {
 		return "", err
 	}

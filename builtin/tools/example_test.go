@@ -146,6 +146,8 @@ func ExampleDelegate() {
 // whose commands all fail a test, as a child's might.
 type exampleWorkspace struct{ dir string }
 
+func (w exampleWorkspace) Top() string { return w.dir }
+
 func (w exampleWorkspace) Dir() string { return w.dir }
 
 func (exampleWorkspace) Run(_ context.Context, cmd agenttypes.Command) (agenttypes.CommandResult, error) {

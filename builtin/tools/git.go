@@ -187,6 +187,12 @@ func runGit(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (string
 	if err != nil {
 		return "", err
 	}
+	// git opens the root by its path: make sure the path still names the
+	// directory that was checked (in a workspace, a command may have
+	// swapped it for a symlink to another repository).
+	if err := root.CheckDir(); err != nil {
+		return "", err
+	}
 	g, err := gitsafe.New(ctx, root.Dir(), gitsafe.Options{})
 	if errors.Is(err, gitsafe.ErrNoGit) {
 		return "", errors.New("git is not installed or not on PATH; this tool cannot run here")

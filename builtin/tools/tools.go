@@ -32,13 +32,13 @@ func (t *tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	dir := agenttypes.EnvFrom(ctx).Dir
-	if dir == "" {
+	env := agenttypes.EnvFrom(ctx)
+	if env.Dir == "" {
 		return "", fmt.Errorf("%s: no working directory: the tool must be called by an agent with a directory (agenttypes.Env.Dir)", t.spec.Name)
 	}
 	// Opened per call: the root is cheap to open and the tool value is
 	// shared by every agent, each with its own directory.
-	root, err := fsroot.Open(dir)
+	root, err := agentRoot(env)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", t.spec.Name, err)
 	}

@@ -19,6 +19,7 @@ import (
 // set.
 type fakeWorkspace struct {
 	dir string
+	top string // "" for dir
 
 	mu        sync.Mutex
 	ran       []agenttypes.Command
@@ -31,6 +32,13 @@ type fakeWorkspace struct {
 }
 
 var _ agenttypes.Workspace = (*fakeWorkspace)(nil)
+
+func (w *fakeWorkspace) Top() string {
+	if w.top != "" {
+		return w.top
+	}
+	return w.dir
+}
 
 func (w *fakeWorkspace) Dir() string { return w.dir }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
 const writeDescription = `Create a file, or replace the whole content of one, in your workspace (your own copy of the project; nothing outside it changes).
@@ -52,7 +51,7 @@ func runWrite(ctx context.Context, env *agenttypes.Env, raw json.RawMessage) (st
 	if len(*a.Content) > maxFileSize {
 		return "", fmt.Errorf("content is %s; write takes at most 4 MiB per file", size(len(*a.Content)))
 	}
-	root, err := fsroot.Open(env.Workspace.Dir())
+	root, err := workspaceRoot(env.Workspace)
 	if err != nil {
 		return "", err
 	}

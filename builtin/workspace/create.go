@@ -84,9 +84,7 @@ func (p *Provider) create(ctx context.Context, req agenttypes.WorkspaceRequest, 
 	if err := w.checkout(ctx); err != nil {
 		return fail(err)
 	}
-	// The agent's directory may hold nothing git keeps (it is empty, or
-	// all its files are ignored): it is there all the same.
-	if err := os.MkdirAll(w.Dir(), 0o755); err != nil {
+	if err := w.makeDir(); err != nil {
 		return fail(err)
 	}
 	return w, nil
@@ -104,6 +102,28 @@ func (w *Workspace) checkout(ctx context.Context) error {
 		return fmt.Errorf("checking out the workspace: %w", err)
 	}
 	return nil
+}
+
+// makeDir makes the agent's directory, which may hold nothing git keeps
+// (it is empty, or all its files are ignored), inside the worktree and
+// only there: what the checkout put on its path (a symlink, from a
+// parent's workspace where a command made one) is never followed.
+func (w *Workspace) makeDir() error {
+	if err := w.checkDir(); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	root, err := os.OpenRoot(w.rec.Tree)
+	if err != nil {
+		return err
+	}
+	err = root.MkdirAll(filepath.FromSlash(w.rec.Sub), 0o755)
+	if cerr := root.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("making the agent's directory %s in the workspace: %w", w.rec.Sub, err)
+	}
+	return w.checkDir()
 }
 
 // claim finds the workspace a free name (its branch, worktree, record and

@@ -121,4 +121,12 @@
 // GOCACHE points. The result says which confinement applied. A type's
 // setup commands run the same way when its workspace opens; one that is
 // refused or fails fails the Open, leaving nothing behind.
+//
+// A command may write anywhere below the worktree's top, Workspace.Top,
+// and so may replace the agent's directory, Workspace.Dir, when the
+// agent works in a subdirectory: with a symlink to the user's home, say.
+// The file tools reach that directory from the top (fsroot.OpenBeneath)
+// and refuse it once it is no longer a real directory inside; Run
+// refuses to run a command there, and Open refuses a child whose
+// directory is such a symlink in its parent's state.
 package workspace

@@ -25,9 +25,14 @@ var errNoAllowRun = errors.New("this program does not run commands in workspaces
 // write only in the workspace, a private temporary directory and the
 // cache directory, where the platform allows. A command that ran is a
 // result whatever its exit status; a refused one is an error wrapping
-// agenttypes.ErrRunRefused.
+// agenttypes.ErrRunRefused, and so is one whose directory an earlier
+// command replaced, with a symlink say: it is no longer a real
+// directory inside the worktree.
 func (w *Workspace) Run(ctx context.Context, cmd agenttypes.Command) (agenttypes.CommandResult, error) {
 	if err := w.mayRun(cmd.Args); err != nil {
+		return agenttypes.CommandResult{}, fmt.Errorf("%w: %w", agenttypes.ErrRunRefused, err)
+	}
+	if err := w.checkDir(); err != nil {
 		return agenttypes.CommandResult{}, fmt.Errorf("%w: %w", agenttypes.ErrRunRefused, err)
 	}
 	tmp, err := os.MkdirTemp(w.p.dirs.tmp, "run-")

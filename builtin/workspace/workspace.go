@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/gitsafe"
 )
 
@@ -30,9 +31,25 @@ type Workspace struct {
 
 var _ agenttypes.Workspace = (*Workspace)(nil)
 
+// Top is the worktree's top. Commands run in the workspace may write
+// below it, never replace it.
+func (w *Workspace) Top() string { return w.rec.Tree }
+
 // Dir is the agent's directory in the workspace: the worktree's top, or
 // the same subdirectory of it that the agent was asked to work in.
 func (w *Workspace) Dir() string { return filepath.Join(w.rec.Tree, filepath.FromSlash(w.rec.Sub)) }
+
+// checkDir makes sure the agent's directory is still a real directory
+// inside the worktree: a command may have replaced it with a symlink to
+// elsewhere, and what runs there, or is written there, would then land
+// outside.
+func (w *Workspace) checkDir() error {
+	root, err := fsroot.OpenBeneath(w.rec.Tree, w.rec.Sub)
+	if err != nil {
+		return fmt.Errorf("the agent's directory in the workspace: %w", err)
+	}
+	return root.Close()
+}
 
 // Branch is the workspace's branch, troupe/RUN/AGENT.
 func (w *Workspace) Branch() string { return w.rec.Branch }
