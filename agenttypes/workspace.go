@@ -259,6 +259,13 @@ type Changes struct {
 	// Patch is the path of a file holding the changes as a binary git
 	// patch; empty when there are none.
 	Patch string `json:"patch,omitempty"`
+	// Ignored are paths in the workspace, made by the agent or its
+	// commands, that ignore rules kept out of the changes (build output,
+	// dependencies, a .env file): they went with the workspace. A wholly
+	// ignored directory is one entry ending in '/'. Only the first few
+	// are listed; IgnoredCount counts them all.
+	Ignored      []string `json:"ignored,omitempty"`
+	IgnoredCount int      `json:"ignored_count,omitempty"`
 }
 
 // Files is how many files the changes touch.

@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/workspace"
 )
 
 // Close commits everything, untracked files included and ignored ones
@@ -111,4 +115,66 @@ func realPath(t *testing.T, p string) string {
 	real, err := filepath.EvalSymlinks(p)
 	require.NoError(t, err)
 	return real
+}
+
+// Something in the workspace (a test, git init) leaves a repository of
+// its own there, with work in it. git would record it only as the
+// commit its HEAD is at, so removing the worktree would lose its files:
+// Close records the rest, leaves the worktree in place and says where,
+// naming the nested repository. A repository with no commit yet, which
+// git cannot record at all, is kept the same way.
+func TestCloseKeepsAWorkspaceHoldingANestedRepository(t *testing.T) {
+	for name, commit := range map[string]bool{"committed": true, "no commit yet": false} {
+		t.Run(name, func(t *testing.T) {
+			repo := newRepo(t)
+			p := newProvider(t)
+			w := open(t, p, repo, "a", nil)
+			write(t, w.Dir(), "plain.txt", "plain\n")
+			write(t, w.Dir(), "lib/work.go", "precious\n")
+			gitIn(t, filepath.Join(w.Dir(), "lib"), "init", "-q")
+			if commit {
+				gitIn(t, filepath.Join(w.Dir(), "lib"), "add", ".")
+				gitIn(t, filepath.Join(w.Dir(), "lib"), "commit", "-q", "-m", "x")
+			}
+			ch, err := w.Close(context.Background())
+			require.ErrorIs(t, err, agenttypes.ErrWorkspace)
+			assert.Contains(t, err.Error(), "lib")
+			assert.Contains(t, err.Error(), w.Top(), "the error says where the work is")
+			assert.Equal(t, "precious\n", read(t, w.Dir(), "lib/work.go"))
+			assert.Len(t, worktrees(t, repo), 2, "the worktree stays")
+			if commit {
+				require.ErrorIs(t, err, workspace.ErrNestedRepository)
+				require.NotNil(t, ch)
+				assert.Equal(t, "plain\n", fileAt(t, repo, ch.Head, "plain.txt")+"\n", "the rest is on the branch")
+			}
+		})
+	}
+}
+
+// Close reports what ignore rules kept out of the changes: the first few
+// paths, a wholly ignored directory as one, and how many there are.
+func TestCloseReportsWhatIgnoreRulesLeftOut(t *testing.T) {
+	repo := newRepo(t)
+	p := newProvider(t)
+	w := open(t, p, repo, "a", nil)
+	write(t, w.Dir(), "kept.txt", "kept\n")
+	write(t, w.Dir(), ".env", "SECRET=1\n")
+	write(t, w.Dir(), "sub/.env", "SECRET=2\n")
+	for i := range 30 {
+		write(t, w.Dir(), fmt.Sprintf("node_modules/m%d/index.js", i), "x\n")
+		write(t, w.Dir(), fmt.Sprintf("build/%02d.o", i), "x\n")
+	}
+	ch := closeWS(t, w)
+	assert.Equal(t, []string{"kept.txt"}, ch.Added)
+	assert.Equal(t, []string{".env", "build/", "node_modules/", "sub/.env"}, ch.Ignored)
+	assert.Equal(t, 4, ch.IgnoredCount)
+
+	w = open(t, p, repo, "b", nil)
+	for i := range 30 {
+		write(t, w.Dir(), fmt.Sprintf("x/%02d/.env", i), "x\n")
+	}
+	ch = closeWS(t, w)
+	assert.Len(t, ch.Ignored, 20)
+	assert.Equal(t, "x/00/.env", ch.Ignored[0])
+	assert.Equal(t, 30, ch.IgnoredCount)
 }

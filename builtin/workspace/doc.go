@@ -61,9 +61,15 @@
 // to its branch (a commit only when something changed), computes the
 // changes since the base with a binary patch under the state directory,
 // and only then removes the worktree, with `git worktree remove`. When
-// recording fails, the worktree stays and the error says where. Branches
-// and patches stay: they are the agent's result, and go when their run
-// is discarded (Discard, DiscardRun).
+// recording fails, the worktree stays and the error says where. So it
+// does when something in the workspace (a test, git init) made a git
+// repository there: git records one repository inside another only as
+// the commit it is at, never its files, so Close keeps the worktree and
+// fails with ErrNestedRepository, naming the repositories and where the
+// workspace is. Changes.Ignored names what ignore rules kept out of the
+// record (build output, dependencies), which goes with the worktree.
+// Branches and patches stay: they are the agent's result, and go when
+// their run is discarded (Discard, DiscardRun).
 //
 // A Provider holds a lock file for as long as it is open, and every
 // workspace has a record naming it. Prune, at startup, finds the

@@ -217,7 +217,10 @@ func (w *Workspace) moveBranch(ctx context.Context, g *gitsafe.Git, to, from str
 // Close records everything in the workspace on its branch (a commit
 // only when something changed), writes the changes since its base as a
 // patch, and removes the worktree, which it does only once the work is
-// on the branch. On an error before that, the worktree stays as it is.
+// on the branch. On an error before that, the worktree stays as it is;
+// so it does when the workspace holds git repositories made in it,
+// whose files no branch holds (an error wrapping ErrNestedRepository,
+// with the changes).
 func (w *Workspace) Close(ctx context.Context) (*agenttypes.Changes, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -238,6 +241,13 @@ func (w *Workspace) finish(ctx context.Context) (*agenttypes.Changes, error) {
 		return nil, fmt.Errorf("recording the work in %s: %w", w.rec.Tree, err)
 	}
 	head, index, err := w.commitWork(ctx, g, false, "troupe: the work of agent "+w.rec.Agent)
+	var (
+		left      []string
+		leftCount int
+	)
+	if err == nil {
+		left, leftCount, err = ignored(ctx, g, index)
+	}
 	if index != "" {
 		os.Remove(index)
 	}
@@ -247,6 +257,14 @@ func (w *Workspace) finish(ctx context.Context) (*agenttypes.Changes, error) {
 	ch, err := w.changes(ctx, g, head)
 	if err != nil {
 		return nil, err
+	}
+	ch.Ignored, ch.IgnoredCount = left, leftCount
+	nested, err := w.nestedRepos(ctx, g, head)
+	if err == nil && len(nested) > 0 {
+		err = w.nestedError(nested)
+	}
+	if err != nil {
+		return ch, err
 	}
 	w.closed = true
 	rg, err := w.p.repoGit(ctx, w.rec.Repo, w.rec.Top)
