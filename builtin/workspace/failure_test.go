@@ -61,11 +61,16 @@ func TestNamesAreUnique(t *testing.T) {
 	b := open(t, p, repo, "agent", nil)
 	assert.Equal(t, "troupe/run-1/agent", a.Branch())
 	assert.Equal(t, "troupe/run-1/agent-2", b.Branch())
+	write(t, a.Dir(), "a.txt", "a\n")
+	write(t, b.Dir(), "b.txt", "b\n")
 	closeWS(t, a)
 	closeWS(t, b)
 	c := open(t, p, repo, "agent", nil)
-	assert.Equal(t, "troupe/run-1/agent-3", c.Branch(), "a closed workspace's branch stays, so its name is taken")
+	assert.Equal(t, "troupe/run-1/agent-3", c.Branch(), "a closed workspace's branch holds its work, so its name is taken")
 	closeWS(t, c)
+	again := open(t, p, repo, "agent", nil)
+	assert.Equal(t, "troupe/run-1/agent-3", again.Branch(), "c changed nothing: its branch went with it, and its name is free")
+	closeWS(t, again)
 
 	// IDs are shortened and made valid ref names.
 	ws, err := p.Open(context.Background(), agenttypes.WorkspaceRequest{

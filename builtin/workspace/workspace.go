@@ -274,5 +274,12 @@ func (w *Workspace) finish(ctx context.Context) (*agenttypes.Changes, error) {
 	if err != nil {
 		return ch, fmt.Errorf("the work is on branch %s, but removing its worktree %s failed: %w", w.rec.Branch, w.rec.Tree, err)
 	}
+	if ch.Empty() {
+		// Nothing to review, apply or merge: the branch would only be
+		// clutter among the user's. A failure leaves it for discard.
+		if _, err := rg.Output(ctx, "update-ref", "--no-deref", "-d", "refs/heads/"+w.rec.Branch, ch.Head); err != nil {
+			w.p.cfg.Logger.Warn("could not delete the branch of a workspace that changed nothing", "branch", w.rec.Branch, "err", err)
+		}
+	}
 	return ch, w.p.removeRecord(w.rec.Name)
 }

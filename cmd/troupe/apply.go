@@ -146,10 +146,9 @@ func (a *app) discardRun(ctx context.Context, id string) error {
 		return err
 	}
 	switch {
-	case len(branches) == 0:
+	case len(branches) == 0 || !changed:
+		// A workspace that changed nothing takes its branch with it.
 		fmt.Fprintf(a.stderr, "run %s left no changes; there is nothing to discard\n", r.ID)
-	case !changed:
-		fmt.Fprintf(a.stderr, "run %s left no changes; its empty branches are deleted: %s\n", r.ID, strings.Join(branches, ", "))
 	default:
 		fmt.Fprintf(a.stderr, "discarded run %s's changes: %s %s\n", r.ID, plural(len(branches), "branch", "branches"), strings.Join(branches, ", "))
 	}
