@@ -14,10 +14,14 @@ import (
 // changesSummary says, after a run, what it changed and how to look at,
 // apply or drop it; "" when it changed nothing.
 func changesSummary(id string, ch *agenttypes.Changes) string {
-	if ch.Empty() {
-		return ""
-	}
 	var b strings.Builder
+	if ch != nil && ch.IgnoredCount > 0 {
+		fmt.Fprintf(&b, "not recorded: %s the agent left in its workspace that ignore rules keep out of git (%s)\n",
+			plural(ch.IgnoredCount, "file", "files"), clip(strings.Join(ch.Ignored, ", "), 120))
+	}
+	if ch.Empty() {
+		return strings.TrimSuffix(b.String(), "\n")
+	}
 	b.WriteString(diffstatLines(ch))
 	fmt.Fprintf(&b, "your tree is untouched; 'troupe runs diff %s' shows the changes, 'troupe runs apply %s' applies them, 'troupe runs discard %s' drops them", id, id, id)
 	return b.String()
