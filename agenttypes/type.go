@@ -58,6 +58,10 @@ type Type struct {
 	// Setup are commands that prepare a new workspace (fetching
 	// dependencies, say), allowed by Run like any command.
 	Setup []string `json:"setup,omitempty"`
+	// MCPServers are the MCP servers whose tools agents of the type may
+	// call (as mcp__SERVER__TOOL, when Tools allows them), resolved from
+	// the names and entries its definition gives.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 	// Examples are tasks the type is meant for; a smoke test can run them.
 	Examples []string `json:"examples,omitempty"`
 	// Extends names the type this one was built from, when its definition
@@ -115,6 +119,16 @@ func (t *Type) Validate() error {
 	if err := t.validateWorkspace(); err != nil {
 		return fmt.Errorf("type %q: %w", t.Name, err)
 	}
+	seen := map[string]bool{}
+	for _, s := range t.MCPServers {
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("type %q: %w", t.Name, err)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("%w: type %q names MCP server %q twice; keep one", ErrInvalid, t.Name, s.Name)
+		}
+		seen[s.Name] = true
+	}
 	if t.Output.Format == OutputJSON && len(t.Output.Schema) > 0 {
 		if !json.Valid(t.Output.Schema) {
 			return fmt.Errorf("%w: type %q has an output schema that is not valid JSON", ErrInvalid, t.Name)
@@ -140,5 +154,9 @@ func (t Type) clone() *Type {
 	t.Shadows = slices.Clone(t.Shadows)
 	t.Run.Allow = slices.Clone(t.Run.Allow)
 	t.Setup = slices.Clone(t.Setup)
+	t.MCPServers = slices.Clone(t.MCPServers)
+	for i := range t.MCPServers {
+		t.MCPServers[i] = t.MCPServers[i].clone()
+	}
 	return &t
 }

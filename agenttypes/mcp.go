@@ -1,0 +1,133 @@
+package agenttypes
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// MCP server transports (MCPServer.Type).
+const (
+	MCPStdio = "stdio"
+	MCPHTTP  = "http"
+)
+
+// MCPToolPrefix begins the name of every tool an MCP server offers:
+// mcp__SERVER__TOOL, the convention Claude Code's files use in tools:.
+const MCPToolPrefix = "mcp__"
+
+// MaxToolName is the longest tool name the model providers accept.
+const MaxToolName = 64
+
+// MCPServer is an MCP server that agent types may use the tools of: a
+// program troupe starts and speaks to over its standard input and
+// output, or a server reached over streamable HTTP.
+type MCPServer struct {
+	// Name names the server in tool names (mcp__NAME__TOOL) and in
+	// definitions' mcp_servers lists.
+	Name string `json:"name"`
+	// Type is MCPStdio (the default when Command is set) or MCPHTTP.
+	Type string `json:"type,omitempty"`
+	// Command and Args start a stdio server; Env is what it gets besides
+	// troupe's scrubbed environment: names to values, where a value may
+	// name a variable of troupe's own environment as ${VAR}.
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// URL and Headers reach an HTTP server; a header's value may name a
+	// variable as ${VAR}, as Env's do.
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Source is the file that declares the server, for messages and
+	// trust; it is not part of the entry's digest.
+	Source string `json:"source,omitempty"`
+}
+
+var (
+	mcpServerName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+	toolNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+)
+
+// Transport is the server's transport, Type or the default.
+func (s MCPServer) Transport() string {
+	if s.Type == "" && s.URL != "" && s.Command == "" {
+		return MCPHTTP
+	}
+	if s.Type == "" {
+		return MCPStdio
+	}
+	return s.Type
+}
+
+// Validate reports what makes s unusable, saying how to fix it.
+func (s MCPServer) Validate() error {
+	if !mcpServerName.MatchString(s.Name) || strings.Contains(s.Name, "__") {
+		return fmt.Errorf("%w: MCP server name %q: use 1 to 32 letters, digits, '-' or '_' (no \"__\"), starting with a letter or digit", ErrInvalid, s.Name)
+	}
+	switch s.Transport() {
+	case MCPStdio:
+		if strings.TrimSpace(s.Command) == "" {
+			return fmt.Errorf("%w: MCP server %q has no command; give the program that serves it over stdio, or a url for an HTTP server", ErrInvalid, s.Name)
+		}
+		if s.URL != "" {
+			return fmt.Errorf("%w: MCP server %q has both a command and a url; a stdio server has a command, an HTTP one a url", ErrInvalid, s.Name)
+		}
+	case MCPHTTP:
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: MCP server %q: url %q is not an http or https URL", ErrInvalid, s.Name, s.URL)
+		}
+		if s.Command != "" {
+			return fmt.Errorf("%w: MCP server %q has both a command and a url; a stdio server has a command, an HTTP one a url", ErrInvalid, s.Name)
+		}
+	default:
+		return fmt.Errorf("%w: MCP server %q has type %q; use %q or %q", ErrInvalid, s.Name, s.Type, MCPStdio, MCPHTTP)
+	}
+	return nil
+}
+
+// Digest is the hex SHA-256 of the entry as it would run (Source left
+// out): trust and description caches are keyed by it, so a changed
+// entry is asked about, and described, again.
+func (s MCPServer) Digest() string {
+	s.Source = ""
+	b, _ := json.Marshal(s) // maps marshal in key order: the digest is stable
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// clone copies s's slices and maps.
+func (s MCPServer) clone() MCPServer {
+	s.Args = slices.Clone(s.Args)
+	s.Env = maps.Clone(s.Env)
+	s.Headers = maps.Clone(s.Headers)
+	return s
+}
+
+// MCPToolName is the name of server's tool as agents see it:
+// mcp__SERVER__TOOL, with every character the model providers refuse in
+// a tool name replaced by '_'; past MaxToolName it is shortened the same
+// way every time: a readable prefix and a short hash of the whole name.
+func MCPToolName(server, tool string) string {
+	full := MCPToolPrefix + server + "__" + tool
+	name := toolNameUnsafe.ReplaceAllString(full, "_")
+	if len(name) <= MaxToolName && name == full {
+		return name
+	}
+	if len(name) <= MaxToolName {
+		// Two tools whose names differ only where they were replaced
+		// must not share one.
+		sum := sha256.Sum256([]byte(full))
+		hash := hex.EncodeToString(sum[:])[:8]
+		return name[:min(len(name), MaxToolName-len(hash)-1)] + "_" + hash
+	}
+	sum := sha256.Sum256([]byte(full))
+	hash := hex.EncodeToString(sum[:])[:8]
+	return name[:MaxToolName-len(hash)-1] + "_" + hash
+}
