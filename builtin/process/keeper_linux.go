@@ -28,6 +28,9 @@ const (
 	// envKeeperConfine asks the keeper to confine the command (Run): a
 	// JSON confineRequest.
 	envKeeperConfine = "TROUPE_KEEPER_CONFINE"
+	// envKeeperStdin asks the keeper to pass its standard input on to
+	// the command.
+	envKeeperStdin = "TROUPE_KEEPER_STDIN"
 )
 
 // Kept returns a command that runs cmd under a keeper: this program,
@@ -38,8 +41,10 @@ const (
 // keeper leads a session and a process group of its own, which cmd's
 // tree shares unless a process leaves it: KillGroup on the returned
 // command's process ends it all, and nothing in the tree has this
-// program's controlling terminal. cmd's standard input becomes /dev/null; its environment is
-// cmd.Env, or this process's when that is nil, as for any exec.Cmd.
+// program's controlling terminal. cmd's standard input is cmd.Stdin
+// when it was set before Kept (a pipe a server is spoken to over), and
+// /dev/null otherwise; its environment is cmd.Env, or this process's
+// when that is nil, as for any exec.Cmd.
 //
 // Without ServeIfKeeper in the program, Kept returns cmd contained as
 // Contain does: its group dies with KillGroup, its own children live on
@@ -64,6 +69,9 @@ func keeperOf(cmd *exec.Cmd, confine []byte, status *os.File) *exec.Cmd {
 		envKeeper+"="+strconv.Itoa(os.Getpid()),
 		envKeeperFiles+"="+strconv.Itoa(len(cmd.ExtraFiles)))
 	files := cmd.ExtraFiles
+	if cmd.Stdin != nil {
+		env = append(env, envKeeperStdin+"=1")
+	}
 	if confine != nil {
 		env = append(env, envKeeperConfine+"="+string(confine))
 		files = append(files[:len(files):len(files)], status)
@@ -75,6 +83,7 @@ func keeperOf(cmd *exec.Cmd, confine []byte, status *os.File) *exec.Cmd {
 		Args:       append([]string{"troupe-keeper", cmd.Path}, cmd.Args...),
 		Env:        env,
 		Dir:        cmd.Dir,
+		Stdin:      cmd.Stdin,
 		ExtraFiles: files,
 		Stdout:     cmd.Stdout,
 		Stderr:     cmd.Stderr,
@@ -136,6 +145,9 @@ func keep(parent string) int {
 		Path: os.Args[1], Args: os.Args[2:], Env: keptEnv(os.Environ()),
 		Stdout: os.Stdout, Stderr: os.Stderr, ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	}
+	if os.Getenv(envKeeperStdin) != "" {
+		cmd.Stdin = os.Stdin
 	}
 	if code := startConfined(cmd, req); code != 0 {
 		return code
