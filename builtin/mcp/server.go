@@ -32,12 +32,12 @@ type server struct {
 
 // A session is a started server.
 type session struct {
-	cs     *mcpsdk.ClientSession
-	proc   *stdioProcess // nil unless the pool started a stdio server
+	cs   *mcpsdk.ClientSession
+	proc *stdioProcess // nil unless the pool started a stdio server
 	// release frees what the transport holds once the session ended.
 	release func()
-	done   chan struct{} // closed when the session's connection ends
-	broken atomic.Bool   // set when a call saw the connection fail
+	done    chan struct{} // closed when the session's connection ends
+	broken  atomic.Bool   // set when a call saw the connection fail
 }
 
 func (ss *session) isBroken() bool {

@@ -3,6 +3,7 @@
 package process_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -199,4 +200,20 @@ func TestNothingOutlivesAHostKilledWithSIGKILL(t *testing.T) {
 	for _, pid := range kids {
 		gone(t, pid)
 	}
+}
+
+// A server is spoken to over its standard input: a kept command reads
+// what it was given before Kept, and /dev/null otherwise.
+func TestAKeptCommandReadsTheStandardInputItWasGiven(t *testing.T) {
+	var out bytes.Buffer
+	cmd := exec.Command("/bin/cat")
+	cmd.Stdin, cmd.Stdout = strings.NewReader("over the pipe"), &out
+	require.NoError(t, process.Kept(cmd).Run())
+	assert.Equal(t, "over the pipe", out.String())
+
+	out.Reset()
+	cmd = exec.Command("/bin/cat")
+	cmd.Stdout = &out
+	require.NoError(t, process.Kept(cmd).Run())
+	assert.Empty(t, out.String())
 }
