@@ -44,11 +44,12 @@ var claudeTools = map[string]struct{ to, why string }{
 }
 
 // isClaudeToolName reports whether name is written the way Claude Code
-// writes its tools, which marks a file as Claude-style.
+// writes its tools, which marks a file as Claude-style. MCP tools'
+// mcp__SERVER__TOOL is troupe's spelling too, and marks nothing.
 func isClaudeToolName(name string) bool {
 	base, _, _ := strings.Cut(name, "(")
 	_, ok := claudeTools[strings.TrimSpace(base)]
-	return ok || strings.HasPrefix(name, "mcp__")
+	return ok
 }
 
 // mappedTool is one entry of a tools list after mapping.
@@ -68,8 +69,10 @@ func mapTool(raw string) mappedTool {
 	base, args, hasArgs := strings.Cut(raw, "(")
 	base = strings.TrimSpace(base)
 	args = strings.TrimSuffix(strings.TrimSpace(args), ")")
-	if strings.HasPrefix(raw, "mcp__") {
-		return mappedTool{warn: fmt.Sprintf("tool %q is an MCP server tool; troupe does not connect to MCP servers, so the agent runs without it", raw)}
+	if server, tool, ok := SplitMCPTool(raw); ok {
+		// mcp__SERVER, Claude Code's "every tool of SERVER", is written
+		// one way: mcp__SERVER__*.
+		return mappedTool{name: MCPToolPrefix + server + "__" + tool}
 	}
 	if base == "Bash" && hasArgs && (args == "git" || strings.HasPrefix(args, "git ") || strings.HasPrefix(args, "git:")) {
 		return mappedTool{name: "git", warn: fmt.Sprintf("tool %q is mapped to troupe's read-only git tool (diff, log, show, status, blame)", raw)}

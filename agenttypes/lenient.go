@@ -138,8 +138,9 @@ func (e *lenientEntry) value() *yaml.Node {
 
 // lenientMappings are the keys whose value is a mapping that the line by
 // line reader parses as YAML on its own: troupe's run:, which a Claude
-// Code file whose front matter is not valid YAML may have been given.
-var lenientMappings = map[string]bool{"run": true}
+// Code file whose front matter is not valid YAML may have been given, and
+// the entries of mcpServers (mcp_servers).
+var lenientMappings = map[string]bool{"run": true, "mcp_servers": true, "mcpServers": true}
 
 // mapping parses the entry's value, a flow mapping on its line or a block
 // below it, as YAML, with the positions of the file; nil when it is not a

@@ -156,6 +156,13 @@ type LoadOptions struct {
 	TrustScripts func(Grant) bool
 	// ProjectRun is what Sources.ProjectRun is to a Reload.
 	ProjectRun *RunPolicy
+	// MCP are the declared MCP servers the definitions may name
+	// (ReadMCPDeclarations); nil declares none.
+	MCP *MCPDeclarations
+	// TrustMCP says whether an MCP server may run: one the definitions
+	// write in place, or one MCP declares for the project. A server it
+	// refuses is loaded marked Untrusted. Nil trusts none.
+	TrustMCP func(Grant) bool
 }
 
 // ParseDefinition reads one definition from data, which came from path
@@ -185,6 +192,7 @@ func resolveOne(def *definition, diags Diagnostics, opts LoadOptions) (Type, Dia
 	r := newResolver(map[string]*definition{def.name: def}, opts.Registry, false)
 	r.trustScripts = trustScripts(opts)
 	r.projectRun = opts.ProjectRun
+	r.mcp, r.trustMCP = opts.MCP, opts.TrustMCP
 	t, ok := r.resolve(def.name)
 	diags = append(diags, r.diags...)
 	diags.Sort()
@@ -221,6 +229,7 @@ func LoadFiles(opts LoadOptions, paths ...string) ([]Type, Diagnostics) {
 	r := newResolver(byName, opts.Registry, false)
 	r.trustScripts = trustScripts(opts)
 	r.projectRun = opts.ProjectRun
+	r.mcp, r.trustMCP = opts.MCP, opts.TrustMCP
 	types := r.all()
 	diags = append(diags, r.diags...)
 	diags.Sort()
@@ -311,9 +320,11 @@ func (l layered) hides(reg *Registry, src Sources, name string) string {
 
 // Grants lists what the project layer of src needs trust for: every
 // grant of every project definition, those Reload with src would ask
-// TrustProject for, and the commands the definitions would run
-// (GrantRun), which loading does not ask about, since a definition loads
-// untrusted and only its commands are refused. Nothing is compiled or
+// TrustProject for, the commands the definitions would run (GrantRun)
+// and the MCP servers the project names (GrantMCP: in its .mcp.json, its
+// config, its definitions), which loading does not ask about, since a
+// definition loads untrusted and only its commands and servers are
+// refused. Nothing is compiled or
 // resolved; reg (which may be nil) says which types a project type would
 // hide.
 func Grants(reg *Registry, src Sources) []Grant {
@@ -329,10 +340,12 @@ func Grants(reg *Registry, src Sources) []Grant {
 				if g, ok := runGrant(kept); ok {
 					out = append(out, g)
 				}
+				out = append(out, mcpGrants(kept)...)
 			}
 		}
 	}
-	return out
+	decl, _ := ReadMCPDeclarations(src)
+	return append(out, decl.Grants()...)
 }
 
 func load(reg *Registry, src Sources) loadResult {
@@ -343,6 +356,9 @@ func load(reg *Registry, src Sources) loadResult {
 	res.diags = append(res.diags, p.diags...)
 	r := newResolver(p.visible, reg, true)
 	r.projectRun = src.ProjectRun
+	decl, ds := ReadMCPDeclarations(src)
+	res.diags = append(res.diags, ds...)
+	r.mcp, r.trustMCP = decl, src.TrustProject
 	r.broken = p.broken
 	r.withheld = p.withheld
 	res.types = resolveShadowed(r, reg, p.shadows)

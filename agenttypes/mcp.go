@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -47,6 +48,11 @@ type MCPServer struct {
 	// Source is the file that declares the server, for messages and
 	// trust; it is not part of the entry's digest.
 	Source string `json:"source,omitempty"`
+	// Untrusted is set by loading on a server that a project's files name
+	// (its .mcp.json, its config, an entry in one of its definitions)
+	// while the user has not trusted it as it is: it must not be started
+	// or reached (UntrustedError says so). It is not part of the digest.
+	Untrusted bool `json:"untrusted,omitempty"`
 }
 
 var (
@@ -96,7 +102,7 @@ func (s MCPServer) Validate() error {
 // out): trust and description caches are keyed by it, so a changed
 // entry is asked about, and described, again.
 func (s MCPServer) Digest() string {
-	s.Source = ""
+	s.Source, s.Untrusted = "", false
 	b, _ := json.Marshal(s) // maps marshal in key order: the digest is stable
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -130,4 +136,97 @@ func MCPToolName(server, tool string) string {
 	sum := sha256.Sum256([]byte(full))
 	hash := hex.EncodeToString(sum[:])[:8]
 	return name[:MaxToolName-len(hash)-1] + "_" + hash
+}
+
+// GrantMCP: a project's files name an MCP server, a program troupe would
+// start (or a server it would send requests to) for the project.
+const GrantMCP = "mcp"
+
+// Grant is what trusting the server allows: GrantMCP, the server's name
+// and file, its digest, and what it runs.
+func (s MCPServer) Grant() Grant {
+	return Grant{Kind: GrantMCP, Type: s.Name, File: s.Source, Digest: s.Digest(), Detail: s.Runs()}
+}
+
+// Runs says what the server runs or reaches, for people: "runs: npx -y
+// @modelcontextprotocol/server-filesystem ." or "connects to URL".
+func (s MCPServer) Runs() string {
+	if s.Transport() == MCPHTTP {
+		return "connects to " + s.URL
+	}
+	words := make([]string, 0, 1+len(s.Args))
+	for _, w := range append([]string{s.Command}, s.Args...) {
+		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`") {
+			w = strconv.Quote(w)
+		}
+		words = append(words, w)
+	}
+	out := "runs: " + strings.Join(words, " ")
+	if len(s.Env) > 0 {
+		out += " with " + strings.Join(slices.Sorted(maps.Keys(s.Env)), ", ") + " set"
+	}
+	return out
+}
+
+// UntrustedError is the error of using a server that is not trusted: it
+// names the server, its file, and what it would run, and wraps
+// ErrUntrusted.
+func (s MCPServer) UntrustedError() error {
+	return fmt.Errorf("MCP server %q (%s) is %w (it %s)", s.Name, s.Source, ErrUntrusted, s.Runs())
+}
+
+// UntrustedMCPServers are the servers of t that loading marked Untrusted:
+// a caller refuses to start an agent of t while there are any.
+func (t *Type) UntrustedMCPServers() []MCPServer {
+	var out []MCPServer
+	for _, s := range t.MCPServers {
+		if s.Untrusted {
+			out = append(out, s.clone())
+		}
+	}
+	return out
+}
+
+// MCPAllTools is the tool part of a pattern that allows every tool of a
+// server: mcp__SERVER__*.
+const MCPAllTools = "*"
+
+// SplitMCPTool splits an MCP tool's name, or a pattern of them, as a
+// type's tools and disallowed_tools write them: mcp__SERVER__TOOL gives
+// SERVER and TOOL; mcp__SERVER__* and Claude Code's mcp__SERVER give
+// SERVER and MCPAllTools. ok is false for any other name, including one
+// that starts with mcp__ but names no server (or a tool pattern other
+// than "*").
+func SplitMCPTool(name string) (server, tool string, ok bool) {
+	rest, found := strings.CutPrefix(name, MCPToolPrefix)
+	if !found {
+		return "", "", false
+	}
+	server, tool, cut := strings.Cut(rest, "__")
+	if !cut {
+		tool = MCPAllTools
+	}
+	switch {
+	case !mcpServerName.MatchString(server), tool == "":
+		return "", "", false
+	case strings.Contains(tool, "*") && tool != MCPAllTools:
+		return "", "", false
+	}
+	return server, tool, true
+}
+
+// MatchTool reports whether pattern, an entry of a type's tools or
+// disallowed_tools, covers the tool called name: the same name, or
+// mcp__SERVER__* (mcp__SERVER) for any tool of SERVER. Only MCP tools
+// have patterns.
+func MatchTool(pattern, name string) bool {
+	if pattern == name {
+		return true
+	}
+	ps, pt, ok := SplitMCPTool(pattern)
+	if !ok || pt != MCPAllTools {
+		return false
+	}
+	ns, _, ok := SplitMCPTool(name)
+	return ok && ns == ps
 }

@@ -88,6 +88,7 @@ var topFields = map[string]string{
 	"workspace":            "workspace: worktree",
 	"run":                  "run: {allow: [\"go test\", \"make\"], timeout: 2m, network: false}",
 	"setup":                "setup: [\"go mod download\"]",
+	"mcp_servers":          "mcp_servers: [fs, github]",
 }
 
 // claudeFields are Claude Code's spellings, read in lenient mode.
@@ -95,11 +96,12 @@ var claudeFields = map[string]string{
 	"disallowedTools": "disallowed_tools",
 	"maxTurns":        "maxTurns",
 	"isolation":       "isolation",
+	"mcpServers":      "mcp_servers",
 }
 
 // claudeIgnored are Claude Code keys troupe knows and does not support.
 var claudeIgnored = map[string]bool{
-	"permissionMode": true, "mcpServers": true, "hooks": true, "skills": true,
+	"permissionMode": true, "hooks": true, "skills": true,
 	"memory": true, "background": true, "effort": true,
 }
 
@@ -140,6 +142,7 @@ type definition struct {
 	setup       []string
 	setupAt     []pos
 	bash        *bashTool // the tools list names Claude Code's Bash
+	mcp         []mcpRef  // mcp_servers: names and entries, as given
 
 	given map[string]pos // canonical field → where it was given
 
@@ -632,6 +635,8 @@ func (dc *decoder) field(field string, k, v *yaml.Node) {
 		dc.isolation(k, v)
 	case "run":
 		dc.run(v)
+	case "mcp_servers":
+		dc.mcpServers(k, v)
 	case "setup":
 		d.setup, d.setupAt = dc.commands("setup", v, MaxSetupCommands, topFields["setup"])
 		if d.setup == nil {

@@ -33,6 +33,10 @@ type resolver struct {
 	// that lists run and names none of its own. Nil: the project gives
 	// none, or is not trusted.
 	projectRun *RunPolicy
+	// mcp are the declared MCP servers a definition may name; trustMCP
+	// decides whether those a project names may run (nil: none may).
+	mcp      *MCPDeclarations
+	trustMCP func(Grant) bool
 
 	diags  Diagnostics
 	done   map[string]*Type
@@ -221,7 +225,10 @@ func (r *resolver) build(d *definition, parent *Type) (*Type, bool) {
 	if d.has("tools") {
 		t.Tools = r.available(d)
 	}
-	t.Tools = slices.DeleteFunc(t.Tools, func(name string) bool { return slices.Contains(d.disallowed, name) })
+	t.Tools = slices.DeleteFunc(t.Tools, func(name string) bool {
+		return slices.ContainsFunc(d.disallowed, func(p string) bool { return MatchTool(p, name) })
+	})
+	r.applyMCP(d, &t)
 	if withheld := r.compileScripts(d, &t); withheld {
 		return nil, false
 	}
@@ -254,8 +261,8 @@ func (r *resolver) available(d *definition) []string {
 		switch {
 		case slices.ContainsFunc(d.scriptTools, func(st ScriptTool) bool { return st.Name == name }):
 			// added with the type's script tools
-		case r.tools(name):
-			out = append(out, name)
+		case r.tools(name), strings.HasPrefix(name, MCPToolPrefix):
+			out = append(out, name) // an MCP tool is settled with the type's servers
 		case d.bash != nil && name == "run" && at == d.bash.at:
 			r.warnf(d, at, "tool \"Bash\" is troupe's run tool, which is not available here; the agent runs without it")
 		case slices.Contains(futureTools, name):

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // Output formats a type may ask of its final answer.
@@ -26,6 +27,10 @@ type Type struct {
 	// Tools lists the tools an agent of this type may call. A call to any
 	// other tool is refused and reported to the model.
 	Tools []string `json:"tools"`
+	// DisallowedTools are MCP tools refused although an mcp__SERVER__*
+	// of Tools covers them (disallowed_tools: [mcp__fs__write_file]).
+	// Other tools a definition disallows are taken out of Tools.
+	DisallowedTools []string `json:"disallowed_tools,omitempty"`
 	// Model is "provider:model", a short alias, or "" / "inherit" for the
 	// parent's model or the manager's default.
 	Model string `json:"model,omitempty"`
@@ -129,6 +134,9 @@ func (t *Type) Validate() error {
 		}
 		seen[s.Name] = true
 	}
+	if err := t.validateMCPTools(); err != nil {
+		return err
+	}
 	if t.Output.Format == OutputJSON && len(t.Output.Schema) > 0 {
 		if !json.Valid(t.Output.Schema) {
 			return fmt.Errorf("%w: type %q has an output schema that is not valid JSON", ErrInvalid, t.Name)
@@ -140,15 +148,19 @@ func (t *Type) Validate() error {
 	return nil
 }
 
-// Allows reports whether an agent of this type may call the named tool.
+// Allows reports whether an agent of this type may call the named tool:
+// an entry of Tools covers it (MatchTool: the name itself, or an MCP
+// server's mcp__SERVER__*) and no entry of DisallowedTools does.
 func (t *Type) Allows(tool string) bool {
-	return slices.Contains(t.Tools, tool)
+	covers := func(p string) bool { return MatchTool(p, tool) }
+	return slices.ContainsFunc(t.Tools, covers) && !slices.ContainsFunc(t.DisallowedTools, covers)
 }
 
 // clone returns a deep copy, so that the caller's later changes to slices
 // cannot reach a registered type.
 func (t Type) clone() *Type {
 	t.Tools = slices.Clone(t.Tools)
+	t.DisallowedTools = slices.Clone(t.DisallowedTools)
 	t.Output.Schema = slices.Clone(t.Output.Schema)
 	t.Examples = slices.Clone(t.Examples)
 	t.Shadows = slices.Clone(t.Shadows)
@@ -159,4 +171,22 @@ func (t Type) clone() *Type {
 		t.MCPServers[i] = t.MCPServers[i].clone()
 	}
 	return &t
+}
+
+// validateMCPTools refuses MCP tool names that are not well formed, and
+// tools of servers the type does not name.
+func (t *Type) validateMCPTools() error {
+	for _, name := range slices.Concat(t.Tools, t.DisallowedTools) {
+		if !strings.HasPrefix(name, MCPToolPrefix) {
+			continue
+		}
+		server, _, ok := SplitMCPTool(name)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: type %q: tool %q is not an MCP tool name; write mcp__SERVER__TOOL, or mcp__SERVER__* for every tool of a server", ErrInvalid, t.Name, name)
+		case !slices.ContainsFunc(t.MCPServers, func(s MCPServer) bool { return s.Name == server }) && slices.Contains(t.Tools, name):
+			return fmt.Errorf("%w: type %q lists tool %q of MCP server %q, which is not one of its MCP servers; name the server in mcp_servers", ErrInvalid, t.Name, name, server)
+		}
+	}
+	return nil
 }

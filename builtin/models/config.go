@@ -338,7 +338,7 @@ func orDefault(s, d string) string {
 
 // keys the schema allows, by section; "*" stands for any name.
 var schema = map[string][]string{
-	"":            {"model", "aliases", "providers", "prices", "output_limits", "retry", "max_response_bytes", "run"},
+	"":            {"model", "aliases", "providers", "prices", "output_limits", "retry", "max_response_bytes", "run", "mcp_servers"},
 	"providers":   {"openai", "anthropic", "ollama", "googleai"},
 	"providers.*": {"base_url", "host", "api_key", "api_key_env", "model"},
 	"prices.*":    {"input", "output"},

@@ -62,7 +62,7 @@ prices:
 	fmt.Println(err)
 	// Output:
 	// fast → openai:gpt-4o-mini 0.21
-	// bad troupe config: config.yaml:2: unknown key "provider" at the top level; did you mean "providers"? (the keys are: model, aliases, providers, prices, output_limits, retry, max_response_bytes, run)
+	// bad troupe config: config.yaml:2: unknown key "provider" at the top level; did you mean "providers"? (the keys are: model, aliases, providers, prices, output_limits, retry, max_response_bytes, run, mcp_servers)
 }
 
 // quietModel answers without reporting usage, like some local servers.
