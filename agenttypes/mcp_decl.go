@@ -125,7 +125,7 @@ func parseMCPFile(sink *diagSink, path string, data []byte, isJSON bool) []mcpRe
 // parseJSONNodes parses JSON text into YAML nodes, which carry the line
 // and column of each value. JSON is YAML but for a few escapes (\/) the
 // YAML parser refuses: such a file is read again from its re-encoded
-// values, whose places are then the file's first line.
+// values, and its messages name the file without a place.
 func parseJSONNodes(sink *diagSink, text string) *yaml.Node {
 	var v any
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
@@ -148,6 +148,9 @@ func parseJSONNodes(sink *diagSink, text string) *yaml.Node {
 			sink.errorf(1, 1, "cannot read this JSON: %v", err)
 			return nil
 		}
+		// Places in the re-encoded text are not the file's: messages
+		// name the file alone.
+		shiftNodes(root, -1, 0, map[*yaml.Node]bool{})
 	}
 	return root
 }
