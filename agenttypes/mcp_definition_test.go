@@ -174,7 +174,7 @@ func TestUntrustedProjectMCPServersAreMarkedAndTheUsersAreNot(t *testing.T) {
 
 func TestMCPGrantsNameWhatRunsAndChangeWithTheEntry(t *testing.T) {
 	files := map[string]string{
-		".mcp.json": declared,
+		".mcp.json":             declared,
 		".troupe/agents/a.yaml": "name: a\ndescription: A.\nmcp_servers:\n  own: {command: own-server, args: [--x]}\n",
 		"user:config.yaml":      "mcp_servers:\n  mine: {command: my-server}\n",
 	}

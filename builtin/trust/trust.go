@@ -29,6 +29,10 @@ const (
 	// lets agents run (agenttypes.GrantRun); its digest is of the
 	// commands.
 	KindRun = agenttypes.GrantRun
+	// KindMCP: an MCP server the project's .mcp.json, config or
+	// definitions name (agenttypes.GrantMCP); its digest is the entry's
+	// (agenttypes.MCPServer.Digest).
+	KindMCP = agenttypes.GrantMCP
 	// KindEndpoint: a provider's base URL or host in the project's config,
 	// where requests and the user's key would go.
 	KindEndpoint = "endpoint"

@@ -246,11 +246,12 @@ func (a *app) warnUntrusted(p *project) {
 
 // countItems says how many of each kind there are, in words.
 func countItems(items []trust.Item) string {
-	order := []string{trust.KindPlugin, trust.KindScripts, trust.KindRun, trust.KindShadow, trust.KindEndpoint, trust.KindKeyEnv}
+	order := []string{trust.KindPlugin, trust.KindScripts, trust.KindRun, trust.KindMCP, trust.KindShadow, trust.KindEndpoint, trust.KindKeyEnv}
 	words := map[string][2]string{
 		trust.KindPlugin:   {"plugin", "plugins"},
 		trust.KindScripts:  {"type with scripts", "types with scripts"},
 		trust.KindRun:      {"list of commands to run", "lists of commands to run"},
+		trust.KindMCP:      {"MCP server", "MCP servers"},
 		trust.KindShadow:   {"type hiding another", "types hiding others"},
 		trust.KindEndpoint: {"provider endpoint", "provider endpoints"},
 		trust.KindKeyEnv:   {"key variable", "key variables"},
@@ -280,7 +281,8 @@ func (a *app) trustCommand() *cobra.Command {
 		Use:   "trust [--repo DIR] | trust --list | trust --revoke [--repo DIR]",
 		Short: "Show what a project would run, and trust it to",
 		Long: "A project is untrusted until you trust it: its plugins, its definitions' scripts, the\n" +
-			"commands its config and definitions let agents run (its tests are its code), and\n" +
+			"commands its config and definitions let agents run (its tests are its code), the MCP\n" +
+			"servers its .mcp.json, config and definitions name (each a program or a URL), and\n" +
 			"provider endpoints and key variables in its config are left out, and its types never\n" +
 			"hide builtin ones. 'troupe trust' shows each of them (binaries with their SHA-256) and\n" +
 			"records your consent in your own state directory, never in the project. A change to\n" +
@@ -342,7 +344,7 @@ func (a *app) trust(ctx context.Context, store trust.Store, dir string) error {
 		return nil
 	}
 	if len(p.items) == 0 {
-		fmt.Fprintf(a.stdout, "%s names nothing else that needs trust: no plugins, no scripts, no lists of commands, no type hiding another, no provider endpoint or key variable\n", p.root)
+		fmt.Fprintf(a.stdout, "%s names nothing else that needs trust: no plugins, no scripts, no lists of commands, no MCP servers, no type hiding another, no provider endpoint or key variable\n", p.root)
 	} else {
 		fmt.Fprintf(a.stdout, "%s would run or receive these once trusted:\n\n", p.root)
 		writeItems(a.stdout, p.root, p.items, p.verdict)
