@@ -174,3 +174,18 @@ func ExampleCompilePrompt() {
 	// Review /repo with read and git.
 	// bad prompt template: line 1: range only over a field such as .Tools, not over a number or a function's result
 }
+
+// A type's tools may allow every tool of an MCP server with a pattern,
+// and its disallowed tools take some back.
+func ExampleType_Allows() {
+	t := agenttypes.Type{
+		Name: "reader", Tools: []string{"read", "mcp__fs__*"},
+		DisallowedTools: []string{"mcp__fs__write_file"},
+		MCPServers:      []agenttypes.MCPServer{{Name: "fs", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "."}}},
+	}
+	fmt.Println(t.Allows("mcp__fs__read_file"), t.Allows("mcp__fs__write_file"), t.Allows("mcp__web__fetch"))
+	fmt.Println(t.MCPServers[0].Runs())
+	// Output:
+	// true false false
+	// runs: npx -y @modelcontextprotocol/server-filesystem .
+}
