@@ -3,6 +3,7 @@ package manager
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,7 +29,8 @@ type typeSetup struct {
 type toolset struct {
 	byName map[string]agenttypes.Tool
 	specs  []llms.Tool
-	names  string // for refusals: "read, grep, glob"
+	names  string   // for refusals: "read, grep, glob"
+	order  []string // the tools' names, MCP entries expanded
 	// specsJSON is the tool definitions as the model receives them, for
 	// token estimates; specTokens caches their count per model name.
 	specsJSON  string
@@ -73,6 +75,7 @@ func (s *typeSetup) toolsetOf(m *Manager, names []string) (*toolset, error) {
 }
 
 func (m *Manager) buildToolset(typ *agenttypes.Type, names []string) (*toolset, error) {
+	names = m.expandTools(typ, names)
 	ts := &toolset{byName: make(map[string]agenttypes.Tool, len(names))}
 	for _, name := range names {
 		tool, scripted := typ.Hooks.Tool(name)
@@ -95,6 +98,7 @@ func (m *Manager) buildToolset(typ *agenttypes.Type, names []string) (*toolset, 
 		})
 	}
 	ts.names = strings.Join(names, ", ")
+	ts.order = names
 	if len(ts.specs) > 0 {
 		b, err := json.Marshal(ts.specs)
 		if err != nil {
@@ -104,6 +108,47 @@ func (m *Manager) buildToolset(typ *agenttypes.Type, names []string) (*toolset, 
 	}
 	return ts, nil
 }
+
+// expandTools replaces the MCP entries of names (mcp__SERVER__TOOL, and
+// patterns such as mcp__SERVER__*) with the registered MCP tools they
+// cover that typ allows, in name order; other names stay as they are.
+// An MCP tool is registered once its server has been described to the
+// registry; until then an entry covers nothing, and the agent runs
+// without those tools, as the log says.
+func (m *Manager) expandTools(typ *agenttypes.Type, names []string) []string {
+	if !slices.ContainsFunc(names, isMCPEntry) {
+		return names
+	}
+	var registered []string
+	for _, t := range m.cfg.Registry.Tools() {
+		if n := t.Spec().Name; isMCPEntry(n) {
+			registered = append(registered, n)
+		}
+	}
+	slices.Sort(registered)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if !isMCPEntry(n) {
+			out = append(out, n)
+			continue
+		}
+		found := false
+		for _, r := range registered {
+			if agenttypes.MatchTool(n, r) && typ.Allows(r) {
+				found = true
+				if !slices.Contains(out, r) {
+					out = append(out, r)
+				}
+			}
+		}
+		if !found {
+			m.cfg.Logger.Warn("an agent type names MCP tools that no registered server offers; its agents run without them", "type", typ.Name, "tools", n)
+		}
+	}
+	return out
+}
+
+func isMCPEntry(name string) bool { return strings.HasPrefix(name, agenttypes.MCPToolPrefix) }
 
 // tokens is how many tokens the tool definitions take in a call to the
 // named model.

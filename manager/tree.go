@@ -410,14 +410,18 @@ func (a *Agent) whose(x *Agent) string {
 // delegate and collect only below the depth limit, and ask_parent for every
 // child when it is registered.
 func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth int, narrow []string) (*toolset, error) {
-	names := setup.typ.Tools
+	own := m.expandTools(setup.typ, setup.typ.Tools)
+	names := own
 	if len(narrow) > 0 {
+		var kept []string
 		for _, n := range narrow {
-			if !slices.Contains(names, n) {
-				return nil, fmt.Errorf("%w: tool %q is not one of type %q's tools (%s); tools narrows a type's tools and never adds one", ErrBadRequest, n, setup.typ.Name, strings.Join(names, ", "))
+			covered := m.expandTools(setup.typ, []string{n})
+			if len(covered) == 0 || slices.ContainsFunc(covered, func(c string) bool { return !slices.Contains(own, c) }) {
+				return nil, fmt.Errorf("%w: tool %q is not one of type %q's tools (%s); tools narrows a type's tools and never adds one", ErrBadRequest, n, setup.typ.Name, strings.Join(own, ", "))
 			}
+			kept = append(kept, covered...)
 		}
-		names = narrow
+		names = kept
 	}
 	keep := make([]string, 0, len(names)+1)
 	for _, n := range names {
@@ -436,7 +440,7 @@ func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth int, narrow []
 			keep = append(keep, toolAskParent)
 		}
 	}
-	if slices.Equal(keep, setup.typ.Tools) {
+	if slices.Equal(keep, own) && slices.Equal(setup.tools.order, own) {
 		return setup.tools, nil
 	}
 	return setup.toolsetOf(m, keep)
