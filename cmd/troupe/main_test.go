@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 	// Plugins' keepers and scripts' child processes are this test binary.
 	process.ServeIfKeeper()
 	script.ServeIfChild()
+	if os.Getenv(testMCPServerEnv) != "" {
+		serveTestMCP() // this binary, started as a project's MCP server
+		return
+	}
 	goleak.VerifyTestMain(cleanupAfter{m})
 }
 

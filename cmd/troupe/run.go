@@ -85,6 +85,11 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
+	closeMCP, err := a.mcpTools(cmd.Context(), reg, agenttypes.FindProjectRoot(repo), typeName)
+	if err != nil {
+		return err
+	}
+	defer closeMCP()
 	def, used := chooseModel(cmd.Context(), resolver, reg, typeName, f.model)
 	model := def.Name
 	runs := a.runsDir()
