@@ -12,7 +12,7 @@ FUZZMINIMIZETIME ?= 10s
 # package:target pairs; go test -fuzz takes one target in one package a run.
 FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinition ./builtin/tools:FuzzScanMatchesNaive
 
-.PHONY: build test lint staticcheck funclen bench eval fuzz run-example clean proto
+.PHONY: build test integration lint staticcheck funclen bench eval fuzz run-example clean proto
 
 build:
 	$(GO) build -o bin/troupe ./cmd/troupe
@@ -20,6 +20,17 @@ build:
 # -shuffle=on: a test that passes only after another has run fails here.
 test:
 	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+
+# Tests against real outside servers: the MCP servers of .ci/mcp-servers,
+# installed from the npm registry by pinned version (npm ci, from its
+# lock file). They carry the integration build tag, so make test never
+# needs node.
+MCP_SERVERS := .ci/mcp-servers
+INTEGRATION_PKGS ?= ./builtin/mcp/...
+integration:
+	cd $(MCP_SERVERS) && npm ci --no-audit --no-fund --loglevel=error
+	TROUPE_MCP_SERVERS_BIN=$(CURDIR)/$(MCP_SERVERS)/node_modules/.bin \
+		$(GO) test -race -count=1 -tags integration -run Integration $(INTEGRATION_PKGS)
 
 # The linters are pinned, and installed into bin/tools by the targets that
 # use them: a fresh machine fetches them from the module proxy.
@@ -35,6 +46,7 @@ FUNCLEN = bin/tools/funclen
 lint: $(STATICCHECK) $(FUNCLEN)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS) ./.ci/funclen
+	$(GO) vet -tags integration $(INTEGRATION_PKGS)
 	$(GO) test -count=1 ./.ci/funclen
 	$(STATICCHECK) $(PKGS)
 	$(FUNCLEN) -limit $(FUNCLEN_LIMIT) $(FUNCLEN_DIRS)

@@ -1,0 +1,127 @@
+//go:build integration
+
+package mcp_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/mcp"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+// These tests speak to real MCP servers installed from npm by pinned
+// version (.ci/mcp-servers; make integration installs them and names
+// their bin directory in TROUPE_MCP_SERVERS_BIN).
+
+func serverBin(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("TROUPE_MCP_SERVERS_BIN")
+	if dir == "" {
+		t.Fatal("TROUPE_MCP_SERVERS_BIN is not set: run these tests with make integration, which installs the servers")
+	}
+	path := filepath.Join(dir, name)
+	_, err := os.Stat(path)
+	require.NoError(t, err, "make integration installs %s", name)
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("the npm MCP servers need node on PATH")
+	}
+	return path
+}
+
+func realPool(t *testing.T, servers ...agenttypes.MCPServer) *mcp.Pool {
+	t.Helper()
+	pool, err := mcp.NewPool(mcp.Config{Servers: servers, CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, pool.Close(ctx))
+	})
+	return pool
+}
+
+func realTool(t *testing.T, tools []agenttypes.Tool, name string) agenttypes.Tool {
+	t.Helper()
+	var names []string
+	for _, tl := range tools {
+		if tl.Spec().Name == name {
+			return tl
+		}
+		names = append(names, tl.Spec().Name)
+	}
+	t.Fatalf("no tool %s among %s", name, strings.Join(names, ", "))
+	return nil
+}
+
+func TestIntegrationTheFilesystemServerReadsAFileOverStdio(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the answer is 42\n"), 0o644))
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	pool := realPool(t, agenttypes.MCPServer{Name: "fs", Command: serverBin(t, "mcp-server-filesystem"), Args: []string{real}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tools, err := pool.Tools(ctx, "fs")
+	require.NoError(t, err)
+	read := realTool(t, tools, "mcp__fs__read_text_file")
+	out, err := read.Call(ctx, []byte(`{"path":"`+filepath.Join(real, "notes.txt")+`"}`))
+	require.NoError(t, err)
+	assert.Contains(t, out, "the answer is 42")
+
+	_, err = read.Call(ctx, []byte(`{"path":42}`))
+	require.ErrorIs(t, err, mcp.ErrInvalidArguments, "arguments are checked against the server's schema first")
+}
+
+func TestIntegrationTheEverythingServerEchoesOverStdio(t *testing.T) {
+	pool := realPool(t, agenttypes.MCPServer{Name: "everything", Command: serverBin(t, "mcp-server-everything"), Args: []string{"stdio"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tools, err := pool.Tools(ctx, "everything")
+	require.NoError(t, err)
+	out, err := realTool(t, tools, "mcp__everything__echo").Call(ctx, []byte(`{"message":"hello from troupe"}`))
+	require.NoError(t, err)
+	assert.Contains(t, out, "hello from troupe")
+}
+
+func TestIntegrationABudgetStopsALoopOfMCPCalls(t *testing.T) {
+	pool := realPool(t, agenttypes.MCPServer{Name: "everything", Command: serverBin(t, "mcp-server-everything"), Args: []string{"stdio"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tools, err := pool.Tools(ctx, "everything")
+	require.NoError(t, err)
+	reg := agenttypes.NewRegistry()
+	for _, tl := range tools {
+		require.NoError(t, reg.RegisterTool(tl))
+	}
+	require.NoError(t, reg.RegisterType(agenttypes.Type{
+		Name: "looper", Description: "echoes forever", Tools: []string{"mcp__everything__*"},
+		MCPServers: []agenttypes.MCPServer{{Name: "everything", Command: "x"}},
+	}))
+	again := scripted.Step{Calls: []scripted.Call{{Name: "mcp__everything__echo", Args: `{"message":"again"}`}}}
+	steps := make([]scripted.Step, 20)
+	for i := range steps {
+		steps[i] = again
+	}
+	mgr, err := manager.New(manager.Config{Registry: reg, DefaultModel: "s",
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return scripted.New(steps...), nil })})
+	require.NoError(t, err)
+	defer mgr.Close(context.Background())
+	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "looper", Task: "echo", Budget: agenttypes.Budget{MaxToolCalls: 3}})
+	require.NoError(t, err)
+	res, err := a.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, manager.ReasonBudgetToolCalls, res.Reason)
+	assert.Equal(t, 3, res.ToolCalls, "MCP calls count against the tool-call budget like any tool's")
+}
