@@ -73,3 +73,46 @@ func runServers(reg *agenttypes.Registry) []agenttypes.MCPServer {
 	}
 	return out
 }
+
+// registerCachedMCP registers the tools of the registry's trusted MCP
+// servers whose descriptions are cached, starting none, for commands
+// that list tools.
+func (a *app) registerCachedMCP(reg *agenttypes.Registry) (close func()) {
+	servers := runServers(reg)
+	if len(servers) == 0 {
+		return func() {}
+	}
+	pool, err := mcp.NewPool(mcp.Config{Servers: servers, CacheDir: filepath.Join(a.cacheDir(), "mcp"), Logger: a.logger()})
+	if err != nil {
+		return func() {}
+	}
+	for _, name := range pool.Servers() {
+		tools, _ := pool.CachedTools(name)
+		for _, t := range tools {
+			_ = reg.RegisterTool(t) // a name taken already keeps its tool
+		}
+	}
+	return func() { _ = pool.Close(context.Background()) }
+}
+
+// typeTools are the tools a type may call: its names, with its MCP
+// entries (mcp__SERVER__*) standing for the registered tools they cover.
+func typeTools(reg *agenttypes.Registry, t *agenttypes.Type) ([]agenttypes.Tool, error) {
+	var out []agenttypes.Tool
+	for _, name := range t.Tools {
+		if _, _, mcpEntry := agenttypes.SplitMCPTool(name); mcpEntry {
+			for _, tool := range reg.Tools() {
+				if n := tool.Spec().Name; agenttypes.MatchTool(name, n) && t.Allows(n) {
+					out = append(out, tool)
+				}
+			}
+			continue
+		}
+		tool, err := reg.Tool(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tool)
+	}
+	return out, nil
+}

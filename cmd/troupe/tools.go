@@ -30,17 +30,18 @@ func (a *app) toolsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer a.registerCachedMCP(reg)()
 			var specs []agenttypes.ToolSpec
 			if typeName != "" {
 				t, err := reg.Type(typeName)
 				if err != nil {
 					return a.lookupHint(usageError{err}, reg, typeName)
 				}
-				for _, name := range t.Tools {
-					tool, err := reg.Tool(name)
-					if err != nil {
-						return err
-					}
+				tools, err := typeTools(reg, t)
+				if err != nil {
+					return err
+				}
+				for _, tool := range tools {
 					specs = append(specs, tool.Spec())
 				}
 			} else {
