@@ -4,9 +4,11 @@ package mcp_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/mcp"
+	"github.com/troupe-dev/troupe/builtin/process"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
 )
@@ -124,4 +127,42 @@ func TestIntegrationABudgetStopsALoopOfMCPCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, manager.ReasonBudgetToolCalls, res.Reason)
 	assert.Equal(t, 3, res.ToolCalls, "MCP calls count against the tool-call budget like any tool's")
+}
+
+// everythingOverHTTP starts the everything server's streamable HTTP
+// transport on a free loopback port and returns its endpoint once it
+// answers; the server and all it started are killed when the test ends.
+func everythingOverHTTP(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, l.Close())
+	cmd := exec.Command(serverBin(t, "mcp-server-everything"), "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	process.Contain(cmd)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = process.KillGroup(cmd.Process.Pid)
+		_ = cmd.Wait()
+	})
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 30*time.Second, 20*time.Millisecond, "the everything server listens")
+	return "http://127.0.0.1:" + port + "/mcp"
+}
+
+func TestIntegrationTheEverythingServerEchoesOverStreamableHTTP(t *testing.T) {
+	pool := realPool(t, agenttypes.MCPServer{Name: "remote", Type: agenttypes.MCPHTTP, URL: everythingOverHTTP(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tools, err := pool.Tools(ctx, "remote")
+	require.NoError(t, err)
+	out, err := realTool(t, tools, "mcp__remote__echo").Call(ctx, []byte(`{"message":"over http"}`))
+	require.NoError(t, err)
+	assert.Contains(t, out, "over http")
 }
