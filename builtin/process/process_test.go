@@ -187,9 +187,17 @@ func runHost() {
 // with SIGKILL and can do nothing about it: the keeper sees its parent die
 // and kills the tree, including a process that left the group.
 func TestNothingOutlivesAHostKilledWithSIGKILL(t *testing.T) {
+	killHostAndCheckItsTree(t, hostEnv)
+}
+
+// killHostAndCheckItsTree starts this test binary as the host that
+// hostVar asks for, which starts two processes and writes their IDs,
+// kills the host with SIGKILL, and checks that both die with it.
+func killHostAndCheckItsTree(t *testing.T, hostVar string) {
+	t.Helper()
 	pids := filepath.Join(t.TempDir(), "pids")
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), hostEnv+"="+pids)
+	host.Env = append(os.Environ(), hostVar+"="+pids)
 	require.NoError(t, host.Start())
 	kids := readPIDs(t, pids, 2)
 	for _, pid := range kids {

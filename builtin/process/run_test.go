@@ -387,17 +387,5 @@ func runRunHost() {
 // The keeper runs in a network namespace of its own: its parent's death
 // still reaches it, and it still kills what left the group.
 func TestNothingRunOutlivesAHostKilledWithSIGKILL(t *testing.T) {
-	pids := filepath.Join(t.TempDir(), "pids")
-	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), runHostEnv+"="+pids)
-	require.NoError(t, host.Start())
-	kids := readPIDs(t, pids, 2)
-	for _, pid := range kids {
-		require.True(t, alive(pid))
-	}
-	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
-	_ = host.Wait()
-	for _, pid := range kids {
-		gone(t, pid)
-	}
+	killHostAndCheckItsTree(t, runHostEnv)
 }
