@@ -43,6 +43,28 @@ func (b Budget) Merge(fallback Budget) Budget {
 	return b
 }
 
+// Within returns b held to limit: every field limit sets is at most
+// limit's in the result, and a field b leaves unset takes limit's. A
+// service uses it to cap what its callers ask for.
+func (b Budget) Within(limit Budget) Budget {
+	lower := func(v, max int) int {
+		if max > 0 && (v == 0 || v > max) {
+			return max
+		}
+		return v
+	}
+	b.MaxTokens = lower(b.MaxTokens, limit.MaxTokens)
+	b.MaxToolCalls = lower(b.MaxToolCalls, limit.MaxToolCalls)
+	b.MaxTurns = lower(b.MaxTurns, limit.MaxTurns)
+	if limit.MaxTime > 0 && (b.MaxTime == 0 || b.MaxTime > limit.MaxTime) {
+		b.MaxTime = limit.MaxTime
+	}
+	if limit.MaxCostUSD > 0 && (b.MaxCostUSD == 0 || b.MaxCostUSD > limit.MaxCostUSD) {
+		b.MaxCostUSD = limit.MaxCostUSD
+	}
+	return b
+}
+
 // Validate reports a negative limit. Zero is allowed here because it means
 // "inherit"; callers that take a budget from a user reject zero themselves.
 func (b Budget) Validate() error {

@@ -85,6 +85,30 @@ func TestBudgetMerge(t *testing.T) {
 	assert.Equal(t, agenttypes.Budget{MaxTurns: 3, MaxTokens: 100, MaxTime: time.Minute, MaxToolCalls: 7}, b)
 }
 
+// Within holds each field to the limit's where the limit sets it, fills
+// the fields b leaves unset, and leaves alone what the limit does not set.
+func TestBudgetWithin(t *testing.T) {
+	limit := agenttypes.Budget{MaxTokens: 1000, MaxTime: time.Minute, MaxTurns: 5, MaxCostUSD: 0.5}
+	tests := []struct {
+		name string
+		ask  agenttypes.Budget
+		want agenttypes.Budget
+	}{
+		{"nothing asked takes the limit", agenttypes.Budget{}, limit},
+		{"less than the limit is kept", agenttypes.Budget{MaxTokens: 10, MaxTime: time.Second, MaxTurns: 2, MaxCostUSD: 0.1},
+			agenttypes.Budget{MaxTokens: 10, MaxTime: time.Second, MaxTurns: 2, MaxCostUSD: 0.1}},
+		{"more than the limit is cut", agenttypes.Budget{MaxTokens: 5000, MaxTime: time.Hour, MaxTurns: 50, MaxCostUSD: 9},
+			limit},
+		{"a field the limit leaves open stays as asked", agenttypes.Budget{MaxToolCalls: 99},
+			agenttypes.Budget{MaxTokens: 1000, MaxTime: time.Minute, MaxTurns: 5, MaxCostUSD: 0.5, MaxToolCalls: 99}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.ask.Within(limit))
+		})
+	}
+}
+
 // A name that is not found is answered with what it could have been: the
 // nearest name when one is close, else the names there are when they are
 // few. The errors speak of types and tools, not of commands to run.

@@ -94,6 +94,9 @@ func New(cfg Config) (*Manager, error) {
 // ID returns the manager's ID, a UUID: it names the manager's transcript.
 func (m *Manager) ID() string { return m.id }
 
+// Registry returns the registry the manager spawns types from.
+func (m *Manager) Registry() *agenttypes.Registry { return m.cfg.Registry }
+
 // TranscriptPath is the file the manager writes its agents' events to, as
 // JSON lines (see ReadTranscript); "" when Config.TranscriptDir is unset.
 // The file is made when the first event is written.
