@@ -1,6 +1,7 @@
 package agenttypes
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -136,6 +137,18 @@ func MCPToolName(server, tool string) string {
 	sum := sha256.Sum256([]byte(full))
 	hash := hex.EncodeToString(sum[:])[:8]
 	return name[:MaxToolName-len(hash)-1] + "_" + hash
+}
+
+// MCPToolSource describes MCP servers' tools on demand: what a run that
+// may use the servers gives its manager, so that an agent of any type,
+// top-level or delegated to, gets the tools of the servers its type
+// names when it is spawned. builtin/mcp's Pool is one.
+type MCPToolSource interface {
+	// Tools returns the tools of the named server, named
+	// MCPToolName(server, tool). It may start the server to learn them,
+	// bounded by ctx; an error says why the server is unusable (it does
+	// not start, it fails the handshake, it is not known).
+	Tools(ctx context.Context, server string) ([]Tool, error)
 }
 
 // GrantMCP: a project's files name an MCP server, a program troupe would

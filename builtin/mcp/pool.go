@@ -82,6 +82,9 @@ type Pool struct {
 	closed bool
 }
 
+// A Pool describes its servers' tools to a manager on demand.
+var _ agenttypes.MCPToolSource = (*Pool)(nil)
+
 // NewPool returns a pool of cfg's servers; it starts nothing.
 func NewPool(cfg Config) (*Pool, error) {
 	if cfg.Environ == nil {
