@@ -55,6 +55,7 @@ type Agent struct {
 	root      *Agent // the top-level agent of its tree; itself at depth 0
 	setup     *typeSetup
 	maxOutput int    // cap on each model call's output; 0: the budget's
+	narrowed  bool   // its request narrowed its tools (SpawnRequest.Tools)
 	resumed   *Agent // the ended agent whose conversation this one continues
 	// onQuestion answers this agent's children's questions first.
 	onQuestion QuestionHandler

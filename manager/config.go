@@ -98,6 +98,14 @@ type Config struct {
 	// (write, edit, run, merge). Without it such types cannot be
 	// spawned: an agent never writes outside a workspace of its own.
 	Workspaces agenttypes.Workspaces
+	// MCP, when set, describes the MCP servers agent types name: before
+	// an agent is prepared (a top-level one or a delegated child), the
+	// tools of each server its type names are described, once per
+	// manager, and registered in Registry, so its type's mcp__SERVER__*
+	// entries cover them. A server that cannot be described fails the
+	// spawn (ErrMCPServer), naming the server and its file. When nil, an
+	// entry covers only the tools already registered.
+	MCP agenttypes.MCPToolSource
 	// TranscriptDir, when set, receives one JSON-lines transcript per agent.
 	TranscriptDir string
 	// Logger receives the manager's logs. Default slog.Default().

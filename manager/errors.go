@@ -26,6 +26,10 @@ var (
 	// ErrDepthExceeded is returned by Spawn when a parent may not have
 	// children at its depth.
 	ErrDepthExceeded = errors.New("delegation depth exceeded")
+	// ErrMCPServer is returned by Spawn when an MCP server the type
+	// names cannot give its tools: it does not start, fails the
+	// handshake, or is not trusted.
+	ErrMCPServer = errors.New("MCP server unavailable")
 	// ErrBudgetExceeded is wrapped by Result.Err when a budget ended a run.
 	ErrBudgetExceeded = agenttypes.ErrBudgetExceeded
 	// ErrPluginExited is wrapped by Result.Err when the plugin serving an

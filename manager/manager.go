@@ -51,6 +51,9 @@ type Manager struct {
 	models sync.Map // model name → llms.Model
 	setups sync.Map // type name → *typeSetup
 
+	mcpMu        sync.Mutex
+	mcpDescribed map[string]*mcpDescription // by server name: described, or being described
+
 	counts      [numStates]atomic.Int64
 	inTokens    atomic.Int64
 	outTokens   atomic.Int64
@@ -79,15 +82,16 @@ func New(cfg Config) (*Manager, error) {
 		tw = newTranscriptWriter(filepath.Join(cfg.TranscriptDir, id+".jsonl"), cfg.Logger)
 	}
 	return &Manager{
-		id:          id,
-		transcripts: tw,
-		cfg:         cfg,
-		events:      newBroadcaster(cfg.SubscriptionBuffer),
-		base:        base,
-		shutdown:    cancel,
-		agents:      map[string]*Agent{},
-		queue:       list.New(),
-		resumers:    list.New(),
+		id:           id,
+		transcripts:  tw,
+		cfg:          cfg,
+		events:       newBroadcaster(cfg.SubscriptionBuffer),
+		base:         base,
+		shutdown:     cancel,
+		agents:       map[string]*Agent{},
+		queue:        list.New(),
+		resumers:     list.New(),
+		mcpDescribed: map[string]*mcpDescription{},
 	}, nil
 }
 
@@ -126,7 +130,9 @@ type SpawnRequest struct {
 	// Label is a short name for progress displays.
 	Label string
 	// Tools narrows the type's tools to these; it never widens them. A
-	// child's tools are also limited to its parent's.
+	// child's tools are also limited to its parent's, but for the tools
+	// of an MCP server its type names and its parent's does not: those
+	// it has unless an ancestor disallows them or was narrowed by Tools.
 	Tools []string
 	// MaxOutputTokens caps each model call of the agent; 0 leaves the cap
 	// to the token budget.
@@ -171,11 +177,15 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if err != nil {
 		return nil, err
 	}
-	setup, err := m.setup(typ)
+	at, err := m.place(req)
 	if err != nil {
 		return nil, err
 	}
-	at, err := m.place(req)
+	// Described before the setup is built, so that it covers their tools.
+	if err := m.describeMCP(ctx, typ); err != nil {
+		return nil, err
+	}
+	setup, err := m.setup(typ)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +215,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		m: m, id: uuid.NewString(), parentID: req.ParentID, parent: at.parent, depth: at.depth,
 		typ: typ, setup: setup, tools: tools, task: req.Task, label: req.Label, dir: req.Dir,
 		model: model, modelName: modelName, budget: budget, maxOutput: req.MaxOutputTokens,
-		resumed: resumed, onQuestion: req.OnQuestion,
+		resumed: resumed, onQuestion: req.OnQuestion, narrowed: len(req.Tools) > 0,
 		done: make(chan struct{}), ready: make(chan struct{}), created: m.cfg.now(), state: Pending,
 	}
 	if err := a.join(at.ctx, !req.Detach); err != nil {

@@ -112,9 +112,10 @@ func (m *Manager) buildToolset(typ *agenttypes.Type, names []string) (*toolset, 
 // expandTools replaces the MCP entries of names (mcp__SERVER__TOOL, and
 // patterns such as mcp__SERVER__*) with the registered MCP tools they
 // cover that typ allows, in name order; other names stay as they are.
-// An MCP tool is registered once its server has been described to the
-// registry; until then an entry covers nothing, and the agent runs
-// without those tools, as the log says.
+// An MCP tool is registered once its server has been described: with
+// Config.MCP, before the type's setup is built (describeMCP); without
+// it, by the caller, and until then an entry covers nothing and the
+// agent runs without those tools, as the log says.
 func (m *Manager) expandTools(typ *agenttypes.Type, names []string) []string {
 	if !slices.ContainsFunc(names, isMCPEntry) {
 		return names

@@ -428,7 +428,7 @@ func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth int, narrow []
 		switch {
 		case (n == toolDelegate || n == toolCollect) && depth >= m.cfg.MaxDepth:
 		case n == toolAskParent && depth == 0:
-		case parent != nil && n != toolAskParent && parent.tools.byName[n] == nil:
+		case parent != nil && n != toolAskParent && !parent.passesDown(n):
 		default:
 			if !slices.Contains(keep, n) {
 				keep = append(keep, n)
