@@ -2,59 +2,39 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/mcp"
 )
 
-// mcpTools gives a run the tools of the MCP servers its types name: a
-// pool of the trusted servers, started lazily and stopped with close.
-// The tools of the servers the type run names are described now,
-// starting a server only when no description of its entry is cached;
-// those of other types' servers are registered when a description is
-// cached. A type that names a server the project's trust does not cover
-// is refused, naming it.
-func (a *app) mcpTools(ctx context.Context, reg *agenttypes.Registry, root, typeName string) (close func(), err error) {
+// mcpTools gives a run the MCP servers its types name: a pool of the
+// trusted ones, started lazily and stopped with close, from which the
+// manager describes a server's tools when it spawns an agent whose type
+// names it (nil when no type names a server). The run's type is refused
+// now when it names a server the project's trust does not cover; a
+// child's type is refused at the child's spawn.
+func (a *app) mcpTools(reg *agenttypes.Registry, root, typeName string) (tools agenttypes.MCPToolSource, close func(), err error) {
 	nothing := func() {}
 	typ, err := reg.Type(typeName)
 	if err != nil {
-		return nothing, nil // the spawn says what is wrong with the name
+		return nil, nothing, nil // the spawn says what is wrong with the name
 	}
 	if untrusted := typ.UntrustedMCPServers(); len(untrusted) > 0 {
-		return nothing, usagef("%v; 'troupe trust --repo %s' shows what it would run and records your consent", untrusted[0].UntrustedError(), root)
+		return nil, nothing, usagef("%v; 'troupe trust --repo %s' shows what it would run and records your consent", untrusted[0].UntrustedError(), root)
 	}
-	servers := runServers(reg)
-	if len(servers) == 0 {
-		return nothing, nil
+	if !slices.ContainsFunc(reg.Types(), func(t *agenttypes.Type) bool { return len(t.MCPServers) > 0 }) {
+		return nil, nothing, nil
 	}
-	pool, err := mcp.NewPool(mcp.Config{Servers: servers, CacheDir: filepath.Join(a.cacheDir(), "mcp"), Logger: a.logger()})
+	// A pool even when every server is untrusted: the manager refuses a
+	// child that names one, where with no pool it would run the child
+	// without the server's tools.
+	pool, err := mcp.NewPool(mcp.Config{Servers: runServers(reg), CacheDir: filepath.Join(a.cacheDir(), "mcp"), Logger: a.logger()})
 	if err != nil {
-		return nothing, err
+		return nil, nothing, err
 	}
-	close = func() { _ = pool.Close(context.Background()) }
-	own := map[string]bool{}
-	for _, s := range typ.MCPServers {
-		own[s.Name] = true
-	}
-	for _, name := range pool.Servers() {
-		tools, cached := pool.CachedTools(name)
-		if own[name] && !cached {
-			if tools, err = pool.Tools(ctx, name); err != nil {
-				close()
-				return nothing, err
-			}
-		}
-		for _, t := range tools {
-			if err := reg.RegisterTool(t); err != nil && !errors.Is(err, agenttypes.ErrDuplicate) {
-				close()
-				return nothing, fmt.Errorf("MCP server %q: %w", name, err)
-			}
-		}
-	}
-	return close, nil
+	return pool, func() { _ = pool.Close(context.Background()) }, nil
 }
 
 // runServers are the trusted MCP servers the registry's types name, each

@@ -10,6 +10,8 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // testMCPServerEnv makes this test binary an MCP server over stdio with
@@ -112,4 +114,91 @@ func TestToolsListShowsAServersToolsSeenBeforeWithoutStartingIt(t *testing.T) {
 	data, err = os.ReadFile(starts)
 	require.NoError(t, err)
 	assert.Equal(t, "started\n", string(data), "listing again starts nothing: the description is cached")
+}
+
+// A type the run's agent delegates to gets its MCP server's tools,
+// though the delegating type names no server and nothing was described
+// before: the server is described when the child is spawned.
+func TestADelegatedTypeCallsItsMCPServersToolWithNothingDescribedBefore(t *testing.T) {
+	requireDelegate(t)
+	srv := newChatServer(t,
+		`CALL delegate {"tasks":[{"label":"crier","type":"crier","prompt":"shout hello"}]}`,
+		`CALL mcp__loud__shout {"text":"hello"}`,
+		"shouted",
+		"the crier shouted")
+	session(t, srv)
+	repo, starts := mcpProjectCounting(t)
+	trustRepo(t, repo)
+	cache, err := os.ReadDir(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "troupe", "mcp"))
+	require.True(t, os.IsNotExist(err), "no description is cached: %v", cache)
+
+	o := cmdIn(t, "run", "general", "--yes", "--model", "openai:m", "--repo", repo, "--progress", "plain", "have the crier shout hello")
+	require.Equal(t, 0, o.code, o.stderr)
+	bodies := srv.received()
+	require.Equal(t, 4, len(bodies), "the parent's two turns and the child's")
+	assert.NotContains(t, bodies[0], "mcp__loud__shout", "the delegating type names no MCP server")
+	assert.Contains(t, bodies[1], `"name":"mcp__loud__shout"`, "the child is offered its server's tool")
+	assert.Equal(t, "SHOUTED: hello", lastToolMessage(t, bodies[2]))
+	assert.Contains(t, lastToolMessage(t, bodies[3]), "shouted", "the child's report reaches the parent")
+	data, err := os.ReadFile(starts)
+	require.NoError(t, err)
+	assert.Equal(t, "started\n", string(data), "described and called through one start")
+}
+
+// A delegated type whose MCP server does not start fails its spawn; the
+// parent's model is told which server, declared where.
+func TestADelegatedTypeWhoseMCPServerDoesNotStartIsNamedToTheParent(t *testing.T) {
+	requireDelegate(t)
+	srv := newChatServer(t,
+		`CALL delegate {"tasks":[{"label":"crier","type":"crier","prompt":"shout hello"}]}`,
+		"the crier could not start")
+	session(t, srv)
+	repo := mcpProject(t)
+	decl := `{"mcpServers":{"loud":{"command":"` + filepath.Join(t.TempDir(), "no-such-server") + `"}}}`
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".mcp.json"), []byte(decl), 0o644))
+	trustRepo(t, repo)
+
+	o := cmdIn(t, "run", "general", "--yes", "--model", "openai:m", "--repo", repo, "--progress", "none", "have the crier shout hello")
+	require.Equal(t, 0, o.code, o.stderr)
+	bodies := srv.received()
+	require.Equal(t, 2, len(bodies), "the parent's two turns: the child never ran")
+	told := lastToolMessage(t, bodies[1])
+	assert.Contains(t, told, `MCP server "loud"`)
+	assert.Contains(t, told, ".mcp.json")
+}
+
+// A delegated type whose MCP server the project's trust does not cover
+// is refused at its spawn, never run without the server's tools.
+func TestADelegatedTypesUntrustedMCPServerIsRefusedToTheParent(t *testing.T) {
+	requireDelegate(t)
+	srv := newChatServer(t,
+		`CALL delegate {"tasks":[{"label":"crier","type":"crier","prompt":"shout hello"}]}`,
+		"the crier was refused")
+	session(t, srv)
+	repo, starts := mcpProjectCounting(t)
+
+	o := cmdIn(t, "run", "general", "--yes", "--model", "openai:m", "--repo", repo, "--progress", "none", "have the crier shout hello")
+	require.Equal(t, 0, o.code, o.stderr)
+	bodies := srv.received()
+	require.Equal(t, 2, len(bodies), "the parent's two turns: the child never ran")
+	told := lastToolMessage(t, bodies[1])
+	assert.Contains(t, told, `MCP server "loud"`)
+	assert.Contains(t, told, ".mcp.json")
+	assert.Contains(t, told, agenttypes.ErrUntrusted.Error(), "the refusal says the server waits for trust")
+	assert.NoFileExists(t, starts, "nothing started")
+}
+
+func TestARunWhoseMCPServerDoesNotStartFailsNamingItAndItsFile(t *testing.T) {
+	srv := newChatServer(t, "never asked")
+	session(t, srv)
+	repo := mcpProject(t)
+	decl := `{"mcpServers":{"loud":{"command":"` + filepath.Join(t.TempDir(), "no-such-server") + `"}}}`
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".mcp.json"), []byte(decl), 0o644))
+	trustRepo(t, repo)
+
+	o := cmdIn(t, "run", "crier", "--model", "openai:m", "--repo", repo, "--progress", "none", "shout hello")
+	assert.Equal(t, exitFailed, o.code, o.stderr)
+	assert.Contains(t, o.stderr, `MCP server "loud"`)
+	assert.Contains(t, o.stderr, filepath.Join(repo, ".mcp.json"))
+	assert.Empty(t, srv.received(), "no agent ran")
 }

@@ -85,7 +85,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	closeMCP, err := a.mcpTools(cmd.Context(), reg, agenttypes.FindProjectRoot(repo), typeName)
+	mcpTools, closeMCP, err := a.mcpTools(reg, agenttypes.FindProjectRoot(repo), typeName)
 	if err != nil {
 		return err
 	}
@@ -110,6 +110,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	mgr, err := manager.New(manager.Config{
 		Workspaces:        spaces,
 		Registry:          reg,
+		MCP:               mcpTools,
 		Models:            resolver,
 		DefaultModel:      model,
 		TranscriptDir:     runs,
