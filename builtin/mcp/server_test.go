@@ -4,6 +4,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,9 @@ const (
 	serveEnv = "TROUPE_MCP_TEST_SERVE" // an MCP server over stdio
 	pidsEnv  = "TROUPE_MCP_TEST_PIDS"  // the file a server appends its PID to
 	ownerEnv = "TROUPE_MCP_TEST_OWNER" // a pool's owner, killed by the test
+	// ownerEntryEnv gives the owner the server it starts, an entry as
+	// JSON, instead of this binary's.
+	ownerEntryEnv = "TROUPE_MCP_TEST_OWNER_ENTRY"
 )
 
 func serveIfAsked() {
@@ -47,16 +51,28 @@ func serveIfAsked() {
 	}
 }
 
-// runOwner starts a server through a pool, then waits to be killed.
+// runOwner starts a server through a pool, says "described" on its
+// standard output once it has the server's tools, then waits to be
+// killed.
 func runOwner(pids string) {
-	pool, err := mcp.NewPool(mcp.Config{Servers: []agenttypes.MCPServer{stdioEntry(pids, nil)}})
+	entry := stdioEntry(pids, nil)
+	var err error
+	if raw := os.Getenv(ownerEntryEnv); raw != "" {
+		entry = agenttypes.MCPServer{}
+		err = json.Unmarshal([]byte(raw), &entry)
+	}
+	var pool *mcp.Pool
 	if err == nil {
-		_, err = pool.Tools(context.Background(), "test")
+		pool, err = mcp.NewPool(mcp.Config{Servers: []agenttypes.MCPServer{entry}})
+	}
+	if err == nil {
+		_, err = pool.Tools(context.Background(), entry.Name)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	fmt.Println("described")
 	time.Sleep(time.Hour)
 }
 
