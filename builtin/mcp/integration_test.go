@@ -20,6 +20,7 @@ import (
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/mcp"
 	"github.com/troupe-dev/troupe/builtin/process"
+	"github.com/troupe-dev/troupe/builtin/tools"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
 )
@@ -165,4 +166,63 @@ func TestIntegrationTheEverythingServerEchoesOverStreamableHTTP(t *testing.T) {
 	out, err := realTool(t, tools, "mcp__remote__echo").Call(ctx, []byte(`{"message":"over http"}`))
 	require.NoError(t, err)
 	assert.Contains(t, out, "over http")
+}
+
+// A type the scripted lead delegates to names the filesystem server,
+// which the lead's type does not: the manager describes the server when
+// the child is spawned, and the child reads a file through it.
+func TestIntegrationADelegatedTypeReadsAFileThroughTheFilesystemServer(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the answer is 42\n"), 0o644))
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	fs := agenttypes.MCPServer{Name: "fs", Command: serverBin(t, "mcp-server-filesystem"), Args: []string{real}, Source: "project/.mcp.json"}
+	pool := realPool(t, fs)
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterTool(tools.Delegate()))
+	require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "lead", Description: "delegates", Tools: []string{"delegate"}}))
+	require.NoError(t, reg.RegisterType(agenttypes.Type{
+		Name: "reader", Description: "reads through fs", Tools: []string{"mcp__fs__read_text_file"}, MCPServers: []agenttypes.MCPServer{fs},
+	}))
+	read := `{"path":"` + filepath.Join(real, "notes.txt") + `"}`
+	// Each conversation plays its own turns: the lead's, or the child's.
+	lead := []scripted.Step{
+		{Calls: []scripted.Call{{Name: "delegate", Args: `{"tasks":[{"label":"reader","type":"reader","prompt":"read the notes"}]}`}}},
+		{Text: "done"},
+	}
+	child := []scripted.Step{{Calls: []scripted.Call{{Name: "mcp__fs__read_text_file", Args: read}}}, {Text: "read them"}}
+	turns := make([]scripted.Step, 2)
+	for turn := range turns {
+		turns[turn] = scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
+			if scripted.Text(msgs[1]) == "read the notes" {
+				return child[turn]
+			}
+			return lead[turn]
+		}}
+	}
+	model := scripted.New(turns...)
+	mgr, err := manager.New(manager.Config{Registry: reg, MCP: pool, DefaultModel: "s", MaxConcurrent: 1,
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
+	require.NoError(t, err)
+	defer mgr.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "lead", Task: "have the notes read"})
+	require.NoError(t, err)
+	res, err := a.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, manager.Completed, res.State, res.Error)
+	var childReqs []scripted.Request
+	for _, r := range model.Requests() {
+		if scripted.Text(r.Messages[1]) == "read the notes" {
+			childReqs = append(childReqs, r)
+		} else {
+			assert.Equal(t, []string{"delegate"}, r.Tools, "the lead's type names no server")
+		}
+	}
+	require.Len(t, childReqs, 2)
+	assert.Contains(t, childReqs[0].Tools, "mcp__fs__read_text_file")
+	results := scripted.ToolResults(childReqs[1].Messages)
+	require.Len(t, results, 1)
+	assert.Contains(t, results[0].Content, "the answer is 42")
 }
