@@ -152,8 +152,8 @@ type SpawnRequest struct {
 
 // Spawn validates req and starts an agent, or queues it as pending when
 // MaxConcurrent agents are running. ctx bounds only the call (resolving the
-// model); the agent itself runs until it ends, is cancelled, or the
-// manager is closed.
+// model, describing the type's MCP servers, which may start them); the
+// agent itself runs until it ends, is cancelled, or the manager is closed.
 func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Agent, error) {
 	a, err := m.prepare(ctx, req)
 	if err != nil {
