@@ -24,6 +24,13 @@ func (a *app) mcpTools(reg *agenttypes.Registry, root, typeName string) (tools a
 	if untrusted := typ.UntrustedMCPServers(); len(untrusted) > 0 {
 		return nil, nothing, usagef("%v; 'troupe trust --repo %s' shows what it would run and records your consent", untrusted[0].UntrustedError(), root)
 	}
+	return a.mcpPool(reg)
+}
+
+// mcpPool is the pool of the trusted MCP servers the registry's types
+// name (nil when no type names a server).
+func (a *app) mcpPool(reg *agenttypes.Registry) (tools agenttypes.MCPToolSource, close func(), err error) {
+	nothing := func() {}
 	if !slices.ContainsFunc(reg.Types(), func(t *agenttypes.Type) bool { return len(t.MCPServers) > 0 }) {
 		return nil, nothing, nil
 	}

@@ -186,7 +186,7 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.pluginsCommand(), a.trustCommand(), a.runsCommand(), a.versionCommand())
+	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.pluginsCommand(), a.trustCommand(), a.runsCommand(), a.mcpCommand(), a.versionCommand())
 	typedUsage(root)
 	return root
 }
