@@ -10,23 +10,58 @@ import (
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/mcp"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
 )
 
 // BenchmarkStdioCall is one tool call round trip to the same stdio
-// server: through a pool's tool (schema check, keeper, result text)
-// beside the SDK's client alone.
+// server, three ways side by side: through the manager (an agent whose
+// model calls the server's tool once a turn: the policy step, budgets,
+// events, the schema check, the keeper), through a pool's tool alone,
+// and with the SDK's client alone.
 func BenchmarkStdioCall(b *testing.B) {
 	ctx := context.Background()
 	args := json.RawMessage(`{"text":"hello"}`)
-	b.Run("pool-tool", func(b *testing.B) {
-		pool, err := mcp.NewPool(mcp.Config{Servers: []agenttypes.MCPServer{stdioEntry("", nil)}})
+	b.Run("manager", func(b *testing.B) {
+		entry := stdioEntry("", nil)
+		pool := benchPool(b)
+		reg := agenttypes.NewRegistry()
+		if err := reg.RegisterType(agenttypes.Type{Name: "caller", Description: "Calls echo.",
+			Tools: []string{"mcp__test__echo"}, MCPServers: []agenttypes.MCPServer{entry}}); err != nil {
+			b.Fatal(err)
+		}
+		// One turn per call: the model asks for echo b.N times, then ends.
+		steps := make([]scripted.Step, b.N+1)
+		for i := range b.N {
+			steps[i] = scripted.Step{Calls: []scripted.Call{{Name: "mcp__test__echo", Args: string(args)}}, InputTokens: 1, OutputTokens: 1}
+		}
+		steps[b.N] = scripted.Step{Text: "done", InputTokens: 1, OutputTokens: 1}
+		model := scripted.New(steps...).WithoutRecording()
+		mgr, err := manager.New(manager.Config{Registry: reg, MCP: pool, DefaultModel: "scripted",
+			Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer pool.Close(ctx)
+		defer mgr.Close(ctx)
+		if _, err := pool.Tools(ctx, "test"); err != nil { // started before the clock
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "caller", Task: "call echo", Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := a.Wait(ctx)
+		if err != nil || res.State != manager.Completed || res.ToolCalls != b.N {
+			b.Fatalf("run: %v %s %s, %d calls", err, res.State, res.Error, res.ToolCalls)
+		}
+	})
+	b.Run("pool-tool", func(b *testing.B) {
+		pool := benchPool(b)
 		tools, err := pool.Tools(ctx, "test")
 		if err != nil {
 			b.Fatal(err)
@@ -60,4 +95,14 @@ func BenchmarkStdioCall(b *testing.B) {
 			}
 		}
 	})
+}
+
+func benchPool(b *testing.B) *mcp.Pool {
+	b.Helper()
+	pool, err := mcp.NewPool(mcp.Config{Servers: []agenttypes.MCPServer{stdioEntry("", nil)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = pool.Close(context.Background()) })
+	return pool
 }
