@@ -70,7 +70,7 @@ $(FUNCLEN):
 # times; grep runs ten times over its tree; the large workloads (2,000 or
 # 10,000 agents an iteration) once. Every figure is then printed again as
 # one table, benchmark by benchmark; see README.md for the last run.
-BENCH_CALLS ?= ^Benchmark(Spawn|StepOverhead|EventJSON|ReadDir|ColdStart|ColdStartChecked|ToolCall|LoopStep|HookInProcess|HookOutOfProcess|ToolInProcess|ToolOutOfProcess)$$
+BENCH_CALLS ?= ^Benchmark(Spawn|StepOverhead|EventJSON|ReadDir|ColdStart|ColdStartChecked|ToolCall|LoopStep|HookInProcess|HookOutOfProcess|ToolInProcess|ToolOutOfProcess|StdioCall)$$
 BENCH_GREP  ?= ^BenchmarkGrep$$
 bench:
 	@set -eo pipefail; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
