@@ -134,6 +134,7 @@ func (a *app) mcpServe(cmd *cobra.Command, f serveFlags) error {
 		defer release()
 	}
 	if err == nil {
+		fmt.Fprintf(a.stderr, "troupe: default model %s\n", def.Describe())
 		err = a.serveOn(ctx, srv, addr)
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), stopGrace)
