@@ -73,26 +73,39 @@ func (s *Server) start(ctx context.Context, req *mcpsdk.CallToolRequest, typeNam
 	if req.Params.GetProgressToken() != nil {
 		sub = s.cfg.Manager.Subscribe()
 	}
+	c := &call{asks: make(chan *question), waiting: map[string]*question{}}
+	c.attach(req)
+	s.mu.Lock()
+	s.spawning++
+	s.mu.Unlock()
 	agent, err := s.cfg.Manager.Spawn(ctx, manager.SpawnRequest{
 		Type: typeName, Task: in.Task, Dir: s.cfg.Dir, Model: in.Model,
 		Budget: ask.Merge(typ.Budget).Within(s.cfg.Limit),
 	})
+	c.agent = agent
+	s.track(c)
 	if err != nil {
 		if sub != nil {
 			sub.Close()
 		}
 		return failure(err), nil
 	}
-	c := &call{agent: agent, asks: make(chan *question), waiting: map[string]*question{}}
-	s.track(c)
 	s.cfg.Logger.Info("mcp call started", "type", typeName, "run", agent.ID())
 	return s.round(ctx, req, c, sub)
 }
 
-// track records a started call, and forgets it once its agent ended.
+// track records a call whose spawn returned, and forgets it once its
+// agent ended; a call whose spawn failed (no agent) is only counted out.
 func (s *Server) track(c *call) {
-	id := c.agent.ID()
 	s.mu.Lock()
+	s.spawning--
+	close(s.changed)
+	s.changed = make(chan struct{})
+	if c.agent == nil {
+		s.mu.Unlock()
+		return
+	}
+	id := c.agent.ID()
 	s.calls[id] = c
 	s.runs = append(s.runs, id)
 	if over := len(s.runs) - s.cfg.KeepRuns; over > 0 {

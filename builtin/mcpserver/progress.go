@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,8 +15,14 @@ import (
 // maxProgressMessage bounds one progress notification's message.
 const maxProgressMessage = 200
 
+// progressDrain bounds how long a call that ended waits for its last
+// events to be sent.
+const progressDrain = 2 * time.Second
+
 // forwardProgress sends the client a progress notification for each
-// event of agent's tree that says what it is doing, until stop.
+// event of agent's tree that says what it is doing, until stop; once the
+// agent ended, stop first lets the events up to its completion through,
+// so that a client is told how every agent of the tree ended.
 func (s *Server) forwardProgress(ctx context.Context, req *mcpsdk.CallToolRequest, agent *manager.Agent, sub *manager.Subscription) (stop func()) {
 	token := req.Params.GetProgressToken()
 	tree := map[string]bool{agent.ID(): true}
@@ -23,6 +30,7 @@ func (s *Server) forwardProgress(ctx context.Context, req *mcpsdk.CallToolReques
 		tree[id] = true
 	}
 	var wg sync.WaitGroup
+	done := make(chan struct{}) // closed when the agent's completion was forwarded
 	wg.Go(func() {
 		n := 0
 		for e := range sub.C() {
@@ -41,9 +49,24 @@ func (s *Server) forwardProgress(ctx context.Context, req *mcpsdk.CallToolReques
 			if err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Debug("mcp progress not sent", "run", agent.ID(), "err", err)
 			}
+			if e.Kind == manager.EventCompleted && e.AgentID == agent.ID() {
+				close(done)
+				return
+			}
 		}
 	})
 	return func() {
+		select {
+		case <-agent.Done():
+			t := time.NewTimer(progressDrain)
+			select {
+			case <-done:
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		default:
+		}
 		sub.Close()
 		wg.Wait()
 	}

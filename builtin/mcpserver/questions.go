@@ -27,13 +27,11 @@ const maxTreeDepth = 64
 // tree no client waits on, or for a client that takes no elicitations,
 // or that the user declines, is answered "" (nobody answered).
 func (s *Server) AskUser(ctx context.Context, q manager.QuestionInfo) (string, error) {
-	root := s.rootOf(q.From)
-	s.mu.Lock()
-	c := s.calls[root]
-	s.mu.Unlock()
+	c := s.callOf(ctx, s.rootOf(q.From))
 	if c == nil {
 		return "", nil
 	}
+	root := c.agent.ID()
 	c.mu.Lock()
 	session, elicits, rounds := c.session, c.elicits, c.rounds
 	c.mu.Unlock()
@@ -68,6 +66,24 @@ func (s *Server) AskUser(ctx context.Context, q manager.QuestionInfo) (string, e
 		delete(c.waiting, qs.id)
 		c.mu.Unlock()
 		return "", nil
+	}
+}
+
+// callOf is the call whose run is root: a call tracked already, or one
+// whose spawn is returning (its agent may ask before it is tracked).
+func (s *Server) callOf(ctx context.Context, root string) *call {
+	for {
+		s.mu.Lock()
+		c, spawning, changed := s.calls[root], s.spawning, s.changed
+		s.mu.Unlock()
+		if c != nil || spawning == 0 || root == "" {
+			return c
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 }
 

@@ -68,6 +68,11 @@ type Server struct {
 	mu    sync.Mutex
 	calls map[string]*call // the running calls, by run ID
 	runs  []string         // the runs started, oldest first
+	// spawning counts the calls between spawning their agent and being
+	// tracked; changed is closed (and replaced) when one is tracked, so
+	// that a question from an agent that ran ahead of its tracking waits.
+	spawning int
+	changed  chan struct{}
 }
 
 // New returns a server of cfg's types. A type of Config.Types that is not
@@ -83,7 +88,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("mcpserver: limit: %w", err)
 	}
 	cfg.setDefaults()
-	s := &Server{cfg: cfg, calls: map[string]*call{}, key: make([]byte, 32)}
+	s := &Server{cfg: cfg, calls: map[string]*call{}, key: make([]byte, 32), changed: make(chan struct{})}
 	_, _ = rand.Read(s.key) // never fails (crypto/rand)
 	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcpsdk.ServerOptions{
 		Logger:       cfg.Logger,
