@@ -21,12 +21,14 @@ build:
 test:
 	$(GO) test -race -shuffle=on -count=1 $(PKGS)
 
-# Tests against real outside servers: the MCP servers of .ci/mcp-servers,
+# Tests against real outside programs: the MCP servers of .ci/mcp-servers,
+# which builtin/mcp's client speaks to, and the MCP Inspector's
+# command-line client, which drives troupe mcp serve in cmd/troupe; all
 # installed from the npm registry by pinned version (npm ci, from its
 # lock file). They carry the integration build tag, so make test never
 # needs node.
 MCP_SERVERS := .ci/mcp-servers
-INTEGRATION_PKGS ?= ./builtin/mcp/...
+INTEGRATION_PKGS ?= ./builtin/mcp/... ./cmd/troupe/...
 integration:
 	cd $(MCP_SERVERS) && npm ci --no-audit --no-fund --loglevel=error
 	TROUPE_MCP_SERVERS_BIN=$(CURDIR)/$(MCP_SERVERS)/node_modules/.bin \
