@@ -40,19 +40,21 @@ func TestACancelledChildLeavesNoProcessNoWorktreeAndKeepsItsWork(t *testing.T) {
 	require.NoError(t, err)
 
 	var child manager.Info
+	var pid int
+	// The shell makes bg.pid before it writes the number in it.
 	require.Eventually(t, func() bool {
 		for _, c := range mgr.List(manager.Filter{ParentID: lead.ID()}) {
-			if _, err := os.Stat(filepath.Join(c.Dir, "bg.pid")); err == nil {
-				child = c
+			text, err := os.ReadFile(filepath.Join(c.Dir, "bg.pid"))
+			if err != nil || !strings.HasSuffix(string(text), "\n") {
+				continue
+			}
+			if n, err := strconv.Atoi(strings.TrimSpace(string(text))); err == nil {
+				child, pid = c, n
 				return true
 			}
 		}
 		return false
 	}, time.Minute, 5*time.Millisecond, "the child's command starts its background process")
-	pidText, err := os.ReadFile(filepath.Join(child.Dir, "bg.pid"))
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
-	require.NoError(t, err)
 	require.NoError(t, mgr.Cancel(child.ID))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
