@@ -226,3 +226,44 @@ func TestIntegrationADelegatedTypeReadsAFileThroughTheFilesystemServer(t *testin
 	require.Len(t, results, 1)
 	assert.Contains(t, results[0].Content, "the answer is 42")
 }
+
+// A type restricted to some of a server's tools is refused the others,
+// through the manager, like any tool it is not given: the server never
+// sees the call, and the file it would write is not written.
+func TestIntegrationARestrictedTypeIsRefusedAServersTool(t *testing.T) {
+	dir := t.TempDir()
+	real, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	entry := agenttypes.MCPServer{Name: "fs", Command: serverBin(t, "mcp-server-filesystem"), Args: []string{real}}
+	pool := realPool(t, entry)
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterType(agenttypes.Type{
+		Name: "reader", Description: "reads, never writes", Tools: []string{"mcp__fs__*"},
+		DisallowedTools: []string{"mcp__fs__write_file", "mcp__fs__edit_file"},
+		MCPServers:      []agenttypes.MCPServer{entry},
+	}))
+	target := filepath.Join(real, "written.txt")
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "mcp__fs__write_file", Args: `{"path":"` + target + `","content":"x"}`}}},
+		scripted.Step{Text: "could not write"},
+	)
+	mgr, err := manager.New(manager.Config{Registry: reg, MCP: pool, DefaultModel: "s",
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
+	require.NoError(t, err)
+	defer mgr.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "reader", Task: "write a file"})
+	require.NoError(t, err)
+	res, err := a.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, manager.Completed, res.State, res.Error)
+
+	offered := model.Requests()[0].Tools
+	assert.Contains(t, offered, "mcp__fs__read_text_file", "the server's other tools are offered")
+	assert.NotContains(t, offered, "mcp__fs__write_file", "a disallowed tool is not offered")
+	told := scripted.ToolResults(model.Requests()[1].Messages)
+	require.Len(t, told, 1)
+	assert.Contains(t, told[0].Content, `tool "mcp__fs__write_file" is not available to this agent`, "the model is told it may not call it")
+	assert.NoFileExists(t, target, "the server never saw the call")
+}
