@@ -85,9 +85,14 @@ bench:
 
 # Scores the offline retrieval model on testdata/eval/offline.jsonl:
 # top-1 file, top-5 file, top-5 lines and the median time a question.
-# EVAL_VERBOSE=1 lists each miss.
+# EVAL_VERBOSE=1 lists each miss. First it fetches the trees that
+# questions name by package (npm:, deb:; see testdata/eval/README.md) into
+# EVAL_CACHE, keeping those already there; a tree it cannot fetch has its
+# questions skipped.
+EVAL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/troupe-eval
 eval:
-	TROUPE_EVAL_VERBOSE=$(EVAL_VERBOSE) $(GO) test -run '^$$' -bench '^BenchmarkOfflineEval(HeldOut)?$$' -benchtime 1x ./builtin/offline
+	bash testdata/eval/fetch-trees.sh "$(EVAL_CACHE)" || echo "eval: some trees could not be fetched; their questions are skipped"
+	TROUPE_EVAL_CACHE="$(EVAL_CACHE)" TROUPE_EVAL_VERBOSE=$(EVAL_VERBOSE) $(GO) test -run '^$$' -bench '^BenchmarkOfflineEval(HeldOut)?$$' -benchtime 1x ./builtin/offline
 
 # Runs each fuzz target for FUZZTIME, one after the other. A run that ends
 # with "context deadline exceeded" and writes no failing input is Go's own

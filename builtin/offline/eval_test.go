@@ -105,21 +105,95 @@ func followDefs(q *evalQuestion) {
 func abs(n int) int { return max(n, -n) }
 
 // evalRoot is the directory a question's repo names, or "" when it is not
-// on this machine (a Go installation without sources).
+// on this machine (a Go installation without sources, a package not
+// fetched into the cache).
 func evalRoot(repo string) string {
 	var dir string
 	switch {
 	case strings.HasPrefix(repo, "go:"):
 		dir = filepath.Join(build.Default.GOROOT, "src", filepath.FromSlash(strings.TrimPrefix(repo, "go:")))
+	case isPackagedTree(repo):
+		dir = packagedTreeDir(repo)
 	case repo == "troupe":
 		dir = filepath.Join("..", "..")
 	default:
 		dir = filepath.Join("..", "..", filepath.FromSlash(repo))
 	}
+	if dir == "" {
+		return ""
+	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return ""
 	}
 	return dir
+}
+
+// isPackagedTree reports whether repo names a tree unpacked from a
+// package: "npm:<name>@<version>/<subdir>" or
+// "deb:<package>=<version>/<subdir>".
+func isPackagedTree(repo string) bool {
+	return strings.HasPrefix(repo, "npm:") || strings.HasPrefix(repo, "deb:")
+}
+
+// evalCacheDir is where testdata/eval/fetch-trees.sh unpacks packaged
+// trees: $TROUPE_EVAL_CACHE, as make eval sets it, or troupe-eval in the
+// user's cache directory, make eval's default too.
+func evalCacheDir() string {
+	if dir := os.Getenv("TROUPE_EVAL_CACHE"); dir != "" {
+		return dir
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "troupe-eval")
+}
+
+// packagedTreeDir is where a packaged tree's repo lives in the cache:
+// <cache>/npm/<name>@<version>/<subdir> or
+// <cache>/deb/<package>=<version>/<subdir>; "" for a malformed repo.
+func packagedTreeDir(repo string) string {
+	kind, rest, _ := strings.Cut(repo, ":")
+	n := 1
+	if kind == "npm" && strings.HasPrefix(rest, "@") {
+		n = 2 // a scoped name: @scope/name@version
+	}
+	parts := strings.SplitN(rest, "/", n+1)
+	if len(parts) <= n || parts[n] == "" || strings.Contains(parts[n], "..") {
+		return ""
+	}
+	cache := evalCacheDir()
+	if cache == "" {
+		return ""
+	}
+	return filepath.Join(cache, kind, filepath.FromSlash(strings.Join(parts[:n], "/")), filepath.FromSlash(parts[n]))
+}
+
+func TestPackagedTreeDir(t *testing.T) {
+	t.Setenv("TROUPE_EVAL_CACHE", "/cache")
+	tests := []struct{ repo, want string }{
+		{"npm:left-pad@1.3.0/lib", "/cache/npm/left-pad@1.3.0/lib"},
+		{"npm:@scope/pkg@2.0.1/src/core", "/cache/npm/@scope/pkg@2.0.1/src/core"},
+		{"deb:python3-requests=2.28.1+dfsg-1/usr/lib/python3/dist-packages/requests",
+			"/cache/deb/python3-requests=2.28.1+dfsg-1/usr/lib/python3/dist-packages/requests"},
+		{"npm:left-pad@1.3.0", ""},             // no subdirectory
+		{"npm:@scope/pkg@2.0.1", ""},           // no subdirectory
+		{"deb:pkg=1.0/../../etc", ""},          // out of the cache
+		{"npm:@scope/pkg@2.0.1/src/../..", ""}, // out of the cache
+	}
+	for _, tt := range tests {
+		if got := packagedTreeDir(tt.repo); got != filepath.FromSlash(tt.want) {
+			t.Errorf("packagedTreeDir(%q) = %q, want %q", tt.repo, got, tt.want)
+		}
+	}
+}
+
+// missingTreeHint says why a question's tree is not there and how to get it.
+func missingTreeHint(repo string) string {
+	if isPackagedTree(repo) {
+		return fmt.Sprintf("%s is not in %s: run make eval, or testdata/eval/fetch-trees.sh %s, to fetch it", repo, evalCacheDir(), evalCacheDir())
+	}
+	return fmt.Sprintf("%s is not on this machine", repo)
 }
 
 // TestEvalSet checks the evaluation set itself: enough questions, half
@@ -155,6 +229,7 @@ func TestEvalSet(t *testing.T) {
 func checkQuestions(t *testing.T, qs []evalQuestion) {
 	t.Helper()
 	ids := make(map[string]bool)
+	skipped := make(map[string]bool)
 	for _, q := range qs {
 		if ids[q.ID] {
 			t.Errorf("%s: duplicate id", q.ID)
@@ -170,8 +245,12 @@ func checkQuestions(t *testing.T, qs []evalQuestion) {
 		}
 		root := evalRoot(q.Repo)
 		if root == "" {
-			if strings.HasPrefix(q.Repo, "go:") {
-				continue // no Go sources on this machine
+			if strings.HasPrefix(q.Repo, "go:") || isPackagedTree(q.Repo) {
+				if !skipped[q.Repo] {
+					t.Logf("skipping the questions over %s", missingTreeHint(q.Repo))
+					skipped[q.Repo] = true
+				}
+				continue
 			}
 			t.Errorf("%s: repo %s not found", q.ID, q.Repo)
 			continue
@@ -304,9 +383,14 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 	var times []time.Duration
 	var tokens []int
 	var t1, t5, l5 int
+	skipped := make(map[string]bool)
 	for _, q := range qs {
 		root := evalRoot(q.Repo)
 		if root == "" {
+			if !skipped[q.Repo] {
+				fmt.Fprintf(os.Stderr, "skipping the questions over %s\n", missingTreeHint(q.Repo))
+				skipped[q.Repo] = true
+			}
 			continue
 		}
 		res, err := runEval(ctx, q, root)
