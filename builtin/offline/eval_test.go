@@ -3,6 +3,8 @@ package offline
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"go/build"
@@ -29,6 +31,33 @@ const evalFile = "../../testdata/eval/offline.jsonl"
 // heldOutFile holds questions written after the model was tuned, over
 // packages the tuning never looked at; they are only measured.
 const heldOutFile = "../../testdata/eval/heldout.jsonl"
+
+// testSetFile holds the test set: questions over code the model was
+// never tuned on (large standard library packages and pinned Python,
+// TypeScript and Rust packages), written from reading that code. Its
+// figures are reported, never its misses.
+const testSetFile = "../../testdata/eval/test.jsonl"
+
+// testSetSHA256 is the SHA-256 of testSetFile as it was committed, before
+// anything scored it. The set is frozen, so that tuning the model cannot
+// drift it towards what the model already answers.
+const testSetSHA256 = "ec86688483a7930524ab28c922dda796fc66e1df178a58624aa2059f7bc9de43"
+
+// checkFrozen returns an error unless the file at path has the SHA-256
+// want.
+func checkFrozen(path, want string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != want {
+		return fmt.Errorf("the test set changed; it is frozen so tuning cannot drift it — %s has SHA-256 %s, want %s: "+
+			"restore it with git checkout -- testdata/eval/test.jsonl; a new test set is a new file, committed on its own before anything scores it, with its hash in testSetSHA256",
+			path, got, want)
+	}
+	return nil
+}
 
 type evalQuestion struct {
 	ID       string `json:"id"`
@@ -191,9 +220,9 @@ func TestPackagedTreeDir(t *testing.T) {
 // missingTreeHint says why a question's tree is not there and how to get it.
 func missingTreeHint(repo string) string {
 	if isPackagedTree(repo) {
-		return fmt.Sprintf("%s is not in %s: run make eval, or testdata/eval/fetch-trees.sh %s, to fetch it", repo, evalCacheDir(), evalCacheDir())
+		return fmt.Sprintf("its tree is not in %s; run make eval, or testdata/eval/fetch-trees.sh %s, to fetch it", evalCacheDir(), evalCacheDir())
 	}
-	return fmt.Sprintf("%s is not on this machine", repo)
+	return "its tree is not on this machine"
 }
 
 // TestEvalSet checks the evaluation set itself: enough questions, half
@@ -224,6 +253,58 @@ func TestEvalSet(t *testing.T) {
 	}
 }
 
+func TestEvalTestSetIsFrozen(t *testing.T) {
+	if err := checkFrozen(testSetFile, testSetSHA256); err != nil {
+		t.Fatal(err)
+	}
+	// A change of one byte is caught.
+	data, err := os.ReadFile(testSetFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := filepath.Join(t.TempDir(), "test.jsonl")
+	if err := os.WriteFile(changed, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkFrozen(changed, testSetSHA256); err == nil || !strings.Contains(err.Error(), "the test set changed") {
+		t.Errorf("a changed test set: err = %v, want it to say the test set changed", err)
+	}
+}
+
+// TestEvalTestSet checks the test set: at least 80 questions over at least
+// six trees in at least three languages, most in words other than the
+// code's, no id shared with the tuned or held-out questions, and every
+// acceptable range of a tree on this machine starting at the line it names.
+func TestEvalTestSet(t *testing.T) {
+	qs := loadQuestions(t, testSetFile)
+	all := append(append(slices.Clone(qs), loadEval(t)...), loadQuestions(t, heldOutFile)...)
+	checkQuestions(t, all)
+	if len(qs) < 80 {
+		t.Errorf("%d questions, want at least 80", len(qs))
+	}
+	own := 0
+	repos := make(map[string]bool)
+	langs := make(map[string]bool)
+	for _, q := range qs {
+		if q.Words == "own" {
+			own++
+		}
+		repos[q.Repo] = true
+		for _, a := range q.Accept {
+			langs[filepath.Ext(a.Path)] = true
+		}
+	}
+	if 2*own <= len(qs) {
+		t.Errorf("%d of %d questions use words other than the code's, want most", own, len(qs))
+	}
+	if len(repos) < 6 {
+		t.Errorf("%d trees, want at least 6", len(repos))
+	}
+	if len(langs) < 3 {
+		t.Errorf("answers in %d languages (%v), want at least 3", len(langs), langs)
+	}
+}
+
 // checkQuestions checks each question: a unique id, words, and every
 // acceptable range inside its file, starting at the line it names.
 func checkQuestions(t *testing.T, qs []evalQuestion) {
@@ -247,7 +328,7 @@ func checkQuestions(t *testing.T, qs []evalQuestion) {
 		if root == "" {
 			if strings.HasPrefix(q.Repo, "go:") || isPackagedTree(q.Repo) {
 				if !skipped[q.Repo] {
-					t.Logf("skipping the questions over %s", missingTreeHint(q.Repo))
+					t.Logf("skipping the questions over %s: %s", q.Repo, missingTreeHint(q.Repo))
 					skipped[q.Repo] = true
 				}
 				continue
@@ -388,7 +469,7 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 		root := evalRoot(q.Repo)
 		if root == "" {
 			if !skipped[q.Repo] {
-				fmt.Fprintf(os.Stderr, "skipping the questions over %s\n", missingTreeHint(q.Repo))
+				fmt.Fprintf(os.Stderr, "skipping the questions over %s: %s\n", q.Repo, missingTreeHint(q.Repo))
 				skipped[q.Repo] = true
 			}
 			continue
@@ -436,6 +517,9 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 // BenchmarkOfflineEval scores the offline model on the whole evaluation
 // set (`make eval`). Set TROUPE_EVAL_VERBOSE=1 to see each miss.
 func BenchmarkOfflineEval(b *testing.B) {
+	if err := checkFrozen(testSetFile, testSetSHA256); err != nil {
+		b.Fatal(err)
+	}
 	qs := loadEval(b)
 	var logf func(string, ...any)
 	if os.Getenv("TROUPE_EVAL_VERBOSE") != "" {
