@@ -354,17 +354,68 @@ func checkQuestions(t *testing.T, qs []evalQuestion) {
 	}
 }
 
-// evalResult is how the model did on one question.
+// evalResult is how a ranker did on one question.
 type evalResult struct {
-	top1File, top5File, top5Lines bool
-	took                          time.Duration
-	tokens                        int // input and output, over all turns
-	findings                      []Finding
+	top1File, top5File, top5Loc bool
+	took                        time.Duration
+	findings                    []Finding
 }
 
-// runEval runs the model on q the way the manager does, with troupe's real
-// read, grep and glob tools on the question's repository.
-func runEval(ctx context.Context, q evalQuestion, root string) (evalResult, error) {
+// evalRanker answers a question over the tree at root with ranked
+// findings.
+type evalRanker struct {
+	name string
+	rank func(ctx context.Context, q evalQuestion, root string) ([]Finding, error)
+}
+
+// evalRankers are the rankers make eval compares: the offline model as
+// it is, the same model with its vocabulary emptied, and a plain BM25
+// ranking of declarations (bm25_test.go).
+var evalRankers = []evalRanker{
+	{"model", runModel},
+	{"model, no vocabulary", func(ctx context.Context, q evalQuestion, root string) (fs []Finding, err error) {
+		withoutVocabulary(func() { fs, err = runModel(ctx, q, root) })
+		return fs, err
+	}},
+	{"BM25 baseline", func(_ context.Context, q evalQuestion, root string) ([]Finding, error) {
+		return bm25Rank(root, q.Question, 10)
+	}},
+}
+
+// withoutVocabulary runs fn with the model's vocabulary emptied: every
+// word of a question then stands for itself and its stem only. Not safe
+// while another search runs.
+func withoutVocabulary(fn func()) {
+	saved := vocabByStem
+	vocabByStem = func() map[string][]string { return nil }
+	defer func() { vocabByStem = saved }()
+	fn()
+}
+
+func TestWithoutVocabulary(t *testing.T) {
+	stems := func() []string {
+		q := buildQuery("guess", extractTerms("guess"))
+		if len(q) != 1 {
+			t.Fatalf("buildQuery(guess) = %v, want one word", q)
+		}
+		return q[0].stems
+	}
+	if !slices.Contains(stems(), codeStem("detect")) {
+		t.Fatal("with the vocabulary, guess does not stand for detect")
+	}
+	withoutVocabulary(func() {
+		if got := stems(); !slices.Equal(got, []string{codeStem("guess")}) {
+			t.Errorf("without the vocabulary, guess stands for %v, want only its stem", got)
+		}
+	})
+	if !slices.Contains(stems(), codeStem("detect")) {
+		t.Error("the vocabulary is not back after withoutVocabulary")
+	}
+}
+
+// runModel runs the model on q the way the manager does, with troupe's
+// real read, grep and glob tools on the question's repository.
+func runModel(ctx context.Context, q evalQuestion, root string) ([]Finding, error) {
 	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{Dir: root, Note: func(string) {}})
 	byName := make(map[string]agenttypes.Tool)
 	var offered []llms.Tool
@@ -380,19 +431,14 @@ func runEval(ctx context.Context, q evalQuestion, root string) (evalResult, erro
 		llms.TextParts(llms.ChatMessageTypeHuman, q.Question),
 	}
 	m := New()
-	start := time.Now()
-	tokens := 0
 	for turn := 0; turn < 8; turn++ {
 		resp, err := m.GenerateContent(ctx, msgs, llms.WithTools(offered))
 		if err != nil {
-			return evalResult{}, err
+			return nil, err
 		}
 		c := resp.Choices[0]
-		tokens += c.GenerationInfo["TotalTokens"].(int)
 		if len(c.ToolCalls) == 0 {
-			res := evalResult{took: time.Since(start), tokens: tokens, findings: ParseFindings(c.Content)}
-			res.score(q)
-			return res, nil
+			return ParseFindings(c.Content), nil
 		}
 		ai := llms.MessageContent{Role: llms.ChatMessageTypeAI}
 		if c.Content != "" {
@@ -416,13 +462,20 @@ func runEval(ctx context.Context, q evalQuestion, root string) (evalResult, erro
 			}})
 		}
 	}
-	return evalResult{}, fmt.Errorf("%s: no answer after 8 turns", q.ID)
+	return nil, fmt.Errorf("%s: no answer after 8 turns", q.ID)
 }
 
-// score marks the result: top-1 and top-5 by file, and top-5 by lines (a
-// finding within 5 lines of an acceptable range, or whose span overlaps it).
+// Where a finding must be to locate an answer: its span, when at most
+// maxLocSpan lines, overlaps an acceptable range, or its first line is
+// within locSlack lines of one.
+const (
+	maxLocSpan = 120
+	locSlack   = 5
+)
+
+// score marks the result: top-1 and top-5 by file, and top-5 by location
+// (see maxLocSpan).
 func (r *evalResult) score(q evalQuestion) {
-	const slack = 5
 	for i, f := range r.findings {
 		if i == 5 {
 			break
@@ -435,34 +488,67 @@ func (r *evalResult) score(q evalQuestion) {
 				r.top1File = true
 			}
 			r.top5File = true
-			end := max(f.EndLine, f.Line)
-			if f.Line <= a.End+slack && end >= a.Start-slack {
-				r.top5Lines = true
+			if locates(f, a.Start, a.End) {
+				r.top5Loc = true
 			}
 		}
 	}
 }
 
-// evalFigures are the scores over a set of questions.
+// locates reports whether finding f locates the range start-end of its
+// file.
+func locates(f Finding, start, end int) bool {
+	last := max(f.EndLine, f.Line)
+	if last-f.Line+1 <= maxLocSpan && f.Line <= end && last >= start {
+		return true
+	}
+	return f.Line >= start-locSlack && f.Line <= end+locSlack
+}
+
+func TestLocates(t *testing.T) {
+	tests := []struct {
+		name      string
+		line, end int
+		want      bool
+	}{
+		{"inside", 110, 120, true},
+		{"one line at the start", 100, 100, true},
+		{"overlapping the end", 140, 200, true},
+		{"five lines above", 95, 95, true},
+		{"six lines above", 94, 94, false},
+		{"five lines below", 155, 0, true},
+		{"six lines below", 156, 0, false},
+		{"a span of 120 lines around it", 60, 179, true},
+		{"a span of 121 lines around it", 60, 180, false},
+		{"a long span starting within 5 lines", 97, 400, true},
+		{"before it, near but not within 5", 80, 93, false},
+	}
+	for _, tt := range tests {
+		f := Finding{Path: "a.go", Line: tt.line, EndLine: tt.end}
+		if got := locates(f, 100, 150); got != tt.want {
+			t.Errorf("%s: locates(%d-%d, 100-150) = %v, want %v", tt.name, tt.line, tt.end, got, tt.want)
+		}
+	}
+}
+
+// evalFigures are the scores of a ranker over a set of questions.
 type evalFigures struct {
-	n                             int
-	top1File, top5File, top5Lines float64 // percentages
-	median, slowest               time.Duration
-	medianTokens, maxTokens       int
+	n                           int
+	top1File, top5File, top5Loc float64 // percentages
+	median, slowest             time.Duration
 }
 
 func (f evalFigures) String() string {
-	return fmt.Sprintf("%d questions: top-1 file %.0f %%, top-5 file %.0f %%, top-5 lines %.0f %%, median %v, slowest %v, tokens median %d, most %d",
-		f.n, f.top1File, f.top5File, f.top5Lines, f.median.Round(100*time.Microsecond), f.slowest.Round(time.Millisecond), f.medianTokens, f.maxTokens)
+	return fmt.Sprintf("%d questions: top-1 file %.0f %%, top-5 file %.0f %%, top-5 location %.0f %%, median %v, slowest %v",
+		f.n, f.top1File, f.top5File, f.top5Loc, f.median.Round(100*time.Microsecond), f.slowest.Round(time.Millisecond))
 }
 
-// evaluate runs the questions whose repository is on this machine; logf,
-// when set, hears about each question that missed.
-func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(string, ...any)) evalFigures {
+// evaluate ranks the questions whose repository is on this machine;
+// logf, when set, hears about each question that missed.
+func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, r evalRanker, logf func(string, ...any)) evalFigures {
 	t.Helper()
 	var fig evalFigures
 	var times []time.Duration
-	var tokens []int
 	var t1, t5, l5 int
 	skipped := make(map[string]bool)
 	for _, q := range qs {
@@ -474,32 +560,26 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 			}
 			continue
 		}
-		res, err := runEval(ctx, q, root)
+		start := time.Now()
+		findings, err := r.rank(ctx, q, root)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %s: %v", r.name, q.ID, err)
 		}
+		res := evalResult{took: time.Since(start), findings: findings}
+		res.score(q)
 		fig.n++
 		times = append(times, res.took)
-		tokens = append(tokens, res.tokens)
 		if res.top1File {
 			t1++
 		}
 		if res.top5File {
 			t5++
 		}
-		if res.top5Lines {
+		if res.top5Loc {
 			l5++
 		}
-		if logf != nil && (!res.top1File || !res.top5Lines) {
-			var got []string
-			for i, f := range res.findings {
-				if i == 5 {
-					break
-				}
-				got = append(got, fmt.Sprintf("%s:%d-%d %s", f.Path, f.Line, f.EndLine, f.Symbol))
-			}
-			logf("miss %s (top1 %v, top5 file %v, top5 lines %v) %q\n\tgot %s\n\twant %s:%d", q.ID, res.top1File, res.top5File, res.top5Lines,
-				q.Question, strings.Join(got, "\n\t    "), q.Accept[0].Path, q.Accept[0].Start)
+		if logf != nil && (!res.top1File || !res.top5Loc) {
+			logMiss(logf, q, res)
 		}
 	}
 	if fig.n == 0 {
@@ -507,53 +587,85 @@ func evaluate(ctx context.Context, t testing.TB, qs []evalQuestion, logf func(st
 	}
 	slices.Sort(times)
 	fig.median, fig.slowest = times[len(times)/2], times[len(times)-1]
-	slices.Sort(tokens)
-	fig.medianTokens, fig.maxTokens = tokens[len(tokens)/2], tokens[len(tokens)-1]
 	pct := func(k int) float64 { return 100 * float64(k) / float64(fig.n) }
-	fig.top1File, fig.top5File, fig.top5Lines = pct(t1), pct(t5), pct(l5)
+	fig.top1File, fig.top5File, fig.top5Loc = pct(t1), pct(t5), pct(l5)
 	return fig
 }
 
-// BenchmarkOfflineEval scores the offline model on the whole evaluation
-// set (`make eval`). Set TROUPE_EVAL_VERBOSE=1 to see each miss.
+func logMiss(logf func(string, ...any), q evalQuestion, res evalResult) {
+	var got []string
+	for i, f := range res.findings {
+		if i == 5 {
+			break
+		}
+		got = append(got, fmt.Sprintf("%s:%d-%d %s", f.Path, f.Line, f.EndLine, f.Symbol))
+	}
+	logf("miss %s (top1 %v, top5 file %v, top5 location %v) %q\n\tgot %s\n\twant %s:%d", q.ID, res.top1File, res.top5File, res.top5Loc,
+		q.Question, strings.Join(got, "\n\t    "), q.Accept[0].Path, q.Accept[0].Start)
+}
+
+// evalSet is a set of questions make eval scores, and whether its misses
+// may be listed: never the test set's, so that nobody tunes to it.
+type evalSet struct {
+	name       string
+	file       string
+	showMisses bool
+}
+
+var evalSets = []evalSet{
+	{"tuned", evalFile, true},
+	{"held out", heldOutFile, true},
+	{"test", testSetFile, false},
+}
+
+// BenchmarkOfflineEval scores each ranker on each set (`make eval`) and
+// prints the figures as one table. Set TROUPE_EVAL_VERBOSE=1 to see the
+// model's misses on the tuned and held-out sets; the test set's are never
+// shown.
 func BenchmarkOfflineEval(b *testing.B) {
 	if err := checkFrozen(testSetFile, testSetSHA256); err != nil {
 		b.Fatal(err)
 	}
-	qs := loadEval(b)
-	var logf func(string, ...any)
-	if os.Getenv("TROUPE_EVAL_VERBOSE") != "" {
-		// Not b.Logf, which keeps only the first lines of a benchmark's log.
-		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	verbose := os.Getenv("TROUPE_EVAL_VERBOSE") != ""
+	type row struct {
+		set, ranker string
+		fig         evalFigures
 	}
-	var fig evalFigures
-	for b.Loop() {
-		fig = evaluate(context.Background(), b, qs, logf)
-		logf = nil
+	rows := make([]row, 0, len(evalSets)*len(evalRankers))
+	for _, set := range evalSets {
+		qs := loadQuestions(b, set.file)
+		for _, r := range evalRankers {
+			rows = append(rows, row{set: set.name, ranker: r.name})
+			i := len(rows) - 1
+			var logf func(string, ...any)
+			if verbose && set.showMisses && r.name == "model" {
+				// Not b.Logf, which keeps only the first lines of a benchmark's log.
+				logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+			}
+			b.Run(benchName(set.name)+"/"+benchName(r.name), func(b *testing.B) {
+				var fig evalFigures
+				for b.Loop() {
+					fig = evaluate(context.Background(), b, qs, r, logf)
+					logf = nil
+				}
+				b.ReportMetric(fig.top1File, "top1-file-%")
+				b.ReportMetric(fig.top5File, "top5-file-%")
+				b.ReportMetric(fig.top5Loc, "top5-loc-%")
+				b.ReportMetric(float64(fig.median.Microseconds())/1000, "median-ms")
+				rows[i].fig = fig
+			})
+		}
 	}
-	fmt.Fprintln(os.Stderr, fig)
-	b.ReportMetric(fig.top1File, "top1-file-%")
-	b.ReportMetric(fig.top5File, "top5-file-%")
-	b.ReportMetric(fig.top5Lines, "top5-lines-%")
-	b.ReportMetric(float64(fig.median.Microseconds())/1000, "median-ms")
-	b.ReportMetric(float64(fig.medianTokens), "median-tokens")
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n| set | ranker | questions | top-1 file | top-5 file | top-5 location | median ms |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&out, "| %s | %s | %d | %.0f %% | %.0f %% | %.0f %% | %.1f |\n", r.set, r.ranker, r.fig.n,
+			r.fig.top1File, r.fig.top5File, r.fig.top5Loc, float64(r.fig.median.Microseconds())/1000)
+	}
+	fmt.Fprint(os.Stderr, out.String())
 }
 
-// BenchmarkOfflineEvalHeldOut scores the held-out questions.
-func BenchmarkOfflineEvalHeldOut(b *testing.B) {
-	qs := loadQuestions(b, heldOutFile)
-	var logf func(string, ...any)
-	if os.Getenv("TROUPE_EVAL_VERBOSE") != "" {
-		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	}
-	var fig evalFigures
-	for b.Loop() {
-		fig = evaluate(context.Background(), b, qs, logf)
-		logf = nil
-	}
-	fmt.Fprintln(os.Stderr, "held out:", fig)
-	b.ReportMetric(fig.top1File, "top1-file-%")
-	b.ReportMetric(fig.top5File, "top5-file-%")
-	b.ReportMetric(fig.top5Lines, "top5-lines-%")
-	b.ReportMetric(float64(fig.median.Microseconds())/1000, "median-ms")
+// benchName is name as a sub-benchmark's name: no spaces or commas.
+func benchName(name string) string {
+	return strings.NewReplacer(" ", "-", ",", "").Replace(name)
 }

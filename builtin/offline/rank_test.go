@@ -121,10 +121,10 @@ func TestEvalNotes(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, qs)
-	fig := evaluate(context.Background(), t, qs, t.Logf)
+	fig := evaluate(context.Background(), t, qs, evalRankers[0], t.Logf)
 	t.Log(fig)
 	assert.GreaterOrEqual(t, fig.top5File, 90.0)
-	assert.GreaterOrEqual(t, fig.top5Lines, 80.0)
+	assert.GreaterOrEqual(t, fig.top5Loc, 80.0)
 	assert.GreaterOrEqual(t, fig.top1File, 60.0)
 }
 
