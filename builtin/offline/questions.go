@@ -137,7 +137,7 @@ func labels(qs []string) []string {
 		for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
 			return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
 		}) {
-			if !stopWords[w] && len(w) > 1 {
+			if !isStopWord(w) && len(w) > 1 {
 				words = append(words, w)
 			}
 		}

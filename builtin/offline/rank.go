@@ -90,7 +90,7 @@ func buildQuery(task string, terms []term) []qword {
 			parts := splitIdent(part)
 			for _, p := range parts {
 				lw := strings.ToLower(p)
-				if utf8.RuneCountInString(lw) < minTermLen || stopWords[lw] || queryFiller[lw] || !hasLetter(lw) {
+				if utf8.RuneCountInString(lw) < minTermLen || isStopWord(lw) || queryFiller[lw] || !hasLetter(lw) {
 					continue
 				}
 				s := codeStem(lw)

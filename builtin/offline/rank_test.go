@@ -9,45 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestCodeStem(t *testing.T) {
-	for _, group := range [][]string{
-		{"retry", "retries", "retried", "retrying"},
-		{"parse", "parsed", "parser", "parsing", "parses"},
-		{"cookie", "cookies"},
-		{"decode", "decoded", "decoder", "decoding"},
-		{"process", "processes"},
-		{"redirect", "redirects", "redirected"},
-	} {
-		for _, w := range group[1:] {
-			assert.Equal(t, codeStem(group[0]), codeStem(w), "%s and %s", group[0], w)
-		}
-	}
-	assert.Equal(t, "status", codeStem("status"))
-	assert.Equal(t, "exceed", codeStem("exceeds"), "not exce")
-	assert.NotEqual(t, codeStem("read"), codeStem("ready"))
-}
-
-func TestVocabulary(t *testing.T) {
-	assert.GreaterOrEqual(t, len(vocabulary()), 200, "entries")
-	for k, vs := range vocabulary() {
-		assert.Equal(t, strings.ToLower(k), k)
-		assert.NotContains(t, k, " ")
-		assert.NotEmpty(t, vs, k)
-		for _, v := range vs {
-			assert.Equal(t, strings.ToLower(v), v, k)
-		}
-	}
-	// The words people use find the words code uses.
-	for word, code := range map[string]string{
-		"guess": "detect", "normalised": "canonical", "throttled": "rate", "unzipped": "gzip",
-		"crashes": "panic", "router": "mux", "uploaded": "multipart", "pretty": "indent",
-	} {
-		q := buildQuery(word, extractTerms(word))
-		require.Len(t, q, 1, word)
-		assert.Contains(t, q[0].stems, codeStem(code), word)
-	}
-}
-
 func TestDefNameOf(t *testing.T) {
 	tests := []struct{ path, line, want string }{
 		{"a.go", "func (c *Client) Kill() error {", "Kill"},

@@ -61,36 +61,6 @@ var (
 	compoundSepRe = lazyRE(`[.\-/:]+`)
 )
 
-// stopWords are dropped from tasks: English function words, question
-// words and the filler of questions about code.
-var stopWords = toSet(`
-a about above after again against all also am an and any are aren as at be
-because been before being below between both but by can cannot could did
-didn do does doesn doing don done down during each either else etc every few for from further get gets got had has have having he her
-here hers him his how however i if in into is isn it its itself just let
-me might more most much must my myself no nor not now of off on once only
-or other our ours out over own per please same she should so some such than
-that the their theirs them then there these they this those through thus
-to too under until up upon us very via was we were what whatever when
-whenever where whereas wherever whether which while who whom whose why will
-with within without would yes yet you your yours
-
-anything anywhere everything everywhere nothing something somewhere
-
-code codebase repo repository project source file files folder directory
-function functions method methods func class classes struct structs
-variable variables implementation implementations implement implemented
-implements implementing define defined defines definition definitions
-declare declared declaration located locate location find finds found show
-shows explain explains tell know want need needs look looking see seen
-handle handled handles handling happen happens happening work works
-working called calls invoked used uses using use usage usages logic part
-parts place places thing things stuff way ways kind actually exactly really
-exist exists existing live lives kept stored come comes came mean means
-meant meaning go goes went make makes made take takes took give gives
-happened whole also many
-`)
-
 func toSet(words string) map[string]bool {
 	set := make(map[string]bool)
 	for _, w := range strings.Fields(words) {
@@ -211,7 +181,7 @@ func (c *collector) token(tok string, pos int, quoted, atStart bool) {
 		switch {
 		case quoted:
 			c.add(tok, kindQuoted, pos)
-		case !stopWords[strings.ToLower(tok)] && utf8.RuneCountInString(tok) >= minTermLen:
+		case !isStopWord(strings.ToLower(tok)) && utf8.RuneCountInString(tok) >= minTermLen:
 			c.add(tok, kindIdent, pos)
 		}
 		for _, p := range comps {
@@ -229,7 +199,7 @@ func (c *collector) simple(tok string, pos int, quoted, atStart, component bool)
 	}
 	parts := splitIdent(tok)
 	long := utf8.RuneCountInString(tok) >= minTermLen
-	stop := stopWords[strings.ToLower(tok)]
+	stop := isStopWord(strings.ToLower(tok))
 	switch {
 	case quoted:
 		c.add(tok, kindQuoted, pos)
@@ -259,7 +229,7 @@ func (c *collector) simple(tok string, pos int, quoted, atStart, component bool)
 	if len(parts) > 1 {
 		for _, p := range parts {
 			lp := strings.ToLower(p)
-			if utf8.RuneCountInString(p) >= minPartLen && hasLetter(p) && !stopWords[lp] {
+			if utf8.RuneCountInString(p) >= minPartLen && hasLetter(p) && !isStopWord(lp) {
 				c.add(lp, kindPart, pos)
 			}
 		}
