@@ -364,6 +364,15 @@ func splitCamel(word string) []string {
 	return append(parts, string(rs[start:]))
 }
 
+// toSet is the set of the words in words.
+func toSet(words string) map[string]bool {
+	set := make(map[string]bool)
+	for _, w := range strings.Fields(words) {
+		set[w] = true
+	}
+	return set
+}
+
 // bm25Stop is a small generic English stop list.
 var bm25Stop = toSet(`a an the and or but if then else than so of to in on at by for with from into onto
 	as is are was were be been being am it its this that these those there here what which who whom whose

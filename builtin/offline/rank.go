@@ -90,7 +90,7 @@ func buildQuery(task string, terms []term) []qword {
 			parts := splitIdent(part)
 			for _, p := range parts {
 				lw := strings.ToLower(p)
-				if utf8.RuneCountInString(lw) < minTermLen || isStopWord(lw) || queryFiller[lw] || !hasLetter(lw) {
+				if utf8.RuneCountInString(lw) < minTermLen || isStopWord(lw) || !hasLetter(lw) {
 					continue
 				}
 				s := codeStem(lw)
@@ -110,9 +110,6 @@ func buildQuery(task string, terms []term) []qword {
 	}
 	return q
 }
-
-// queryFiller are words of questions that say nothing about code.
-var queryFiller = toSet("one ones someone something able allowed happens decided counts")
 
 // grepForms are the substrings a grep for w looks for: stems lose a final
 // "i" that stands for "y", so that "retri" finds retry and retries.

@@ -61,14 +61,6 @@ var (
 	compoundSepRe = lazyRE(`[.\-/:]+`)
 )
 
-func toSet(words string) map[string]bool {
-	set := make(map[string]bool)
-	for _, w := range strings.Fields(words) {
-		set[w] = true
-	}
-	return set
-}
-
 // ExtractTerms returns the search terms the offline model derives from a
 // task, best first: quoted strings, identifiers (with their camelCase and
 // snake_case parts after them), then words, longer before shorter. Stop

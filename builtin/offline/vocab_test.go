@@ -29,23 +29,55 @@ func TestCodeStem(t *testing.T) {
 	assert.NotEqual(t, codeStem("read"), codeStem("ready"))
 }
 
-// TestVocabularyFile checks vocab.txt: every line that is not a comment
-// is "word: code words" in lower case, no word is defined twice and no
-// entry lists a code word twice or itself.
+// TestVocabularyFile checks vocab.txt: its rule is written at its top;
+// every line that is not a comment is "word: code words" in lower case;
+// no word is defined twice, nor two words of one stem; no entry lists a
+// code word twice, itself or its own stem; no word is a stop word or too
+// short to be searched.
 func TestVocabularyFile(t *testing.T) {
+	assert.Contains(t, vocabularyFile, "# The rule: general programming synonyms only.")
 	v, err := parseVocabulary(vocabularyFile)
 	require.NoError(t, err)
-	assert.NotEmpty(t, v)
+	assert.GreaterOrEqual(t, len(v), 100, "entries")
 	for n, line := range strings.Split(vocabularyFile, "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {
 			assert.Regexp(t, `^[a-z]+: [a-z][a-z0-9_]*( [a-z][a-z0-9_]*)*$`, line, "vocab.txt:%d", n+1)
 		}
 	}
+	byStem := make(map[string]string)
+	for _, word := range slices.Sorted(maps.Keys(v)) {
+		s := codeStem(word)
+		if other, ok := byStem[s]; ok {
+			t.Errorf("vocab.txt: %q and %q share the stem %q: make them one line", other, word, s)
+		}
+		byStem[s] = word
+		assert.False(t, isStopWord(word), "vocab.txt: %q is a stop word, so it never reaches the vocabulary", word)
+		assert.GreaterOrEqual(t, len(word), minTermLen, "vocab.txt: %q is shorter than a search term", word)
+		for _, c := range v[word] {
+			assert.NotEqual(t, s, codeStem(c), "vocab.txt: %q lists %q, its own stem", word, c)
+		}
+	}
 }
 
-// TestStopWordsFile checks stopwords.txt: lower-case words separated by
-// single spaces, none listed twice.
+// The words the evaluation's answers are named by, which a vocabulary
+// fitted to its questions once listed, are in no entry.
+func TestVocabularyNamesNoEvaluationAnswer(t *testing.T) {
+	v, err := parseVocabulary(vocabularyFile)
+	require.NoError(t, err)
+	for word, code := range v {
+		for _, w := range append([]string{word}, code...) {
+			for _, answer := range []string{"compare_digest", "archive", "slug", "migrate", "canonical", "director", "truth", "excerpt", "sniff", "dedup", "rotate", "prune", "multipart", "mux"} {
+				assert.NotEqual(t, answer, w, "vocab.txt: %s", word)
+			}
+		}
+	}
+}
+
+// TestStopWordsFile checks stopwords.txt: its rule is written at its
+// top, then lower-case words separated by single spaces, none listed
+// twice.
 func TestStopWordsFile(t *testing.T) {
+	assert.Contains(t, stopWordsFile, "# The rule: only generic English function words and question words")
 	set, err := parseWordList(stopWordsFile)
 	require.NoError(t, err)
 	assert.NotEmpty(t, set)
@@ -103,9 +135,6 @@ func TestModelReadsTheVocabulary(t *testing.T) {
 	v, err := parseVocabulary(vocabularyFile)
 	require.NoError(t, err)
 	for word, code := range v {
-		if isStopWord(word) || queryFiller[word] {
-			continue
-		}
 		q := buildQuery(word, extractTerms(word))
 		require.Len(t, q, 1, word)
 		for _, c := range code {
