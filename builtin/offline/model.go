@@ -144,32 +144,15 @@ func (s *step) next(ctx context.Context) (content string, calls []llms.ToolCall,
 
 // afterSearch reads what the search found, or answers from what was read.
 func (s *step) afterSearch(ctx context.Context) (string, []llms.ToolCall, error) {
-	sc := scorer{terms: s.terms}
 	r := newRanker(s.conv.task, s.terms)
-	ev, err := s.conv.evidence(ctx, sc, r)
-	if err != nil {
-		return "", nil, err
-	}
+	ev := s.conv.evidence(r)
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}
-	// Definitions first: the findings are their spans.
 	if content, calls, ok := s.fromDefinitions(r, ev); ok {
 		return content, calls, nil
 	}
-	// Else whole files, ranked by the lines found in them.
-	files, err := sc.rankFiles(ctx, ev)
-	if err != nil {
-		return "", nil, err
-	}
-	if !s.conv.read && s.offered[toolRead] && len(files) > 0 {
-		content, calls := readTurn(filePlan(files), s.maxTokens)
-		return content, calls, nil
-	}
-	a := answer{searched: grepTerms(s.terms), findings: sc.findings(files, ev.reads), refused: s.refused}
-	if len(a.findings) == 0 {
-		a.suggestions = suggestions(s.terms)
-	}
+	a := answer{searched: grepTerms(s.terms), refused: s.refused, suggestions: suggestions(s.terms)}
 	content, _ := a.fit(s.maxTokens)
 	return content, nil, nil
 }
@@ -178,7 +161,7 @@ func (s *step) afterSearch(ctx context.Context) (string, []llms.ToolCall, error)
 // of them, or answer with their spans. It is false when no definition
 // was found, or none makes a finding.
 func (s *step) fromDefinitions(r *ranker, ev evidence) (string, []llms.ToolCall, bool) {
-	cands := r.candidates(ev.grep)
+	cands := r.candidates(ev.grep, ev.glob)
 	if len(cands) == 0 {
 		return "", nil, false
 	}
@@ -317,7 +300,7 @@ var readCallIDRe = lazyRE(`^call_2_(\d+)$`)
 // evidence collects the tool output. A read response whose call is not in
 // the messages is matched to the read plan by its ID; the plan is
 // recomputed from the search results, which gives the same files.
-func (c *conversation) evidence(ctx context.Context, sc scorer, r *ranker) (evidence, error) {
+func (c *conversation) evidence(r *ranker) evidence {
 	ev := evidence{reads: make(map[string][]hit)}
 	var orphans []llms.ToolCallResponse
 	for _, r := range c.responses {
@@ -340,16 +323,9 @@ func (c *conversation) evidence(ctx context.Context, sc scorer, r *ranker) (evid
 		}
 	}
 	if len(orphans) == 0 {
-		return ev, nil
+		return ev
 	}
-	plan := readPlan(r.candidates(ev.grep), maxReadFiles)
-	if len(plan) == 0 {
-		files, err := sc.rankFiles(ctx, evidence{grep: ev.grep, glob: ev.glob})
-		if err != nil {
-			return ev, err
-		}
-		plan = filePlan(files)
-	}
+	plan := readPlan(r.candidates(ev.grep, ev.glob), maxReadFiles)
 	for _, resp := range orphans {
 		m := readCallIDRe.FindStringSubmatch(resp.ToolCallID)
 		if m == nil {
@@ -361,7 +337,7 @@ func (c *conversation) evidence(ctx context.Context, sc scorer, r *ranker) (evid
 			ev.reads[p] = append(ev.reads[p], parseRead(p, resp.Content)...)
 		}
 	}
-	return ev, nil
+	return ev
 }
 
 // searchTurn asks for a glob on file names, a grep per concept of the
@@ -459,17 +435,6 @@ func readTurn(plan []readReq, maxTokens int) (string, []llms.ToolCall) {
 		}{p.path, p.offset, p.limit})
 	}
 	return fitCalls("Reading the best matches: "+codeList(paths)+".", calls, maxTokens)
-}
-
-// filePlan reads around the best line of each top file, when no
-// definition was found.
-func filePlan(files []*fileRank) []readReq {
-	files = files[:min(len(files), maxReadFiles)]
-	plan := make([]readReq, len(files))
-	for i, f := range files {
-		plan[i] = readReq{path: f.path, offset: max(1, f.best()-readBefore), limit: readLimit}
-	}
-	return plan
 }
 
 // fitCalls keeps a tool-call turn within maxTokens: the text goes first,

@@ -33,6 +33,7 @@ const (
 	candReadBefore     = 12  // lines read above a definition (its doc comment)
 	candReadLimit      = 90  // lines read per definition
 	anchorReadBefore   = 60  // lines read above a line that is in no known definition
+	fileReadLimit      = 20  // lines read of a file found by name only
 	maxAttach          = 150 // a line belongs to the definition at most this far above it
 	maxFindingsFile    = 2   // findings from one file
 	maxForms           = 4   // substrings grepped for one concept
@@ -250,6 +251,29 @@ func (lw lineWords) count(w qword) int {
 	return n
 }
 
+var (
+	// defRes find the name a line defines.
+	defRes = []*lazyRegexp{
+		lazyRE(`^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final|abstract|async|sealed|open|data|override|inline|unsafe|extern)\s+)*` +
+			`(?:func|type|class|def|const|var|let|interface|struct|enum|trait|fn|function|module|impl|record|object|macro|namespace|typedef|union|val)\s+` +
+			`(?:\([^)]*\)\s*)?\*?([\p{L}_$][\p{L}\p{N}_$]*)`),
+		lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)(?:\s*,\s*[\p{L}_][\p{L}\p{N}_]*)*\s*:=`),
+		lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)\s+(?:struct|interface)\s*\{`),
+		lazyRE(`^\s*#\s*define\s+([\p{L}_][\p{L}\p{N}_]*)`),
+	}
+	commentRe = lazyRE(`^\s*(?://|#|/\*|\*|--|;;|<!--)`)
+)
+
+// defName returns the name a line defines, or "".
+func defName(text string) string {
+	for _, re := range defRes {
+		if m := re.FindStringSubmatch(text); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
 // defLine describes a definition line: its name, or "" if it is none.
 var (
 	cFuncRe     = lazyRE(`^[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;]*$`)
@@ -311,6 +335,7 @@ type cand struct {
 	body      []hit // lines inside, from grep or read
 	read      bool
 	comment   bool // an anchor on a comment: the definition is below it
+	file      bool // a file found by its name only: no line of it matched
 	score     float64
 }
 
@@ -534,8 +559,9 @@ func (r *ranker) kindMult(c *cand) float64 {
 // candidates builds the definitions from grep hits: each definition line
 // is one; every other line joins the definition above it (its body) or,
 // for a comment, the one below it (its doc); a line in none becomes an
-// anchor, resolved when read.
-func (r *ranker) candidates(grep []hit) []*cand {
+// anchor, resolved when read. When grep found nothing, the files glob
+// found by name are the candidates.
+func (r *ranker) candidates(grep []hit, glob []string) []*cand {
 	byFile := make(map[string][]hit)
 	seen := make(map[string]bool)
 	for _, h := range grep {
@@ -599,10 +625,27 @@ func (r *ranker) candidates(grep []hit) []*cand {
 		out = append(out, defs...)
 		out = append(out, anchors...)
 	}
+	if len(out) == 0 {
+		out = fileCandidates(glob)
+	}
 	for _, c := range out {
 		c.score = r.scoreCand(c)
 	}
 	sortCands(out)
+	return out
+}
+
+// fileCandidates are the files found by name, one candidate each, at
+// their first line.
+func fileCandidates(paths []string) []*cand {
+	var out []*cand
+	seen := make(map[string]bool)
+	for _, p := range paths {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, &cand{path: p, line: 1, end: 1, file: true})
+		}
+	}
 	return out
 }
 
@@ -636,6 +679,8 @@ func readPlan(cs []*cand, n int) []readReq {
 		switch {
 		case c.comment:
 			before, limit = 2, candReadLimit
+		case c.file:
+			before, limit = 0, fileReadLimit
 		case c.name == "":
 			before, limit = anchorReadBefore, anchorReadBefore+30
 		}
@@ -668,7 +713,11 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 			out = append(out, c)
 			continue
 		}
-		c.findDefinition(lines)
+		if c.file {
+			c.body = firstLine(c.path, lines)
+		} else {
+			c.findDefinition(lines)
+		}
 		key := c.path + "\x00" + strconv.Itoa(c.line)
 		if prev := seen[key]; prev != nil {
 			prev.body = append(prev.body, c.body...)
@@ -702,6 +751,17 @@ func linesByPath(reads map[string][]hit) map[string]map[int]string {
 		byLine[p] = m
 	}
 	return byLine
+}
+
+// firstLine is the first line read that is not blank, as a body of one
+// line, or none.
+func firstLine(p string, lines map[int]string) []hit {
+	for l := 1; hasLine(lines, l); l++ {
+		if strings.TrimSpace(lines[l]) != "" {
+			return []hit{{path: p, line: l, text: lines[l]}}
+		}
+	}
+	return nil
 }
 
 // findDefinition moves an anchor to the definition it stands for in the
@@ -1061,7 +1121,7 @@ func (r *ranker) findings(cs []*cand) []scored {
 			if f.Snippet == "" {
 				f.Snippet = f.Symbol
 			}
-		} else {
+		} else if len(c.body) > 0 {
 			best := c.body[0]
 			for _, h := range c.body {
 				if s, _ := r.fieldScore(r.wordsOf(h.text), 1, 0.5); s > 0 {

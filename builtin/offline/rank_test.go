@@ -2,6 +2,8 @@ package offline
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -135,4 +137,23 @@ func TestEveryLazyPatternCompiles(t *testing.T) {
 	for _, l := range lazyPatterns {
 		assert.NotPanics(t, func() { l.get() }, l.pattern)
 	}
+}
+
+// A file whose name is all that matches the question is still found:
+// when grep finds no line, the files glob found are the candidates, read
+// from the top, and the finding is the first line that is not blank.
+func TestFileFoundByNameOnly(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "notes"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes", "frobnicator.txt"), []byte("\n\nthe first words\nmore words\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.go"), []byte("package other\n"), 0o644))
+
+	r := converseUsing(t, New(), "where is the frobnicator?", allTools, realTools(dir))
+	require.Len(t, r.choices, 3, "search, read, answer")
+	reads := r.choices[1].ToolCalls
+	require.Len(t, reads, 1)
+	assert.JSONEq(t, `{"path":"notes/frobnicator.txt","offset":1,"limit":20}`, reads[0].FunctionCall.Arguments)
+	findings := ParseFindings(r.final().Content)
+	require.Len(t, findings, 1, r.final().Content)
+	assert.Equal(t, Finding{Path: "notes/frobnicator.txt", Line: 3, EndLine: 3, Snippet: "the first words", Relevance: 1}, findings[0])
 }
