@@ -543,28 +543,9 @@ func suggestions(terms []term) []string {
 			}
 			continue
 		}
-		add(stem(t.lower))
+		add(wordStem(t.lower))
 	}
 	return out
-}
-
-// stem strips a common English ending: "retries" → "retry",
-// "spawning" → "spawn"; other words come back unchanged.
-func stem(w string) string {
-	if len(w) < 6 {
-		return w
-	}
-	switch {
-	case strings.HasSuffix(w, "ies"):
-		return w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "ing"):
-		return w[:len(w)-3]
-	case strings.HasSuffix(w, "ed"):
-		return w[:len(w)-2]
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss"):
-		return w[:len(w)-1]
-	}
-	return w
 }
 
 func camel(parts []string) string {

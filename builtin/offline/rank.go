@@ -112,18 +112,15 @@ func buildQuery(task string, terms []term) []qword {
 	return q
 }
 
-// grepForms are the substrings a grep for w looks for: stems lose a final
-// "i" that stands for "y", so that "retri" finds retry and retries.
+// grepForms are the substrings a grep for w looks for: its text as
+// written when exact, then the searchForm of each stem.
 func (w qword) grepForms() []string {
 	var out []string
 	if w.exact != "" {
 		out = append(out, regexp.QuoteMeta(w.exact))
 	}
 	for _, s := range w.stems {
-		if len(s) > 4 && strings.HasSuffix(s, "i") {
-			s = s[:len(s)-1]
-		}
-		if len(s) >= 3 {
+		if s = searchForm(s); len(s) >= 3 {
 			out = append(out, regexp.QuoteMeta(s))
 		}
 	}

@@ -215,7 +215,7 @@ func (c *collector) simple(tok string, pos int, quoted, atStart, component bool)
 		}
 	default:
 		if long && !stop {
-			c.add(searchStem(strings.ToLower(tok)), kindWord, pos)
+			c.add(wordStem(strings.ToLower(tok)), kindWord, pos)
 		}
 	}
 	if len(parts) > 1 {
@@ -282,24 +282,4 @@ func isAcronym(s string) bool {
 		}
 	}
 	return letters >= 2
-}
-
-// searchStem strips a common English inflection from a plain word, so that the
-// substring search for "refunds" finds Refund and "applied" finds apply.
-// A stem keeps at least four letters; shorter words are left whole.
-func searchStem(w string) string {
-	cut := 0
-	switch {
-	case strings.HasSuffix(w, "ies"), strings.HasSuffix(w, "ied"), strings.HasSuffix(w, "ing"):
-		cut = 3
-	case strings.HasSuffix(w, "ses"), strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "zes"),
-		strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "ed"):
-		cut = 2
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
-		cut = 1
-	}
-	if utf8.RuneCountInString(w)-cut < 4 {
-		return w
-	}
-	return w[:len(w)-cut]
 }

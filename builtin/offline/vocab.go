@@ -102,34 +102,3 @@ func parseWordList(text string) (map[string]bool, error) {
 	})
 	return set, err
 }
-
-// codeStem reduces a lower-case word to a stem for matching the words of
-// code against the words of a question: "retries", "retried", "retrying"
-// and "retry" all give "retri"; "parse", "parsed" and "parser" give "pars".
-func codeStem(w string) string {
-	if len(w) <= 3 {
-		return w
-	}
-	switch {
-	case strings.HasSuffix(w, "ies") || strings.HasSuffix(w, "ied"):
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "xes"), strings.HasSuffix(w, "ches"),
-		strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "zes"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		w = w[:len(w)-1]
-	}
-	switch {
-	case len(w) > 5 && strings.HasSuffix(w, "ing"):
-		w = w[:len(w)-3]
-	case len(w) > 4 && (strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed") || strings.HasSuffix(w, "er")):
-		w = w[:len(w)-2]
-	}
-	switch {
-	case len(w) > 3 && strings.HasSuffix(w, "e"):
-		w = w[:len(w)-1]
-	case len(w) > 3 && strings.HasSuffix(w, "y"):
-		w = w[:len(w)-1] + "i"
-	}
-	return w
-}

@@ -11,24 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestCodeStem(t *testing.T) {
-	for _, group := range [][]string{
-		{"retry", "retries", "retried", "retrying"},
-		{"parse", "parsed", "parser", "parsing", "parses"},
-		{"cookie", "cookies"},
-		{"decode", "decoded", "decoder", "decoding"},
-		{"process", "processes"},
-		{"redirect", "redirects", "redirected"},
-	} {
-		for _, w := range group[1:] {
-			assert.Equal(t, codeStem(group[0]), codeStem(w), "%s and %s", group[0], w)
-		}
-	}
-	assert.Equal(t, "status", codeStem("status"))
-	assert.Equal(t, "exceed", codeStem("exceeds"), "not exce")
-	assert.NotEqual(t, codeStem("read"), codeStem("ready"))
-}
-
 // TestVocabularyFile checks vocab.txt: its rule is written at its top;
 // every line that is not a comment is "word: code words" in lower case;
 // no word is defined twice, nor two words of one stem; no entry lists a
@@ -154,5 +136,5 @@ func TestModelReadsTheStopWords(t *testing.T) {
 	}
 	words := slices.Sorted(maps.Keys(set))
 	task := strings.Join(words, " ") + " retries"
-	assert.Equal(t, []string{searchStem("retries")}, ExtractTerms(task), fmt.Sprintf("%d stop words and retries", len(words)))
+	assert.Equal(t, []string{wordStem("retries")}, ExtractTerms(task), fmt.Sprintf("%d stop words and retries", len(words)))
 }
