@@ -7,38 +7,44 @@
 //
 //  1. From the task (the last human message) it extracts search terms —
 //     identifiers, their camelCase and snake_case parts, quoted strings and
-//     the remaining words minus stop words — and concepts: each word with
-//     its stem (codeStem: "retries", "retried" and "retry" meet) and the
-//     words code uses for it, from a small curated vocabulary ("guess" →
-//     detect, sniff; "unzipped" → gzip). It calls glob on file names
-//     containing the top terms, grep per concept for the definition lines
-//     that name it (Go, Python, JS/TS, Java, Rust and C keywords, C and
-//     shell functions, class methods), grep for the lines where two
-//     concepts meet, and grep for the top terms as written. Each grep is
-//     shaped so that the grep tool's literal prefilter applies.
-//  2. Every grep line becomes a candidate definition, or joins the
-//     definition above it (its body) or below it (its doc comment); a line
-//     in no known definition is an anchor. Candidates are scored with a
-//     BM25-like sum over fields — name, signature, doc comment, body,
+//     the remaining words minus stop words — and concepts: each word with its
+//     stem and the words code uses for it. One stemmer, codeStem, serves
+//     everything ("retries", "retried" and "retry" meet). The words code uses
+//     come from vocab.txt, general programming synonyms ("remove" → delete,
+//     drop, evict; "check" → valid, verify), and the stop words, generic
+//     function words and the phrasing of questions, from stopwords.txt; both
+//     are embedded, with the rule an entry must follow written at their top.
+//     It calls glob on file names containing the top terms, grep per concept
+//     for the definition lines that name it (Go, Python, JS/TS, Java, Rust and
+//     C keywords, C and shell functions, class methods), grep for the lines
+//     where two concepts meet, and grep for the top terms as written. Each
+//     grep is shaped so that the grep tool's literal prefilter applies.
+//  2. Every grep line becomes a candidate definition, or joins the definition
+//     above it (its body) or below it (its doc comment); a line in no known
+//     definition is an anchor. When grep found no line, the files glob found
+//     by name are the candidates, read from their top. Candidates are scored
+//     with a BM25-like sum over fields — name, signature, doc comment, body,
 //     path — weighted by how rare each concept is among the lines found;
 //     functions rank over types over variables, and tests, docs, examples,
-//     vendored and generated files lower unless the task asks for them.
-//     It calls read on the best candidates, from a few lines above each
-//     definition (its doc comment), or above an anchor to find the
-//     definition it is in.
+//     vendored and generated files lower unless the task asks for them. It
+//     calls read on the best candidates, from a few lines above each
+//     definition (its doc comment), or above an anchor to find the definition
+//     it is in.
 //  3. From the numbered lines read it takes each definition's span (Go by
 //     go/scanner tokens, Python by indentation and brackets, the rest by
-//     braces), its signature (Go's parsed with go/parser and printed on
-//     one line), doc comment and body, scores again, and answers with ranked
+//     braces), its signature (Go's parsed with go/parser and printed on one
+//     line), doc comment and body, scores again, and answers with ranked
 //     findings as Markdown: a first line saying that this is the offline
-//     retrieval model and how to configure a real one, then "## Findings"
-//     with one numbered item per definition — `path:line-end`, " in " its
-//     signature as symbol, the body line that does the most of what was
-//     asked as snippet, and a relevance — then "### By file" listing each
-//     file with its symbols when a file has several. A path that would
-//     not read back as itself (it holds ':', a newline, a space, bytes
-//     that are not UTF-8, ...) is Go-quoted: `"a:b.go":3`. When no
-//     definition matches, the findings are the best matching lines.
+//     retrieval model and how to configure a real one, then "## Findings" with
+//     one numbered item per definition — `path:line-end`, " in " its signature
+//     as symbol, the body line that does the most of what was asked as
+//     snippet, and a relevance — then "### By file" listing each file with its
+//     symbols when a file has several. A path that would not read back as
+//     itself (it holds ':', a newline, a space, bytes that are not UTF-8, ...)
+//     is Go-quoted: `"a:b.go":3`. An anchor that is in no definition read is a
+//     finding of its best matching line; a file found by name, of its first
+//     line. When nothing matches, the answer says so and suggests other
+//     spellings to search for.
 //
 // The model reads the repository only through those tool calls, so that
 // budgets and progress apply to all it does: it builds no index of the
