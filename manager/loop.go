@@ -72,7 +72,8 @@ type loop struct {
 
 func (l *loop) run() {
 	a := l.a
-	l.tokens = a.tools.tokens(a.modelName, a.model)
+	toolTokens := a.tools.tokens(a.modelName, a.model)
+	l.tokens = toolTokens
 	if !l.start() {
 		return
 	}
@@ -81,7 +82,7 @@ func (l *loop) run() {
 			l.stopped()
 			return
 		}
-		r, err := a.generate(l.ctx, modelCall{msgs: l.msgs, input: l.tokens, tools: a.tools.specs, keepFinal: true})
+		r, err := a.generate(l.ctx, modelCall{msgs: l.msgs, input: l.tokens, tools: a.tools.specs, toolTokens: toolTokens, task: a.task, keepFinal: true})
 		if r.choice != nil && r.choice.Content != "" {
 			l.lastText = r.choice.Content
 		}

@@ -6,13 +6,16 @@ import (
 	"runtime/debug"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 // The one step of a model call. The manager's loop, a type's own loop
 // (through its Session) and a parent's calls on behalf of a child
 // (answering its question, summarising for it) all go through generate,
 // so the rules are written once: the turn and cost budgets, the tokens
-// held for the call, the call, the charge to the agent and its
+// held for the call, what the budgets leave told to the model
+// (modelcap.CallInfo), the call, the charge to the agent and its
 // ancestors, and the event. No lock is held across the call.
 
 // runStop is why a step ends the run: a budget used up, or a failure of
@@ -31,6 +34,14 @@ type modelCall struct {
 	msgs  []llms.MessageContent
 	input int // the estimated input tokens: messages and tool definitions
 	tools []llms.Tool
+	// toolTokens is the part of input that the tool definitions take,
+	// for the error that says a budget cannot pay for the call.
+	toolTokens int
+	// task is the agent's task as its caller gave it, when msgs are the
+	// manager's loop's, whose last human message is that task as the
+	// type's Prompt hook and inherited context dressed it; the model is
+	// told it (modelcap.CallInfo).
+	task string
 	// maxOut is the call's own cap on output tokens; 0 leaves the agent's.
 	maxOut int
 	// keepFinal leaves the event of an answer without tool calls to the
@@ -76,7 +87,7 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 		return modelReply{}, err
 	}
 	if release == nil {
-		return modelReply{}, &runStop{reason: t.reason(), err: t.err(a)}
+		return modelReply{}, &runStop{reason: t.reason(), err: t.refusal(a, c)}
 	}
 	// Released once the call is charged, so the next reservation sees it.
 	defer release()
@@ -94,7 +105,11 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 	if a.m.cfg.Stream {
 		opts = append(opts, llms.WithStreamingFunc(a.streamTo(turn)))
 	}
-	resp, err := a.callModel(ctx, c.msgs, opts)
+	info := modelcap.CallInfo{Task: c.task, Turns: modelcap.Unlimited, ToolCalls: a.toolCallsLeft()}
+	if a.budget.MaxTurns > 0 {
+		info.Turns = a.budget.MaxTurns - turn + 1
+	}
+	resp, err := a.callModel(modelcap.WithCall(ctx, info), c.msgs, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			// Cut off in flight: the provider bills the input it was sent.

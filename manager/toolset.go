@@ -160,7 +160,12 @@ func (ts *toolset) tokens(modelName string, model llms.Model) int {
 	if v, ok := ts.specTokens.Load(modelName); ok {
 		return v.(int)
 	}
-	n := countTokens(model, ts.specsJSON)
+	var n int
+	if c, ok := model.(modelcap.ToolTokenCounter); ok {
+		n = c.CountToolTokens(ts.specs)
+	} else {
+		n = countTokens(model, ts.specsJSON)
+	}
 	ts.specTokens.Store(modelName, n)
 	return n
 }

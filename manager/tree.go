@@ -192,6 +192,46 @@ func (t treeLimit) err(a *Agent) error {
 	return fmt.Errorf("%w: token budget%s of %d used up", ErrBudgetExceeded, a.whose(t.agent), t.limit)
 }
 
+// refusal says why call c was refused before it was made, and, when the
+// budget could never pay for it, what budget would: a budget that is too
+// small for one call is no budget "used up".
+func (t treeLimit) refusal(a *Agent, c modelCall) error {
+	if t.cost {
+		return costBudgetError(a, t.agent)
+	}
+	least := a.m.cfg.MinOutputTokens
+	input := fmt.Sprintf("about %d tokens", c.input)
+	if c.toolTokens > 0 {
+		input += fmt.Sprintf(" (%d of them the tool definitions)", c.toolTokens)
+	}
+	if spent := t.limit - t.left; spent <= 0 {
+		return fmt.Errorf("%w: token budget%s of %d is too small for one model call: its input is %s and its output needs at least %d; allow at least %d tokens",
+			ErrBudgetExceeded, a.whose(t.agent), t.limit, input, least, c.input+least)
+	}
+	return fmt.Errorf("%w: token budget%s of %d used up: %d tokens are left, too few for the next model call, whose input is %s and whose output needs at least %d",
+		ErrBudgetExceeded, a.whose(t.agent), t.limit, max(t.left, 0), input, least)
+}
+
+// toolCallsLeft is how many tool calls a's budget and its ancestors'
+// leave it, or modelcap.Unlimited.
+func (a *Agent) toolCallsLeft() int {
+	left := modelcap.Unlimited
+	a.root.budgetMu.Lock()
+	defer a.root.budgetMu.Unlock()
+	a.chain(func(x *Agent) {
+		if x.budget.MaxToolCalls <= 0 {
+			return
+		}
+		x.mu.Lock()
+		n := max(x.budget.MaxToolCalls-x.subToolCalls, 0)
+		x.mu.Unlock()
+		if left == modelcap.Unlimited || n < left {
+			left = n
+		}
+	})
+	return left
+}
+
 // costBudgetError says that x's cost budget, which bounds a, is spent.
 func costBudgetError(a, x *Agent) error {
 	return fmt.Errorf("%w: cost budget%s of $%.4f used up", ErrBudgetExceeded, a.whose(x), x.budget.MaxCostUSD)

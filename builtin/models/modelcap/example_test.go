@@ -41,3 +41,16 @@ func ExampleGenerationInt() {
 	fmt.Println(in, out)
 	// Output: 1200 80
 }
+
+// The manager tells a model what an agent's budgets leave on the call's
+// context; a model that plans (the offline retrieval model) reads it with
+// CallFrom.
+func ExampleCallFrom() {
+	ctx := modelcap.WithCall(context.Background(), modelcap.CallInfo{
+		Task: "where is the discount applied?", Turns: 2, ToolCalls: modelcap.Unlimited,
+	})
+	if c, ok := modelcap.CallFrom(ctx); ok && c.Turns != modelcap.Unlimited && c.Turns < 3 {
+		fmt.Printf("%q: no turn to read files; answer from the searches\n", c.Task)
+	}
+	// Output: "where is the discount applied?": no turn to read files; answer from the searches
+}

@@ -8,6 +8,15 @@ type TokenCounter interface {
 	CountTokens(text string) int
 }
 
+// ToolTokenCounter is implemented by models that count the tokens of a
+// call's tool definitions otherwise than as their JSON text: the offline
+// retrieval model reads none and is charged for none. Without it, the
+// manager counts the definitions' JSON as text (TokenCounter, or four
+// characters a token).
+type ToolTokenCounter interface {
+	CountToolTokens(tools []llms.Tool) int
+}
+
 // OutputLimiter is implemented by models that know the most output tokens
 // one call to them asks for. Under a token budget the manager holds that
 // much for a call rather than everything the tree has left, so that the
