@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 var delegateTools = specs(toolRead, toolGrep, toolGlob, "ls", toolDelegate)
@@ -418,9 +420,13 @@ func TestSearchFitsATightBudget(t *testing.T) {
 		}
 		return n
 	}
-	_, full := searchTurn(r, extractTerms(task), true, 0)
-	_, tight := searchTurn(r, extractTerms(task), true, 30_000)
+	unlimited := allowance{turns: modelcap.Unlimited, toolCalls: modelcap.Unlimited}
+	_, full := searchTurn(r, extractTerms(task), true, unlimited)
+	al := unlimited
+	al.tokens = 30_000
+	_, tight := searchTurn(r, extractTerms(task), true, al)
 	assert.Less(t, len(tight), len(full))
-	assert.LessOrEqual(t, results(tight)*tokensPerGrepLine, 30_000-tokensAfterGreps+len(tight)*minGrepResults*tokensPerGrepLine)
+	// Read by the read turn and the answer's, beside four reads.
+	assert.LessOrEqual(t, 2*results(tight)*grepLineTokens+leanReads*candReadLimit*readLineTokens, 30_000)
 	assert.Less(t, results(tight), results(full)/3)
 }

@@ -5,10 +5,13 @@
 // The model is not a language model. It runs a fixed retrieval policy
 // through the same native tool calling a real model uses:
 //
-//  1. From the task (the last human message) it extracts search terms —
-//     identifiers, their camelCase and snake_case parts, quoted strings and
-//     the remaining words minus stop words — and concepts: each word with its
-//     stem and the words code uses for it. One stemmer, codeStem, serves
+//  1. From the task (the last human message, or, when the manager names
+//     it in modelcap.CallInfo, the task as its caller gave it, so that
+//     words a type's Prompt hook or inherited context wrote around it
+//     are not searched for) it extracts search terms — identifiers, their
+//     camelCase and snake_case parts, quoted strings and the remaining
+//     words minus stop words — and concepts: each word with its stem and
+//     the words code uses for it. One stemmer, codeStem, serves
 //     everything ("retries", "retried" and "retry" meet). The words code uses
 //     come from vocab.txt, general programming synonyms ("remove" → delete,
 //     drop, evict; "check" → valid, verify), and the stop words, generic
@@ -50,9 +53,22 @@
 // budgets and progress apply to all it does: it builds no index of the
 // whole tree. Each question costs one turn of greps (a dozen calls at
 // most, each bounded by max_results), one turn of at most six reads of
-// ninety lines, and the answer. When the tokens left (WithMaxTokens, as
-// the manager passes them) cannot pay for the full search, it asks for
-// fewer lines, searches three concepts and reads four definitions.
+// ninety lines, and the answer. The search fits what the agent's budgets
+// leave, so that a small budget gets a smaller search and an answer
+// rather than a run cut short before it: the tokens left (WithMaxTokens,
+// as the manager passes them) and the turns and tool calls left
+// (modelcap.CallInfo).
+//
+//   - With too few tokens for the full search it asks for fewer lines,
+//     searches three concepts and reads four definitions; with fewer
+//     still it reads nothing and answers from the grep lines, with fewer
+//     greps, down to one.
+//   - With two turns left it answers from the grep lines; with one, it
+//     searches all the same and says that no turn is left to answer.
+//   - Of the tool calls left, a third at most go to reads.
+//   - The turn that reads says what the search alone found, so that a
+//     run cut short while it reads (its time, a cancel, a budget its
+//     siblings share) returns those findings as its partial output.
 //
 // When the tools offered include delegate and the task explicitly asks
 // several things — the items of a bulleted or numbered list, or several
@@ -76,8 +92,9 @@
 // Everything is derived from the messages, so one Model is safe for
 // concurrent use and the same conversation always gets the same answer.
 // Token usage is estimated (four bytes a token) and reported in the
-// choice's GenerationInfo like a provider would; WithMaxTokens is honoured
-// by dropping findings from the end.
+// choice's GenerationInfo like a provider would; the tool definitions,
+// which it does not read, cost nothing (CountToolTokens). WithMaxTokens is
+// honoured by dropping findings from the end.
 //
 // Tool output is read with the tools package's own decoders (tools.ParseGrep
 // and tools.ParseGlob), which give back exact paths, so that every finding

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
 )
 
@@ -43,10 +44,18 @@ var ErrGrepNotOffered = errors.New("offline: the offline retrieval model searche
 // conversations at once. The zero value is ready to use.
 type Model struct{}
 
-var _ llms.Model = (*Model)(nil)
+var (
+	_ llms.Model                = (*Model)(nil)
+	_ modelcap.ToolTokenCounter = (*Model)(nil)
+)
 
 // New returns the offline retrieval model.
 func New() *Model { return &Model{} }
+
+// CountToolTokens is 0: the model reads no tool definitions and counts
+// none in the prompt tokens it reports, so the manager holds no tokens
+// for them.
+func (*Model) CountToolTokens([]llms.Tool) int { return 0 }
 
 // RetrievalOnly reports that the model cannot reason; the manager refuses
 // it for agent types that need a language model.
@@ -75,7 +84,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	for _, o := range options {
 		o(&opts)
 	}
-	s := newStep(messages, opts)
+	s := newStep(ctx, messages, opts)
 	content, calls, err := s.next(ctx)
 	if err != nil {
 		return nil, err
@@ -92,19 +101,33 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 }
 
 // step is what one turn is decided from: the conversation since the
-// task, the task's terms, and the call's tools and output cap.
+// task, the task's terms, the call's tools, and what the budgets leave.
 type step struct {
-	conv      conversation
-	terms     []term
-	offered   map[string]bool
-	maxTokens int
+	conv    conversation
+	terms   []term
+	offered map[string]bool
+	al      allowance
 	// refused is the response of the last delegate call when it failed.
 	refused string
 }
 
-func newStep(messages []llms.MessageContent, opts llms.CallOptions) *step {
-	s := &step{offered: offeredTools(opts), maxTokens: opts.MaxTokens}
+// newStep reads the turn from the messages and the call. The task is
+// the last human message, unless the manager names the task as its
+// caller gave it (modelcap.CallInfo): then the words a type's Prompt
+// hook or inherited context added around it are not searched for.
+func newStep(ctx context.Context, messages []llms.MessageContent, opts llms.CallOptions) *step {
+	s := &step{offered: offeredTools(opts)}
 	s.conv = readConversation(messages)
+	info, _ := modelcap.CallFrom(ctx)
+	if strings.TrimSpace(info.Task) != "" {
+		s.conv.task = info.Task
+	}
+	s.al = allowance{
+		tokens:    opts.MaxTokens,
+		input:     estimateTokens(s.conv.chars) + perMessageTokens*len(messages),
+		turns:     info.Turns,
+		toolCalls: info.ToolCalls,
+	}
 	s.terms = extractTerms(s.conv.task)
 	// A delegate call that failed (refused, say) is no end: the task is
 	// then searched as one, as without the tool.
@@ -126,16 +149,16 @@ func (s *step) next(ctx context.Context) (content string, calls []llms.ToolCall,
 	switch {
 	case len(s.conv.delegations) > 0 && s.refused == "":
 		last := s.conv.delegations[len(s.conv.delegations)-1]
-		content = mergeResults(questions, last.Content).fit(s.maxTokens)
+		content = mergeResults(questions, last.Content).fit(s.al.tokens)
 	case s.offered[toolDelegate] && len(questions) > 1 && !s.conv.delegated && !s.conv.searched:
-		content, calls = delegateTurn(questions, s.maxTokens)
+		content, calls = delegateTurn(questions, s.al.tokens)
 	case len(s.terms) == 0:
-		content, _ = answer{noTerms: true, refused: s.refused}.fit(s.maxTokens)
+		content, _ = answer{noTerms: true, refused: s.refused}.fit(s.al.tokens)
 	case !s.conv.searched:
 		if !s.offered[toolGrep] {
 			return "", nil, ErrGrepNotOffered
 		}
-		content, calls = searchTurn(newRanker(s.conv.task, s.terms), s.terms, s.offered[toolGlob], s.maxTokens)
+		content, calls = searchTurn(newRanker(s.conv.task, s.terms), s.terms, s.offered[toolGlob], s.al)
 	default:
 		return s.afterSearch(ctx)
 	}
@@ -153,7 +176,7 @@ func (s *step) afterSearch(ctx context.Context) (string, []llms.ToolCall, error)
 		return content, calls, nil
 	}
 	a := answer{searched: grepTerms(s.terms), refused: s.refused, suggestions: suggestions(s.terms)}
-	content, _ := a.fit(s.maxTokens)
+	content, _ := a.fit(s.al.tokens)
 	return content, nil, nil
 }
 
@@ -166,18 +189,20 @@ func (s *step) fromDefinitions(r *ranker, ev evidence) (string, []llms.ToolCall,
 		return "", nil, false
 	}
 	n := maxReadFiles
-	if searchScale(s.maxTokens) < 1 {
+	if s.al.lean() {
 		n = leanReads // a tight budget, as a child's share
 	}
-	if plan := readPlan(cands, n); !s.conv.read && s.offered[toolRead] && len(plan) > 0 {
-		content, calls := readTurn(plan, s.maxTokens)
-		return content, calls, true
-	}
+	plan := readPlan(cands, n)
 	a := answer{searched: r.searched(), findings: r.findings(r.resolve(cands, ev.reads)), refused: s.refused}
+	if !s.conv.read && s.offered[toolRead] && len(plan) > 0 {
+		if content, calls := s.readTurn(plan, a); len(calls) > 0 {
+			return content, calls, true
+		}
+	}
 	if len(a.findings) == 0 {
 		return "", nil, false
 	}
-	content, _ := a.fit(s.maxTokens)
+	content, _ := a.fit(s.al.tokens)
 	return content, nil, true
 }
 
@@ -342,42 +367,33 @@ func (c *conversation) evidence(r *ranker) evidence {
 
 // searchTurn asks for a glob on file names, a grep per concept of the
 // question for the definitions that name it, a grep for the lines where
-// two concepts meet, and a grep per top term for its mentions.
-func searchTurn(r *ranker, terms []term, glob bool, maxTokens int) (string, []llms.ToolCall) {
-	var calls []llms.ToolCall
-	id := func() string { return fmt.Sprintf("call_1_%d", len(calls)) }
-	if glob {
-		if pattern := globPattern(terms); pattern != "" {
-			calls = append(calls, toolCall(id(), toolGlob, struct {
-				Pattern string `json:"pattern"`
-			}{pattern}))
-		}
-	}
-	type grepArgs struct {
-		Pattern    string `json:"pattern"`
-		IgnoreCase bool   `json:"ignore_case,omitempty"`
-		MaxResults int    `json:"max_results"`
-	}
+// two concepts meet, and a grep per top term for its mentions: as much
+// of that as the allowance pays for (fitSearch).
+func searchTurn(r *ranker, terms []term, glob bool, al allowance) (string, []llms.ToolCall) {
 	q := r.searchQuery()
-	scale := searchScale(maxTokens)
-	terms2 := 2
-	if scale < 1 {
+	mentions := 2
+	if al.lean() {
 		// A tight budget, as a child's share of its parent's: fewer
 		// calls too, as tool calls are shared the same way.
-		q, terms2 = q[:min(len(q), leanConcepts)], 1
+		q, mentions = q[:min(len(q), leanConcepts)], 1
 	}
-	results := func(n int) int { return max(minGrepResults, int(float64(n)*scale)) }
+	// Best first, for fitSearch: the definitions, where concepts meet,
+	// the mentions, the comments, the file names.
+	var calls []searchCall
 	for _, w := range q {
-		calls = append(calls, toolCall(id(), toolGrep, grepArgs{defGrepPattern(w), false, results(defGrepResults)}))
+		calls = append(calls, searchCall{kind: defSearch, pattern: defGrepPattern(w), results: defGrepResults})
 	}
 	if len(q) > 1 {
-		calls = append(calls, toolCall(id(), toolGrep, grepArgs{pairGrepPattern(q[:min(len(q), 4)]), false, results(pairGrepResults)}))
+		calls = append(calls, searchCall{kind: pairSearch, pattern: pairGrepPattern(q[:min(len(q), 4)]), results: pairGrepResults})
+	}
+	for _, t := range grepTerms(terms)[:min(len(terms), mentions)] {
+		calls = append(calls, searchCall{kind: mentionSearch, pattern: regexp.QuoteMeta(t), results: grepMaxResults})
 	}
 	if p := commentGrepPattern(q); p != "" {
-		calls = append(calls, toolCall(id(), toolGrep, grepArgs{p, false, results(commentGrepResults)}))
+		calls = append(calls, searchCall{kind: commentSearch, pattern: p, results: commentGrepResults})
 	}
-	for _, t := range grepTerms(terms)[:min(len(terms), terms2)] {
-		calls = append(calls, toolCall(id(), toolGrep, grepArgs{regexp.QuoteMeta(t), true, results(grepMaxResults)}))
+	if pattern := globPattern(terms); glob && pattern != "" {
+		calls = append(calls, searchCall{kind: globSearch, pattern: pattern})
 	}
 	var names []string
 	for _, w := range q {
@@ -386,29 +402,36 @@ func searchTurn(r *ranker, terms []term, glob bool, maxTokens int) (string, []ll
 	if len(names) == 0 {
 		names = grepTerms(terms)
 	}
-	return fitCalls("Searching for "+codeList(names)+".", calls, maxTokens)
+	text := "Searching for " + codeList(names) + "."
+	if limited(al.turns, 2) {
+		text += " The turn budget leaves no turn to answer from what this finds: allow at least two."
+	}
+	return fitCalls(text, searchToolCalls(al.fitSearch(text, calls)), al.tokens)
 }
 
-// Token costs of a search, for fitting it to a budget: a grep line comes
-// back as some 30 tokens, read in the two turns after the search; the
-// reads and the answer take about 8000 more.
-const (
-	tokensPerGrepLine = 60
-	tokensAfterGreps  = 8000
-	minGrepResults    = 20
-	leanConcepts      = 3 // concepts searched on a tight budget
-	leanReads         = 4 // reads on a tight budget
-	fullSearchLines   = 6*defGrepResults + pairGrepResults + commentGrepResults + 2*grepMaxResults
-)
-
-// searchScale is the share of the full search's grep results that fits
-// in maxTokens (the tokens left; 0 for no limit): 1 with room to spare.
-func searchScale(maxTokens int) float64 {
-	if maxTokens <= 0 {
-		return 1
+// searchToolCalls writes the search calls in the order the search has
+// always made them: the glob, the definitions, where concepts meet, the
+// comments, the mentions.
+func searchToolCalls(fitted []searchCall) []llms.ToolCall {
+	type grepArgs struct {
+		Pattern    string `json:"pattern"`
+		IgnoreCase bool   `json:"ignore_case,omitempty"`
+		MaxResults int    `json:"max_results"`
 	}
-	lines := float64(maxTokens-tokensAfterGreps) / tokensPerGrepLine
-	return max(0, min(1, lines/fullSearchLines))
+	fitted = slices.Clone(fitted)
+	slices.SortStableFunc(fitted, func(a, b searchCall) int { return int(a.kind) - int(b.kind) })
+	calls := make([]llms.ToolCall, len(fitted))
+	for i, c := range fitted {
+		id := fmt.Sprintf("call_1_%d", i)
+		if c.kind == globSearch {
+			calls[i] = toolCall(id, toolGlob, struct {
+				Pattern string `json:"pattern"`
+			}{c.pattern})
+			continue
+		}
+		calls[i] = toolCall(id, toolGrep, grepArgs{c.pattern, c.kind == mentionSearch, c.results})
+	}
+	return calls
 }
 
 // searched are the concepts searched, for the answer.
@@ -420,21 +443,37 @@ func (r *ranker) searched() []string {
 	return out
 }
 
-// readTurn asks to read each planned window.
-func readTurn(plan []readReq, maxTokens int) (string, []llms.ToolCall) {
-	calls := make([]llms.ToolCall, len(plan))
-	var paths []string
-	for i, p := range plan {
-		if !slices.Contains(paths, p.path) {
-			paths = append(paths, p.path)
+// readTurn asks to read the planned windows (best first) that the
+// allowance pays for, and says what the search alone found, so that a
+// run cut short while it reads still returns findings. No calls means
+// that no read is paid for: answer now.
+func (s *step) readTurn(plan []readReq, sofar answer) (string, []llms.ToolCall) {
+	text := func(plan []readReq) string {
+		var paths []string
+		for _, p := range plan {
+			if !slices.Contains(paths, p.path) {
+				paths = append(paths, p.path)
+			}
 		}
+		t := "Reading the best matches: " + codeList(paths) + "."
+		if len(sofar.findings) > 0 {
+			t += " Until they are read, the findings are the search's:\n\n" + sofar.render(len(sofar.findings), false)
+		}
+		return t
+	}
+	plan = plan[:s.al.reads(plan, text(plan))]
+	if len(plan) == 0 {
+		return "", nil
+	}
+	calls := make([]llms.ToolCall, len(plan))
+	for i, p := range plan {
 		calls[i] = toolCall(fmt.Sprintf("call_2_%d", i), toolRead, struct {
 			Path   string `json:"path"`
 			Offset int    `json:"offset"`
 			Limit  int    `json:"limit"`
 		}{p.path, p.offset, p.limit})
 	}
-	return fitCalls("Reading the best matches: "+codeList(paths)+".", calls, maxTokens)
+	return fitCalls(text(plan), calls, s.al.tokens)
 }
 
 // fitCalls keeps a tool-call turn within maxTokens: the text goes first,
