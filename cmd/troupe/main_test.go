@@ -192,6 +192,30 @@ func TestRunBudgetExhausted(t *testing.T) {
 	assert.Equal(t, 1, res.Turns)
 }
 
+// TestRunWithASmallBudgetPrintsFindings: the explore agent fits its
+// search to a small budget and still prints findings, the right file
+// first.
+func TestRunWithASmallBudgetPrintsFindings(t *testing.T) {
+	for _, budget := range [][]string{{"--max-tool-calls", "3"}, {"--max-turns", "2"}, {"--max-tokens", "2000"}} {
+		t.Run(strings.Join(budget, " "), func(t *testing.T) {
+			args := append([]string{"run", "explore", "--repo", shop, "--progress", "none"}, budget...)
+			o := troupe(t, append(args, "where is the discount applied?")...)
+			require.Equal(t, 0, o.code, o.stderr)
+			assert.Contains(t, o.stdout, "## Findings")
+			assert.Contains(t, o.stdout, "1. `cart/cart.go:", o.stdout)
+		})
+	}
+}
+
+// TestRunWithATokenBudgetTooSmallForOneCall says what budget would do,
+// rather than that a budget of which nothing was spent is used up.
+func TestRunWithATokenBudgetTooSmallForOneCall(t *testing.T) {
+	o := troupe(t, "run", "explore", "--repo", shop, "--progress", "none", "--max-tokens", "100", "where is the discount applied?")
+	assert.Equal(t, 1, o.code)
+	assert.Contains(t, o.stderr, "token budget of 100 is too small for one model call")
+	assert.Regexp(t, `allow at least \d+ tokens`, o.stderr)
+}
+
 func TestRunBadInputExitsTwo(t *testing.T) {
 	tests := []struct {
 		name string
