@@ -158,3 +158,57 @@ func TestAPromptHooksWordsAreNotSearched(t *testing.T) {
 		assert.NotEqual(t, "payment/charge.go", f.Path, "a file only the hook's words name")
 	}
 }
+
+// TestASplitTaskSharesItsBudgetAmongTheChildren: a task of several
+// questions is handed to one child per question only when each child's
+// share of the tokens and tool calls left pays for a search of its own,
+// and each child gets that share, so that siblings do not spend each
+// other's tool calls; else the task is searched as one. Either way the
+// run answers with findings.
+func TestASplitTaskSharesItsBudgetAmongTheChildren(t *testing.T) {
+	mgr := newOfflineManager(t)
+	task := "Three questions about the shop:\n" +
+		"1. Where is the discount applied?\n" +
+		"2. How are charges retried?\n" +
+		"3. Where are refunds issued?"
+	for _, tt := range []struct {
+		name      string
+		budget    agenttypes.Budget
+		delegates bool
+	}{
+		{"eight tool calls", agenttypes.Budget{MaxToolCalls: 8}, true},
+		{"three tool calls", agenttypes.Budget{MaxToolCalls: 3}, false},
+		{"12000 tokens", agenttypes.Budget{MaxTokens: 12_000}, true},
+		{"6000 tokens", agenttypes.Budget{MaxTokens: 6000}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := explore(t, mgr, manager.SpawnRequest{Task: task, Budget: tt.budget})
+			require.Equal(t, manager.Completed, res.State, "%s: %s\n%s", res.Reason, res.Error, res.Output)
+			children := mgr.List(manager.Filter{ParentID: res.ID})
+			if !tt.delegates {
+				assert.Empty(t, children, "the shares would pay for no search: the task is searched as one")
+			} else {
+				require.Len(t, children, 3)
+				for _, c := range children {
+					assert.Equal(t, manager.Completed, c.State, "child %s: %s", c.Label, c.Reason)
+				}
+			}
+			var files []string
+			for _, f := range offline.ParseFindings(res.Output) {
+				files = append(files, f.Path)
+			}
+			require.NotEmpty(t, files, res.Output)
+			if tt.delegates {
+				assert.Contains(t, files, "cart/cart.go", res.Output)
+				assert.Contains(t, files, "payment/charge.go", res.Output)
+				assert.Contains(t, files, "payment/refund.go", res.Output)
+			}
+			if b := tt.budget; b.MaxToolCalls > 0 {
+				assert.LessOrEqual(t, res.ToolCalls, b.MaxToolCalls)
+			}
+			if b := tt.budget; b.MaxTokens > 0 {
+				assert.LessOrEqual(t, res.Usage.Total(), b.MaxTokens)
+			}
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 )
 
 // toolDelegate is the tool that hands tasks to child agents.
@@ -33,17 +35,21 @@ type delegateArgs struct {
 }
 
 type delegateTask struct {
-	Label     string `json:"label"`
-	Type      string `json:"type"`
-	Prompt    string `json:"prompt"`
-	MaxTokens int    `json:"max_tokens,omitempty"`
+	Label        string `json:"label"`
+	Type         string `json:"type"`
+	Prompt       string `json:"prompt"`
+	MaxTokens    int    `json:"max_tokens,omitempty"`
+	MaxToolCalls int    `json:"max_tool_calls,omitempty"`
 }
 
 // Tokens the parent keeps for reading its children's results and
-// answering: a base and a share per child.
+// answering: a base and a share per child (its report, read, and its
+// findings, written again); and the fewest tokens a child's share may
+// hold, which pay for a short search and its answer.
 const (
-	mergeReserveBase     = 4000
-	mergeReservePerChild = 2000
+	mergeReserveBase     = 1000
+	mergeReservePerChild = 1200
+	minChildTokens       = 1500
 )
 
 // childTokens shares the tokens left (maxTokens, 0 for no limit) among n
@@ -56,19 +62,45 @@ func childTokens(maxTokens, n int) int {
 	return max(1, (maxTokens-mergeReserveBase-n*mergeReservePerChild)/n)
 }
 
+// childToolCalls shares the tool calls left after the delegate call
+// itself among n children; 0 when there is no limit to share. Children
+// run at once and draw on the parent's tool calls together: without a
+// share of its own, a child would plan with calls a sibling spends.
+func childToolCalls(toolCalls, n int) int {
+	if toolCalls == modelcap.Unlimited || n == 0 {
+		return 0
+	}
+	return max(0, toolCalls-1) / n
+}
+
+// delegates reports whether the allowance pays for n children (at most
+// maxQuestions), each with a search of its own, and a turn to merge their
+// findings in; else the task is searched as one.
+func (al allowance) delegates(n int) bool {
+	n = min(n, maxQuestions)
+	switch {
+	case limited(al.turns, 2):
+		return false
+	case al.toolCalls != modelcap.Unlimited && childToolCalls(al.toolCalls, n) < 1:
+		return false
+	}
+	return al.tokens <= 0 || childTokens(al.tokens, n) >= minChildTokens
+}
+
 // delegateTurn asks for one explore child per question, at most
 // maxQuestions.
-func delegateTurn(qs []string, maxTokens int) (string, []llms.ToolCall) {
+func delegateTurn(qs []string, al allowance) (string, []llms.ToolCall) {
 	qs = qs[:min(len(qs), maxQuestions)]
 	args := delegateArgs{Concurrency: delegateConcurrency, Mode: "parallel", Return: "json"}
-	// Each child gets its share of the tokens left, so that together they
-	// stay within the parent's budget; a child searches within its own.
-	share := childTokens(maxTokens, len(qs))
+	// Each child gets its share of the tokens and tool calls left, so
+	// that together they stay within the parent's budget; a child
+	// searches within its own.
+	tokens, calls := childTokens(al.tokens, len(qs)), childToolCalls(al.toolCalls, len(qs))
 	for i, label := range labels(qs) {
-		args.Tasks = append(args.Tasks, delegateTask{Label: label, Type: "explore", Prompt: qs[i], MaxTokens: share})
+		args.Tasks = append(args.Tasks, delegateTask{Label: label, Type: "explore", Prompt: qs[i], MaxTokens: tokens, MaxToolCalls: calls})
 	}
 	content := fmt.Sprintf("The task lists %d questions; handing each to an explore agent.", len(qs))
-	return fitCalls(content, []llms.ToolCall{toolCall(delegateCallID, toolDelegate, args)}, maxTokens)
+	return fitCalls(content, []llms.ToolCall{toolCall(delegateCallID, toolDelegate, args)}, al.tokens)
 }
 
 // delegateResult is what the model reads of the delegate tool's JSON

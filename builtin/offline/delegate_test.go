@@ -387,7 +387,7 @@ func TestRefusedDelegationFallsBackToSearchingTheWholeTask(t *testing.T) {
 // they stay within the parent's budget.
 func TestDelegateTurnSharesTheTokensLeft(t *testing.T) {
 	qs := []string{"where is a?", "where is b?", "where is c?"}
-	_, calls := delegateTurn(qs, 100_000)
+	_, calls := delegateTurn(qs, allowance{tokens: 100_000, turns: modelcap.Unlimited, toolCalls: modelcap.Unlimited})
 	require.Len(t, calls, 1)
 	args := decodeDelegate(t, calls[0])
 	require.Len(t, args.Tasks, 3)
@@ -398,7 +398,7 @@ func TestDelegateTurnSharesTheTokensLeft(t *testing.T) {
 	}
 	assert.LessOrEqual(t, total, 100_000-mergeReserveBase)
 
-	_, calls = delegateTurn(qs, 0)
+	_, calls = delegateTurn(qs, allowance{turns: modelcap.Unlimited, toolCalls: modelcap.Unlimited})
 	assert.NotContains(t, calls[0].FunctionCall.Arguments, "max_tokens", "no limit, no share")
 }
 

@@ -77,7 +77,11 @@
 //  1. Its first turn is one delegate call with an explore task per
 //     question (at most 8; the label is made of the question's words, the
 //     prompt is the question, max_tokens its share of the tokens left
-//     after what merging takes), concurrency 2, mode parallel, return json.
+//     after what merging takes, max_tool_calls its share of the tool
+//     calls left), concurrency 2, mode parallel, return json. When a
+//     share would pay for no search of its own (under a tool call or
+//     some 1500 tokens a child), or no turn is left to merge in, the task
+//     is searched as one instead.
 //  2. Given the delegate tool's result, it answers with a first line
 //     saying that the split into subtasks was mechanical, one per listed
 //     question, and that it is not a language model, then one section per

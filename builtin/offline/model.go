@@ -150,8 +150,8 @@ func (s *step) next(ctx context.Context) (content string, calls []llms.ToolCall,
 	case len(s.conv.delegations) > 0 && s.refused == "":
 		last := s.conv.delegations[len(s.conv.delegations)-1]
 		content = mergeResults(questions, last.Content).fit(s.al.tokens)
-	case s.offered[toolDelegate] && len(questions) > 1 && !s.conv.delegated && !s.conv.searched:
-		content, calls = delegateTurn(questions, s.al.tokens)
+	case s.offered[toolDelegate] && len(questions) > 1 && !s.conv.delegated && !s.conv.searched && s.al.delegates(len(questions)):
+		content, calls = delegateTurn(questions, s.al)
 	case len(s.terms) == 0:
 		content, _ = answer{noTerms: true, refused: s.refused}.fit(s.al.tokens)
 	case !s.conv.searched:

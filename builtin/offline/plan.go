@@ -97,8 +97,8 @@ const (
 // calls left allow, once the read turn's share is set aside; then, under
 // a token limit, as many lines as the tokens pay for, read again by the
 // turns after; with too few tokens for reads, a search answered from its
-// grep lines alone; with too few for one line a grep, fewer greps. out
-// is the turn's text.
+// grep lines alone; with too few for a few lines a grep, fewer greps.
+// text is what the turn says beside its calls.
 func (al allowance) fitSearch(text string, calls []searchCall) []searchCall {
 	if al.toolCalls != modelcap.Unlimited {
 		calls = calls[:max(1, min(len(calls), al.toolCalls-al.readsAfterSearch()))]
