@@ -16,6 +16,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
+	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/builtin/offline"
 	"github.com/troupe-dev/troupe/manager"
 )
@@ -73,15 +74,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	repo, err := repoDir(f.repo)
-	if err != nil {
-		return err
-	}
-	reg, err := a.registry(repo)
-	if err != nil {
-		return err
-	}
-	resolver, err := a.resolver(repo)
+	repo, reg, resolver, err := a.openProject(f.repo)
 	if err != nil {
 		return err
 	}
@@ -92,11 +85,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	defer closeMCP()
 	def, used := chooseModel(cmd.Context(), resolver, reg, typeName, f.model)
 	model := def.Name
-	runs := a.runsDir()
-	if err := writableDir(runs); err != nil {
-		fmt.Fprintf(a.stderr, "troupe: warning: cannot write transcripts to %s (%v); running without one (set TROUPE_RUNS_DIR to a writable directory)\n", runs, err)
-		runs = ""
-	}
+	runs := a.transcriptDir()
 	// The user is asked, about delegations and children's questions, only
 	// where they can see the question and type an answer.
 	var progress *progress
@@ -207,6 +196,32 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		return exitError{exitFailed}
 	}
 	return nil
+}
+
+// openProject reads the project at the --repo directory: its directory,
+// its types and tools, and its models.
+func (a *app) openProject(repoFlag string) (repo string, reg *agenttypes.Registry, resolver models.Resolver, err error) {
+	if repo, err = repoDir(repoFlag); err != nil {
+		return "", nil, resolver, err
+	}
+	if reg, err = a.registry(repo); err != nil {
+		return "", nil, resolver, err
+	}
+	if resolver, err = a.resolver(repo); err != nil {
+		return "", nil, resolver, err
+	}
+	return repo, reg, resolver, nil
+}
+
+// transcriptDir is where runs write their transcripts, or "" after a
+// warning when that directory cannot be written: the run goes on without.
+func (a *app) transcriptDir() string {
+	runs := a.runsDir()
+	if err := writableDir(runs); err != nil {
+		fmt.Fprintf(a.stderr, "troupe: warning: cannot write transcripts to %s (%v); running without them (set TROUPE_RUNS_DIR to a writable directory)\n", runs, err)
+		return ""
+	}
+	return runs
 }
 
 // stopGrace is how long the command waits, after an interrupt, for an

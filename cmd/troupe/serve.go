@@ -80,11 +80,7 @@ func (a *app) mcpServe(cmd *cobra.Command, f serveFlags) error {
 			return err
 		}
 	}
-	repo, err := repoDir(f.repo)
-	if err != nil {
-		return err
-	}
-	reg, err := a.registry(repo)
+	repo, reg, resolver, err := a.openProject(f.repo)
 	if err != nil {
 		return err
 	}
@@ -96,21 +92,13 @@ func (a *app) mcpServe(cmd *cobra.Command, f serveFlags) error {
 	if len(types) == 0 {
 		return usagef("no agent type to serve; 'troupe types list' shows the types")
 	}
-	resolver, err := a.resolver(repo)
-	if err != nil {
-		return err
-	}
 	mcpTools, closeMCP, err := a.mcpPool(reg)
 	if err != nil {
 		return err
 	}
 	defer closeMCP()
 	def, _ := chooseModel(ctx, resolver, reg, "", "")
-	runs := a.runsDir()
-	if err := writableDir(runs); err != nil {
-		fmt.Fprintf(a.stderr, "troupe: warning: cannot write transcripts to %s (%v); serving without them (set TROUPE_RUNS_DIR to a writable directory)\n", runs, err)
-		runs = ""
-	}
+	runs := a.transcriptDir()
 	spaces := a.workspaces(repo)
 	defer spaces.close()
 	var srv *mcpserver.Server
