@@ -10,7 +10,7 @@ FUZZTIME ?= 60s
 # run with no fuzzing done.
 FUZZMINIMIZETIME ?= 10s
 # package:target pairs; go test -fuzz takes one target in one package a run.
-FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinition ./builtin/tools:FuzzScanMatchesNaive
+FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinition ./builtin/tools:FuzzScanMatchesNaive ./builtin/outline:FuzzParse
 
 .PHONY: build test integration lint staticcheck funclen bench eval fuzz run-example clean proto
 
