@@ -8,7 +8,7 @@ import (
 
 // DefaultTools are the tools a definition gets when it names none and
 // extends nothing: troupe's read-only set. Treat it as read-only.
-var DefaultTools = []string{"read", "grep", "glob", "ls", "git", "note"}
+var DefaultTools = []string{"read", "grep", "symbols", "glob", "ls", "git", "note"}
 
 // futureTools are troupe tool names that definitions may name but that may
 // not be registered yet; naming one is a warning, not an error.

@@ -270,7 +270,7 @@ func TestStrictAndLenient(t *testing.T) {
 		{
 			name: "unknown tool: error when strict, warning when lenient",
 			path: "agents/x.yaml", text: "name: x\ndescription: d\ntools: [read, reed, frobnicate]\n",
-			errs: []string{`x.yaml:3:15: unknown tool "reed"; did you mean "read"?`, `x.yaml:3:21: unknown tool "frobnicate" (the tools there are: git, glob, grep, ls, note, read)`},
+			errs: []string{`x.yaml:3:15: unknown tool "reed"; did you mean "read"?`, `x.yaml:3:21: unknown tool "frobnicate" (the tools there are: git, glob, grep, ls, note, read, symbols)`},
 		},
 		{
 			name: "unknown tool in lenient mode",

@@ -71,7 +71,7 @@ budget:
 	// true true
 	// .troupe/agents/reviewer.yaml:1:1: no description: add description: saying in a sentence what the type is for (a parent model reads it to choose a type)
 	// .troupe/agents/reviewer.yaml:2:1: unknown field "descripton"; did you mean "description"?
-	// .troupe/agents/reviewer.yaml:3:15: unknown tool "grpe"; did you mean "grep"? (the tools there are: git, glob, grep, ls, note, read)
+	// .troupe/agents/reviewer.yaml:3:15: unknown tool "grpe"; did you mean "grep"? (the tools there are: git, glob, grep, ls, note, read, symbols)
 	// .troupe/agents/reviewer.yaml:5:13: max_time "5 minutes" is not a duration; write it like 90s, 5m or 1h30m
 }
 

@@ -23,7 +23,7 @@ var prompts embed.FS
 const Source = "builtin"
 
 // readTools are what every builtin type may call.
-var readTools = []string{"read", "grep", "glob", "ls", "git", "note"}
+var readTools = []string{"read", "grep", "symbols", "glob", "ls", "git", "note"}
 
 // delegatingTools are readTools and the tools that hand work to children.
 // A manager offers delegate and collect only to an agent below its depth

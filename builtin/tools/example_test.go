@@ -50,6 +50,16 @@ func ExampleGrep() {
 	// server/serve.go:4:func serve() {}
 }
 
+func ExampleSymbols() {
+	ctx, cleanup := exampleDir()
+	defer cleanup()
+	out, _ := tools.Symbols().Call(ctx, json.RawMessage(`{"query": "start"}`))
+	fmt.Println(out) // "start" matches serve's doc comment; main's name does not hold it
+	// Output:
+	// 2 declarations in 2 files; 1 match: start 1
+	// server/serve.go:4-4 func serve func serve() — serve starts the server.
+}
+
 func ExampleRead() {
 	ctx, cleanup := exampleDir()
 	defer cleanup()
@@ -90,6 +100,7 @@ func ExampleReadOnly() {
 	// Output:
 	// read true
 	// grep true
+	// symbols true
 	// glob true
 	// ls true
 	// git true

@@ -212,9 +212,16 @@ func readSearchable(e walkEntry, buf []byte) ([]byte, error) {
 		return buf, err
 	}
 	defer f.Close()
+	return readSearchableFile(e.rel, f, fi, grepMaxFileSize, buf)
+}
+
+// readSearchableFile reads the open file f, whose size fi gives, into buf
+// (reused when large enough), unless it is larger than maxSize or
+// binary (a NUL byte in its first 8 KiB).
+func readSearchableFile(rel string, f io.Reader, fi fs.FileInfo, maxSize int64, buf []byte) ([]byte, error) {
 	size := fi.Size()
-	if size > grepMaxFileSize {
-		return buf, fmt.Errorf("%s is larger than %d MiB; grep skips such files, use read with offset and limit", e.rel, grepMaxFileSize>>20)
+	if size > maxSize {
+		return buf, fmt.Errorf("%s is larger than %d MiB; grep skips such files, use read with offset and limit", rel, maxSize>>20)
 	}
 	if int64(cap(buf)) < size {
 		buf = make([]byte, 0, size+size/4)
@@ -226,7 +233,7 @@ func readSearchable(e walkEntry, buf []byte) ([]byte, error) {
 		return buf, err
 	}
 	if bytes.IndexByte(buf[:min(n, grepBinaryProbe)], 0) >= 0 {
-		return buf, fmt.Errorf("%s is a binary file; grep searches text files only", e.rel)
+		return buf, fmt.Errorf("%s is a binary file; grep searches text files only", rel)
 	}
 	return buf, nil
 }

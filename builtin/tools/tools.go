@@ -14,9 +14,10 @@ import (
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
-// ReadOnly returns the read-only file tools: read, grep, glob, ls and git.
+// ReadOnly returns the read-only file tools: read, grep, symbols, glob, ls
+// and git.
 func ReadOnly() []agenttypes.Tool {
-	return []agenttypes.Tool{Read(), Grep(), Glob(), Ls(), Git()}
+	return []agenttypes.Tool{Read(), Grep(), Symbols(), Glob(), Ls(), Git()}
 }
 
 // tool is a builtin tool: a fixed spec, and a function that runs with the

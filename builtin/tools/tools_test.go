@@ -57,14 +57,15 @@ func mustCall(t *testing.T, tool agenttypes.Tool, dir, args string) string {
 
 func TestReadOnlySpecs(t *testing.T) {
 	want := map[string][]string{
-		"read": {"path", "offset", "limit"},
-		"grep": {"pattern", "path", "glob", "ignore_case", "max_results"},
-		"glob": {"pattern", "path"},
-		"ls":   {"path"},
-		"git":  {"args"},
+		"read":    {"path", "offset", "limit"},
+		"grep":    {"pattern", "path", "glob", "ignore_case", "max_results"},
+		"symbols": {"query", "path", "kind", "max_results"},
+		"glob":    {"pattern", "path"},
+		"ls":      {"path"},
+		"git":     {"args"},
 	}
 	all := tools.ReadOnly()
-	require.Len(t, all, 5)
+	require.Len(t, all, 6)
 	for _, tool := range all {
 		spec := tool.Spec()
 		t.Run(spec.Name, func(t *testing.T) {
@@ -84,6 +85,8 @@ func TestArgsAreStrict(t *testing.T) {
 		{tools.Read(), `{"path":"a.txt","lines":3}`, `unknown argument "lines"; valid arguments are path, offset, limit`},
 		{tools.Grep(), `{"pattern":"x","case":true}`, `valid arguments are pattern, path, glob, ignore_case, max_results`},
 		{tools.Glob(), `{"glob":"*"}`, `unknown argument "glob"; valid arguments are pattern, path`},
+		{tools.Symbols(), `{"pattern":"x"}`, `unknown argument "pattern"; valid arguments are query, path, kind, max_results`},
+		{tools.Symbols(), `{"kind":1}`, `argument "kind" must be a string, not a JSON number`},
 		{tools.Ls(), `{"dir":"."}`, `unknown argument "dir"; valid arguments are path`},
 		{tools.Git(), `{"cmd":"log"}`, `unknown argument "cmd"; valid arguments are args`},
 		{tools.Read(), `{"path":3}`, `argument "path" must be a string, not a JSON number`},

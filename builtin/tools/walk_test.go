@@ -95,7 +95,7 @@ func TestWalkRecoversWorkerPanic(t *testing.T) {
 	}
 }
 
-// A panic in a walk worker reaches grep's and glob's callers as the
+// A panic in a walk worker reaches grep's, glob's and symbols' callers as the
 // tool's error; the process carries on.
 func TestFileToolsRecoverWalkPanic(t *testing.T) {
 	root := walkTree(t, 200)
@@ -112,6 +112,7 @@ func TestFileToolsRecoverWalkPanic(t *testing.T) {
 	}{
 		{Grep(), `{"pattern":"x"}`},
 		{Glob(), `{"pattern":"**/f*"}`},
+		{Symbols(), `{}`},
 	} {
 		_, err := tc.tool.Call(ctx, json.RawMessage(tc.args))
 		require.ErrorIs(t, err, errWalkPanic, tc.tool.Spec().Name)

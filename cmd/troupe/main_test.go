@@ -296,7 +296,7 @@ func TestTypesListAndShow(t *testing.T) {
 
 	o = troupe(t, "types", "show", "explore")
 	require.Equal(t, 0, o.code)
-	assert.Contains(t, o.stdout, "tools:       read, grep, glob, ls, git, note")
+	assert.Contains(t, o.stdout, "tools:       read, grep, symbols, glob, ls, git, note")
 	assert.Contains(t, o.stdout, "## Findings")
 
 	o = troupe(t, "types", "show", "nosuch")
@@ -307,9 +307,16 @@ func TestTypesListAndShow(t *testing.T) {
 func TestToolsListAndCall(t *testing.T) {
 	o := troupe(t, "tools", "list", "--type", "explore")
 	require.Equal(t, 0, o.code, o.stderr)
-	for _, name := range []string{"read", "grep", "glob", "ls", "git", "note"} {
+	for _, name := range []string{"read", "grep", "symbols", "glob", "ls", "git", "note"} {
 		assert.Contains(t, o.stdout, name)
 	}
+
+	o = troupe(t, "tools", "call", "symbols", `{"query":"discount","kind":"func"}`, "--repo", shop)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Equal(t, "17 declarations in 4 files; 2 func declarations match: discount 2\n"+
+		"cart/cart.go:40-48 func applyDiscount func applyDiscount(cents int64, code string) int64 — applyDiscount takes a percentage off for known discount codes.\n"+
+		"cart/cart.go:28-37 func (*Cart).Total func (c *Cart) Total() (int64, error) — Total returns the cart's total in cents after the discount.\n"+
+		"... left out: 1 test file; name one as path to include it\n", o.stdout)
 
 	o = troupe(t, "tools", "call", "grep", `{"pattern":"func applyDiscount"}`, "--repo", shop)
 	require.Equal(t, 0, o.code, o.stderr)

@@ -1,0 +1,73 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+)
+
+// TestSymbolsCapFiles checks the caps of a call on trees too large to
+// write in a test: the files are taken in path order, whatever order the
+// walk found them in, up to symbolsMaxFiles files and symbolsMaxBytes.
+func TestSymbolsCapFiles(t *testing.T) {
+	var sc symbolScan
+	for i := symbolsMaxFiles + 9; i >= 0; i-- {
+		sc.files = append(sc.files, sourceFile{rel: fmt.Sprintf("f%05d.go", i), size: 10})
+	}
+	sc.capFiles()
+	require.Len(t, sc.files, symbolsMaxFiles)
+	assert.Equal(t, "f00000.go", sc.files[0].rel)
+	assert.Equal(t, fmt.Sprintf("f%05d.go", symbolsMaxFiles-1), sc.files[symbolsMaxFiles-1].rel)
+	assert.Equal(t, 10, sc.overCap)
+	assert.Contains(t, sc.notes(symbolsMaxFiles), "... stopped at 5000 files (a call reads at most 5000 files or 64 MiB): 10 more not scanned; give a narrower path")
+
+	sc = symbolScan{}
+	for _, name := range []string{"c.go", "a.go", "b.go"} {
+		sc.files = append(sc.files, sourceFile{rel: name, size: symbolsMaxBytes / 2})
+	}
+	sc.capFiles()
+	assert.Equal(t, []sourceFile{{rel: "a.go", size: symbolsMaxBytes / 2}, {rel: "b.go", size: symbolsMaxBytes / 2}}, sc.files)
+	assert.Equal(t, 1, sc.overCap)
+}
+
+// TestSymbolsCancelledWhileWalking: a call whose context ends during
+// its walk returns the context's error, not a partial outline.
+func TestSymbolsCancelledWhileWalking(t *testing.T) {
+	root := walkTree(t, 200)
+	ctx, cancel := context.WithCancel(agenttypes.WithEnv(context.Background(), &agenttypes.Env{Dir: root.Dir()}))
+	defer cancel()
+	walkDirHook = func(rel string) {
+		if rel == "d1" {
+			cancel()
+		}
+	}
+	t.Cleanup(func() { walkDirHook = nil })
+	_, err := Symbols().Call(ctx, json.RawMessage(`{}`))
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestQuoteName(t *testing.T) {
+	for name, want := range map[string]string{
+		"(*Server).Shutdown": "(*Server).Shutdown",
+		"Parser::next":       "Parser::next",
+		"odd name":           `"odd name"`,
+		"":                   `""`,
+		"\xff":               `"\xff"`,
+		`"q`:                 `"\"q"`,
+	} {
+		assert.Equal(t, want, quoteName(name), name)
+		if strings.HasPrefix(want, `"`) {
+			got, rest, ok := unquoteName(want + " sig")
+			assert.True(t, ok)
+			assert.Equal(t, name, got)
+			assert.Equal(t, " sig", rest)
+		}
+	}
+}
