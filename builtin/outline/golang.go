@@ -1,6 +1,7 @@
 package outline
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/scanner"
@@ -22,7 +23,9 @@ type goFile struct {
 // parser attaches to them.
 func parseGo(src []byte) []Decl {
 	fset := token.NewFileSet()
-	f, _ := parser.ParseFile(fset, "", src, parser.ParseComments|parser.SkipObjectResolution)
+	// Bodies hold no declaration the outline lists, and are most of
+	// what the parser would spend its time on.
+	f, _ := parser.ParseFile(fset, "", blankBodies(src), parser.ParseComments|parser.SkipObjectResolution)
 	if f == nil || len(f.Decls) == 0 {
 		return nil
 	}
@@ -38,7 +41,9 @@ func parseGo(src []byte) []Decl {
 	return g.decls
 }
 
-func (g *goFile) line(p token.Pos) int { return g.tf.Line(p) }
+// line is the line of p in the file, not as a //line directive would
+// have it.
+func (g *goFile) line(p token.Pos) int { return g.tf.PositionFor(p, false).Line }
 
 // text is the source from a to b on one line, comments left out.
 func (g *goFile) text(a, b token.Pos) string {
@@ -259,3 +264,97 @@ func (g *goFile) valueSpec(d *ast.GenDecl, s *ast.ValueSpec, grouped bool) {
 		})
 	}
 }
+
+// blankGoBodies is src with the insides of its top-level function bodies
+// (and of function literals at the top level) blanked: every byte a
+// space but for line endings, so that positions and lines stay. It
+// lexes just enough Go to find them: comments, strings, raw strings and
+// rune literals, brackets, and the func keyword at the top level, whose
+// first '{' outside brackets opens its body, unless a struct or
+// interface type of its results opens it.
+func blankGoBodies(src []byte) []byte {
+	out := src
+	depth, paren, body := 0, 0, -1
+	header, lastWord := false, []byte(nil)
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '/' && i+1 < len(src) && (src[i+1] == '/' || src[i+1] == '*'):
+			i = goCommentEnd(src, i)
+		case c == '"' || c == '`' || c == '\'':
+			i = goQuoteEnd(src, i)
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
+			j := i + 1
+			for j < len(src) && (src[j] == '_' || src[j] >= 'a' && src[j] <= 'z' || src[j] >= 'A' && src[j] <= 'Z' || src[j] >= '0' && src[j] <= '9' || src[j] >= 0x80) {
+				j++
+			}
+			if depth == 0 && paren == 0 {
+				lastWord = src[i:j]
+				header = header || string(lastWord) == "func"
+			}
+			i = j - 1
+		case c == '(' || c == '[':
+			paren++
+		case c == ')' || c == ']':
+			paren--
+		case c == '\n' && header && depth == 0 && paren == 0:
+			header = false // a declaration without a body
+		case c == '{':
+			if header && depth == 0 && paren == 0 && string(lastWord) != "struct" && string(lastWord) != "interface" {
+				header, body = false, i
+			}
+			depth++
+		case c == '}':
+			depth--
+			if depth == 0 && body >= 0 {
+				if &out[0] == &src[0] {
+					out = append([]byte(nil), src...)
+				}
+				for k := body + 1; k < i; k++ {
+					if out[k] != '\n' {
+						out[k] = ' '
+					}
+				}
+				body = -1
+			}
+			if depth == 0 {
+				lastWord = nil
+			}
+		}
+	}
+	return out
+}
+
+// goCommentEnd is the index of the last byte of the comment at src[i].
+func goCommentEnd(src []byte, i int) int {
+	if src[i+1] == '/' {
+		if j := bytes.IndexByte(src[i:], '\n'); j >= 0 {
+			return i + j - 1 // the line ending is the next token
+		}
+		return len(src) - 1
+	}
+	if j := bytes.Index(src[i+2:], []byte("*/")); j >= 0 {
+		return i + 2 + j + 1
+	}
+	return len(src) - 1
+}
+
+// goQuoteEnd is the index of the quote that closes the string, raw
+// string or rune literal opened at src[i], or of the line's last byte
+// for an unclosed one (a raw string: the file's).
+func goQuoteEnd(src []byte, i int) int {
+	q := src[i]
+	for j := i + 1; j < len(src); j++ {
+		switch {
+		case src[j] == q:
+			return j
+		case src[j] == '\\' && q != '`':
+			j++
+		case src[j] == '\n' && q != '`':
+			return j - 1
+		}
+	}
+	return len(src) - 1
+}
+
+// blankBodies is blankGoBodies; a test compares the outline without it.
+var blankBodies = blankGoBodies

@@ -147,8 +147,12 @@ const maxSignature = 200
 // parameter list written over several lines), and cuts the result to
 // maxSignature runes.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if strings.ContainsAny(s, "([{") {
+	if strings.ContainsAny(s, "\t\n\r\v\f") || strings.Contains(s, "  ") {
+		s = strings.Join(strings.Fields(s), " ")
+	} else {
+		s = strings.TrimSpace(s)
+	}
+	if strings.Contains(s, "( ") || strings.Contains(s, "[ ") || strings.Contains(s, " )") || strings.Contains(s, " ]") || strings.Contains(s, ",)") || strings.Contains(s, ",]") {
 		s = strings.NewReplacer(", )", ")", ", ]", "]", "( ", "(", "[ ", "[", " )", ")", " ]", "]", ",)", ")", ",]", "]").Replace(s)
 	}
 	return clip(s, maxSignature)
