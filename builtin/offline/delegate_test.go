@@ -421,10 +421,10 @@ func TestSearchFitsATightBudget(t *testing.T) {
 		return n
 	}
 	unlimited := allowance{turns: modelcap.Unlimited, toolCalls: modelcap.Unlimited}
-	_, full := searchTurn(r, extractTerms(task), true, unlimited)
+	_, full := searchTurn(r, extractTerms(task), map[string]bool{toolGlob: true}, unlimited)
 	al := unlimited
 	al.tokens = 30_000
-	_, tight := searchTurn(r, extractTerms(task), true, al)
+	_, tight := searchTurn(r, extractTerms(task), map[string]bool{toolGlob: true}, al)
 	assert.Less(t, len(tight), len(full))
 	// Read by the read turn and the answer's, beside four reads.
 	assert.LessOrEqual(t, 2*results(tight)*grepLineTokens+leanReads*candReadLimit*readLineTokens, 30_000)

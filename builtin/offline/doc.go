@@ -17,17 +17,27 @@
 //     drop, evict; "check" → valid, verify), and the stop words, generic
 //     function words and the phrasing of questions, from stopwords.txt; both
 //     are embedded, with the rule an entry must follow written at their top.
-//     It calls glob on file names containing the top terms, grep per concept
+//     When the symbols tool is offered, it asks it for the declarations
+//     whose names or doc comments hold the concepts' words (each concept's
+//     word or stem and its vocabulary words). It calls glob on file names
+//     containing the top terms, grep per concept
 //     for the definition lines that name it (Go, Python, JS/TS, Java, Rust and
 //     C keywords, C and shell functions, class methods), grep for the lines
 //     where two concepts meet, and grep for the top terms as written. Each
 //     grep is shaped so that the grep tool's literal prefilter applies.
 //  2. Every grep line becomes a candidate definition, or joins the definition
 //     above it (its body) or below it (its doc comment); a line in no known
-//     definition is an anchor. When grep found no line, the files glob found
+//     definition is an anchor. The symbols tool's declarations complete the
+//     definitions grep found with their span, kind and doc comment, and
+//     join them when their doc comment holds one of the question's own
+//     words (grep finds those whose names do; a word only of the
+//     vocabulary is too weak alone); a line inside a declaration's known
+//     span is its body. When neither found anything, the files glob found
 //     by name are the candidates, read from their top. Candidates are scored
 //     with a BM25-like sum over fields — name, signature, doc comment, body,
-//     path — weighted by how rare each concept is among the lines found;
+//     path — weighted by how rare each concept is among the lines found
+//     and, with the symbols tool's counts, among all the tree's
+//     declarations (the mean of the two idfs);
 //     functions rank over types over variables, and tests, docs, examples,
 //     vendored and generated files lower unless the task asks for them. It
 //     calls read on the best candidates, from a few lines above each
@@ -51,9 +61,9 @@
 //
 // The model reads the repository only through those tool calls, so that
 // budgets and progress apply to all it does: it builds no index of the
-// whole tree. Each question costs one turn of greps (a dozen calls at
-// most, each bounded by max_results), one turn of at most six reads of
-// ninety lines, and the answer. The search fits what the agent's budgets
+// whole tree. Each question costs one turn of greps and a symbols call
+// (a dozen calls at most, each bounded by max_results), one turn of at
+// most six reads of ninety lines, and the answer. The search fits what the agent's budgets
 // leave, so that a small budget gets a smaller search and an answer
 // rather than a run cut short before it: the tokens left (WithMaxTokens,
 // as the manager passes them) and the turns and tool calls left
@@ -100,9 +110,9 @@
 // which it does not read, cost nothing (CountToolTokens). WithMaxTokens is
 // honoured by dropping findings from the end.
 //
-// Tool output is read with the tools package's own decoders (tools.ParseGrep
-// and tools.ParseGlob), which give back exact paths, so that every finding
-// names a file that exists.
+// Tool output is read with the tools package's own decoders
+// (tools.ParseGrep, tools.ParseGlob and tools.ParseSymbols), which give
+// back exact paths, so that every finding names a file that exists.
 //
 // ParseFindings turns an answer — the offline model's or a real model's —
 // into a list of Finding values for structured output: path, line,

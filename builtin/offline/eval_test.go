@@ -414,12 +414,13 @@ func TestWithoutVocabulary(t *testing.T) {
 }
 
 // runModel runs the model on q the way the manager does, with troupe's
-// real read, grep and glob tools on the question's repository.
+// real read, grep, glob and symbols tools on the question's repository,
+// as the builtin explore type offers them.
 func runModel(ctx context.Context, q evalQuestion, root string) ([]Finding, error) {
 	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{Dir: root, Note: func(string) {}})
 	byName := make(map[string]agenttypes.Tool)
 	var offered []llms.Tool
-	for _, tl := range []agenttypes.Tool{tools.Read(), tools.Grep(), tools.Glob()} {
+	for _, tl := range []agenttypes.Tool{tools.Read(), tools.Grep(), tools.Glob(), tools.Symbols()} {
 		s := tl.Spec()
 		byName[s.Name] = tl
 		offered = append(offered, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{

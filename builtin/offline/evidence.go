@@ -36,6 +36,10 @@ type evidence struct {
 	grep  []hit
 	glob  []string
 	reads map[string][]hit // path → numbered lines read
+	// syms are the declarations the symbols tool listed, and symCounts
+	// the counts of its first line.
+	syms      []tools.Symbol
+	symCounts tools.SymbolCounts
 }
 
 // scored is a finding before rendering.

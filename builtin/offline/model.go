@@ -15,6 +15,7 @@ import (
 
 	"github.com/troupe-dev/troupe/builtin/models/modelcap"
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
+	"github.com/troupe-dev/troupe/builtin/tools"
 )
 
 // Name is the model's name, as in `--model offline`.
@@ -158,7 +159,7 @@ func (s *step) next(ctx context.Context) (content string, calls []llms.ToolCall,
 		if !s.offered[toolGrep] {
 			return "", nil, ErrGrepNotOffered
 		}
-		content, calls = searchTurn(newRanker(s.conv.task, s.terms), s.terms, s.offered[toolGlob], s.al)
+		content, calls = searchTurn(newRanker(s.conv.task, s.terms), s.terms, s.offered, s.al)
 	default:
 		return s.afterSearch(ctx)
 	}
@@ -184,7 +185,7 @@ func (s *step) afterSearch(ctx context.Context) (string, []llms.ToolCall, error)
 // of them, or answer with their spans. It is false when no definition
 // was found, or none makes a finding.
 func (s *step) fromDefinitions(r *ranker, ev evidence) (string, []llms.ToolCall, bool) {
-	cands := r.candidates(ev.grep, ev.glob)
+	cands := r.candidates(ev)
 	if len(cands) == 0 {
 		return "", nil, false
 	}
@@ -297,7 +298,7 @@ func readConversation(messages []llms.MessageContent) conversation {
 
 func (c *conversation) note(tool string) {
 	switch tool {
-	case toolGrep, toolGlob:
+	case toolGrep, toolGlob, toolSymbols:
 		c.searched = true
 	case toolRead:
 		c.read = true
@@ -334,6 +335,9 @@ func (c *conversation) evidence(r *ranker) evidence {
 			ev.grep = append(ev.grep, parseGrep(r.Content)...)
 		case toolGlob:
 			ev.glob = append(ev.glob, parseGlob(r.Content)...)
+		case toolSymbols:
+			counts, syms := tools.ParseSymbols(r.Content)
+			ev.syms, ev.symCounts = append(ev.syms, syms...), counts
 		case toolRead:
 			var args struct {
 				Path string `json:"path"`
@@ -350,7 +354,7 @@ func (c *conversation) evidence(r *ranker) evidence {
 	if len(orphans) == 0 {
 		return ev
 	}
-	plan := readPlan(r.candidates(ev.grep, ev.glob), maxReadFiles)
+	plan := readPlan(r.candidates(ev), maxReadFiles)
 	for _, resp := range orphans {
 		m := readCallIDRe.FindStringSubmatch(resp.ToolCallID)
 		if m == nil {
@@ -365,11 +369,12 @@ func (c *conversation) evidence(r *ranker) evidence {
 	return ev
 }
 
-// searchTurn asks for a glob on file names, a grep per concept of the
-// question for the definitions that name it, a grep for the lines where
-// two concepts meet, and a grep per top term for its mentions: as much
-// of that as the allowance pays for (fitSearch).
-func searchTurn(r *ranker, terms []term, glob bool, al allowance) (string, []llms.ToolCall) {
+// searchTurn asks for the declarations whose names or doc comments hold
+// the concepts (symbols, when offered), a glob on file names, a grep per
+// concept of the question for the definitions that name it, a grep for
+// the lines where two concepts meet, and a grep per top term for its
+// mentions: as much of that as the allowance pays for (fitSearch).
+func searchTurn(r *ranker, terms []term, offered map[string]bool, al allowance) (string, []llms.ToolCall) {
 	q := r.searchQuery()
 	mentions := 2
 	if al.lean() {
@@ -377,9 +382,13 @@ func searchTurn(r *ranker, terms []term, glob bool, al allowance) (string, []llm
 		// calls too, as tool calls are shared the same way.
 		q, mentions = q[:min(len(q), leanConcepts)], 1
 	}
-	// Best first, for fitSearch: the definitions, where concepts meet,
-	// the mentions, the comments, the file names.
+	// Best first, for fitSearch: the declarations (symbols), the
+	// definitions, where concepts meet, the mentions, the comments, the
+	// file names.
 	var calls []searchCall
+	if query := symbolsQuery(q); offered[toolSymbols] && query != "" {
+		calls = append(calls, searchCall{kind: symbolsSearch, pattern: query, results: symbolsResults})
+	}
 	for _, w := range q {
 		calls = append(calls, searchCall{kind: defSearch, pattern: defGrepPattern(w), results: defGrepResults})
 	}
@@ -392,7 +401,7 @@ func searchTurn(r *ranker, terms []term, glob bool, al allowance) (string, []llm
 	if p := commentGrepPattern(q); p != "" {
 		calls = append(calls, searchCall{kind: commentSearch, pattern: p, results: commentGrepResults})
 	}
-	if pattern := globPattern(terms); glob && pattern != "" {
+	if pattern := globPattern(terms); offered[toolGlob] && pattern != "" {
 		calls = append(calls, searchCall{kind: globSearch, pattern: pattern})
 	}
 	var names []string
@@ -410,8 +419,8 @@ func searchTurn(r *ranker, terms []term, glob bool, al allowance) (string, []llm
 }
 
 // searchToolCalls writes the search calls in the order the search has
-// always made them: the glob, the definitions, where concepts meet, the
-// comments, the mentions.
+// always made them: the glob, the declarations (symbols), the
+// definitions, where concepts meet, the comments, the mentions.
 func searchToolCalls(fitted []searchCall) []llms.ToolCall {
 	type grepArgs struct {
 		Pattern    string `json:"pattern"`
@@ -423,10 +432,17 @@ func searchToolCalls(fitted []searchCall) []llms.ToolCall {
 	calls := make([]llms.ToolCall, len(fitted))
 	for i, c := range fitted {
 		id := fmt.Sprintf("call_1_%d", i)
-		if c.kind == globSearch {
+		switch c.kind {
+		case globSearch:
 			calls[i] = toolCall(id, toolGlob, struct {
 				Pattern string `json:"pattern"`
 			}{c.pattern})
+			continue
+		case symbolsSearch:
+			calls[i] = toolCall(id, toolSymbols, struct {
+				Query      string `json:"query"`
+				MaxResults int    `json:"max_results"`
+			}{c.pattern, c.results})
 			continue
 		}
 		calls[i] = toolCall(id, toolGrep, grepArgs{c.pattern, c.kind == mentionSearch, c.results})

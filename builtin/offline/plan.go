@@ -76,8 +76,8 @@ func (al allowance) readsAfterSearch() int {
 // searchCall is one call of the search turn, before it is fitted.
 type searchCall struct {
 	kind    searchKind
-	pattern string
-	results int // a grep's max_results in the full search
+	pattern string // a grep's or glob's pattern, the symbols query
+	results int    // a grep's or symbols' max_results in the full search
 }
 
 // searchKind is what a search call looks for, in the order the search
@@ -86,6 +86,7 @@ type searchKind int
 
 const (
 	globSearch    searchKind = iota // file names
+	symbolsSearch                   // declarations whose names or docs hold a concept
 	defSearch                       // definitions that name a concept
 	pairSearch                      // lines where concepts meet
 	commentSearch                   // comments that name a concept
@@ -113,7 +114,7 @@ func (al allowance) fitSearch(text string, calls []searchCall) []searchCall {
 		full, greps := 0, 0
 		for _, c := range calls {
 			if c.kind != globSearch {
-				full += c.results
+				full += c.results * lineCost(c)
 				greps++
 			}
 		}
@@ -148,6 +149,15 @@ func (al allowance) grepLines(out, reads int) int {
 	}
 	readTurn := reads * callTokens
 	return (left - 2*al.input - 3*out - 2*readTurn - reads*candReadLimit*readLineTokens) / (2 * grepLineTokens)
+}
+
+// lineCost is what a line of a search call's output costs, in grep
+// lines.
+func lineCost(c searchCall) int {
+	if c.kind == symbolsSearch {
+		return symbolLineTokens / grepLineTokens
+	}
+	return 1
 }
 
 func globCost(calls []searchCall) int {

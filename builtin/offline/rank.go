@@ -16,6 +16,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/troupe-dev/troupe/builtin/tools"
 )
 
 // This file holds the definition-aware ranking: the question becomes a
@@ -333,6 +335,10 @@ type cand struct {
 	read      bool
 	comment   bool // an anchor on a comment: the definition is below it
 	file      bool // a file found by its name only: no line of it matched
+	// kind is the symbols tool's kind (func, type, value), and spanKnown
+	// says that it gave the span: end is the definition's last line.
+	kind      string
+	spanKnown bool
 	score     float64
 }
 
@@ -380,8 +386,9 @@ func (r *ranker) searchQuery() []qword {
 	return r.q[:min(len(r.q), maxQueryWords)]
 }
 
-// computeIDF weighs each concept by how rare it is among the grep hits.
-func (r *ranker) computeIDF(lines []lineWords) {
+// computeIDF weighs each concept by how rare it is among the grep hits,
+// and, when the symbols tool counted them, among the tree's declarations.
+func (r *ranker) computeIDF(lines []lineWords, sc tools.SymbolCounts) {
 	r.idf = make([]float64, len(r.q))
 	n := float64(len(lines))
 	for i, w := range r.q {
@@ -391,7 +398,13 @@ func (r *ranker) computeIDF(lines []lineWords) {
 				df++
 			}
 		}
-		r.idf[i] = math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5)) + 0.2
+		r.idf[i] = math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+		if sidf, ok := symbolIDF(sc, w); ok && i < maxQueryWords {
+			// Among all the declarations of the tree too, not only
+			// among the lines the search found.
+			r.idf[i] = (r.idf[i] + sidf) / 2
+		}
+		r.idf[i] += 0.2
 		r.idf[i] *= w.weight / kindWeight[kindWord]
 	}
 }
@@ -537,6 +550,12 @@ func (r *ranker) kindMult(c *cand) float64 {
 			return 1
 		}
 	}
+	switch c.kind { // as the symbols tool says
+	case "value":
+		return 0.6
+	case "type":
+		return 0.8
+	}
 	sig := c.signature
 	for _, mod := range []string{"export ", "default ", "pub ", "public ", "private ", "protected ", "static ", "abstract ", "final "} {
 		sig = strings.TrimPrefix(sig, mod)
@@ -553,15 +572,16 @@ func (r *ranker) kindMult(c *cand) float64 {
 	return 1
 }
 
-// candidates builds the definitions from grep hits: each definition line
-// is one; every other line joins the definition above it (its body) or,
-// for a comment, the one below it (its doc); a line in none becomes an
-// anchor, resolved when read. When grep found nothing, the files glob
-// found by name are the candidates.
-func (r *ranker) candidates(grep []hit, glob []string) []*cand {
+// candidates builds the definitions from grep hits and the symbols
+// tool's declarations: each definition line is one; every other line
+// joins the definition above it (its body) or, for a comment, the one
+// below it (its doc); a line in none becomes an anchor, resolved when
+// read. When neither found anything, the files glob found by name are
+// the candidates.
+func (r *ranker) candidates(ev evidence) []*cand {
 	byFile := make(map[string][]hit)
 	seen := make(map[string]bool)
-	for _, h := range grep {
+	for _, h := range ev.grep {
 		key := h.path + "\x00" + strconv.Itoa(h.line)
 		if seen[key] {
 			continue
@@ -575,61 +595,92 @@ func (r *ranker) candidates(grep []hit, glob []string) []*cand {
 			lines = append(lines, r.wordsOf(h.text))
 		}
 	}
-	r.computeIDF(lines)
-
+	r.computeIDF(lines, ev.symCounts)
+	syms := symbolCands(ev.syms)
 	var out []*cand
+	for _, p := range sortedKeys(syms) {
+		if _, ok := byFile[p]; !ok {
+			byFile[p] = nil
+		}
+	}
 	for _, p := range sortedKeys(byFile) {
-		hs := byFile[p]
-		slices.SortFunc(hs, func(a, b hit) int { return a.line - b.line })
-		var defs []*cand
-		for _, h := range hs {
-			if name := defNameOf(p, h.text); name != "" {
-				defs = append(defs, &cand{path: p, line: h.line, name: name, signature: signature(h.text), end: h.line})
-			}
-		}
-		var anchors []*cand
-		for _, h := range hs {
-			if _, ok := slices.BinarySearchFunc(defs, h.line, func(c *cand, l int) int { return c.line - l }); ok {
-				continue
-			}
-			if commentRe.MatchString(h.text) {
-				if i, _ := slices.BinarySearchFunc(defs, h.line, func(c *cand, l int) int { return c.line - l }); i < len(defs) && defs[i].line-h.line <= 15 {
-					defs[i].doc = append(defs[i].doc, h.text)
-					continue
-				}
-			}
-			i, _ := slices.BinarySearchFunc(defs, h.line, func(c *cand, l int) int { return c.line - l })
-			if commentRe.MatchString(h.text) && (i == 0 || h.line-defs[i-1].line > 3) {
-				// Most likely the doc comment of a definition below that
-				// does not name the concept: resolved when read.
-				if n := len(anchors); n > 0 && anchors[n-1].comment && h.line-anchors[n-1].body[len(anchors[n-1].body)-1].line <= 2 {
-					anchors[n-1].body = append(anchors[n-1].body, h)
-					continue
-				}
-				anchors = append(anchors, &cand{path: p, line: h.line, end: h.line, body: []hit{h}, comment: true})
-				continue
-			}
-			if i > 0 && h.line-defs[i-1].line <= maxAttach {
-				defs[i-1].body = append(defs[i-1].body, h)
-				continue
-			}
-			if n := len(anchors); n > 0 && !anchors[n-1].comment && h.line-anchors[n-1].line <= 40 {
-				anchors[n-1].body = append(anchors[n-1].body, h)
-				continue
-			}
-			anchors = append(anchors, &cand{path: p, line: h.line, end: h.line, body: []hit{h}})
-		}
-		out = append(out, defs...)
-		out = append(out, anchors...)
+		out = append(out, r.fileCands(p, byFile[p], syms[p])...)
 	}
 	if len(out) == 0 {
-		out = fileCandidates(glob)
+		out = fileCandidates(ev.glob)
 	}
 	for _, c := range out {
 		c.score = r.scoreCand(c)
 	}
 	sortCands(out)
 	return out
+}
+
+// fileCands are the definitions and anchors of one file: its grep hits
+// hs, and its declarations syms.
+func (r *ranker) fileCands(p string, hs []hit, syms []*cand) []*cand {
+	slices.SortFunc(hs, func(a, b hit) int { return a.line - b.line })
+	var defs []*cand
+	for _, h := range hs {
+		if name := defNameOf(p, h.text); name != "" {
+			defs = append(defs, &cand{path: p, line: h.line, name: name, signature: signature(h.text), end: h.line})
+		}
+	}
+	defs = r.mergeSymbols(defs, syms)
+	byLine := func(c *cand, l int) int { return c.line - l }
+	var anchors []*cand
+	for _, h := range hs {
+		i, found := slices.BinarySearchFunc(defs, h.line, byLine)
+		if found {
+			continue
+		}
+		if commentRe.MatchString(h.text) && i < len(defs) && defs[i].line-h.line <= 15 {
+			if !defs[i].spanKnown || !docHolds(defs[i].doc, h.text) {
+				defs[i].doc = append(defs[i].doc, h.text)
+			}
+			continue
+		}
+		if commentRe.MatchString(h.text) && (i == 0 || h.line-defs[i-1].line > 3) {
+			// Most likely the doc comment of a definition below that
+			// does not name the concept: resolved when read.
+			if n := len(anchors); n > 0 && anchors[n-1].comment && h.line-anchors[n-1].body[len(anchors[n-1].body)-1].line <= 2 {
+				anchors[n-1].body = append(anchors[n-1].body, h)
+				continue
+			}
+			anchors = append(anchors, &cand{path: p, line: h.line, end: h.line, body: []hit{h}, comment: true})
+			continue
+		}
+		if d := enclosing(defs[:i], h.line); d != nil {
+			d.body = append(d.body, h)
+			continue
+		}
+		if n := len(anchors); n > 0 && !anchors[n-1].comment && h.line-anchors[n-1].line <= 40 {
+			anchors[n-1].body = append(anchors[n-1].body, h)
+			continue
+		}
+		anchors = append(anchors, &cand{path: p, line: h.line, end: h.line, body: []hit{h}})
+	}
+	return append(defs, anchors...)
+}
+
+// enclosing is the definition of defs (those starting above line l, by
+// line) whose body holds line l: the innermost whose known span holds
+// it, or else the last one, when its span is not known and it starts at
+// most maxAttach lines above.
+func enclosing(defs []*cand, l int) *cand {
+	for i := len(defs) - 1; i >= 0; i-- {
+		d := defs[i]
+		switch {
+		case d.spanKnown && l <= d.end:
+			return d
+		case !d.spanKnown:
+			if i == len(defs)-1 && l-d.line <= maxAttach {
+				return d
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // fileCandidates are the files found by name, one candidate each, at
@@ -796,8 +847,12 @@ func (c *cand) findDefinition(lines map[int]string) {
 // printed whole, however many lines it spans, and the lines of its
 // multi-line string literals stay out of the body, as data.
 func (c *cand) readSpan(lines map[int]string) {
-	c.end = spanEnd(c.path, lines, c.line)
-	c.doc = docAbove(lines, c.line)
+	if end := spanEnd(c.path, lines, c.line); !c.spanKnown || c.end <= c.line {
+		c.end = end
+	}
+	if doc := docAbove(lines, c.line); len(doc) > 0 || !c.spanKnown {
+		c.doc = doc
+	}
 	c.body = c.body[:0]
 	var data map[int]bool
 	if path.Ext(c.path) == ".go" {
@@ -807,8 +862,8 @@ func (c *cand) readSpan(lines map[int]string) {
 		}
 	}
 	for l := c.line + 1; l <= c.end; l++ {
-		if !data[l] {
-			c.body = append(c.body, hit{path: c.path, line: l, text: lines[l]})
+		if text, ok := lines[l]; ok && !data[l] {
+			c.body = append(c.body, hit{path: c.path, line: l, text: text})
 		}
 	}
 }
