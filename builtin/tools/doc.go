@@ -62,11 +62,19 @@
 // it starts at a part of it (split at case changes and '_': "timeout"
 // and "read_header" match readHeaderTimeout, "eader" does not), and a doc
 // comment when it starts at a part of one of its words (its first 4 KiB
-// searched); English function words ("the", "how") match names only. A
-// declaration matches when a word matches its name or its doc; a word
-// that matches its receiver or class counts too once it does. Without a
-// query every declaration matches. Those whose names match come first,
-// then those that match more words, then by path, line and name. At most
+// searched), and a body when it starts at a part of one of the words of
+// its own lines (after the first, which holds the name; not its doc
+// comment, nor the lines of the declarations inside it, such as a
+// class's methods); English function words ("the", "how") match names
+// only. A declaration matches when a word matches its name, its doc or
+// its body; a word that matches its receiver or class counts too once
+// it does. The counts of the first line are of declarations a word
+// matches in any of these. Without a query every declaration matches,
+// in path and line order. With one they are ranked by relevance, BM25
+// over fields: each word weighs by how rare it is among the
+// declarations scanned, and counts most in the name, then the doc
+// comment, then the receiver or class, and by how often the body uses
+// it, a long body less for each use; ties by path, line and name. At most
 // max_results (default 50, at most 500), then "... N more matches not
 // shown; narrow the query, path or kind, or raise max_results". The walk
 // is grep's (.gitignore, no .git, no symlinks, no binary files, the

@@ -34,7 +34,7 @@ const (
 
 const symbolsDescription = `List the declarations of the code — functions and methods, types, constants, variables and fields — as an outline, or those that match a query, one line each: path:start-end kind name signature — the first sentence of its doc comment.
 
-Use it to find where something is defined when you know what it does but not what it is called: a declaration matches when its name (split at camelCase and snake_case) or its doc comment holds one of the query's words, a word matching the start of a name part or of a doc word ("limit" matches LimitReader, "timeout" matches readHeaderTimeout). Declarations whose names match come first, then those that match more words, then by path and line. The first line says how many declarations in how many files were scanned, how many match, and how many match each word: a word few declarations match says more.
+Use it to find where something is defined, or done, when you know what it does but not what it is called: a declaration matches when its name (split at camelCase and snake_case), its doc comment or its body holds one of the query's words, a word matching the start of a name part or of a word ("limit" matches LimitReader, "timeout" matches readHeaderTimeout). The best matches come first: a word counts most in a name, then in a doc comment, then in the body, and a word few declarations hold counts more than a common one. The first line says how many declarations in how many files were scanned, how many match, and how many match each word.
 
 Reads Go (parsed, methods shown with their receiver as (*Server).Shutdown), Python, JavaScript/TypeScript, Rust, Java and C. Searches the whole tree by default, or one directory or file given as path. Like grep, it skips files ignored by .gitignore, the .git directory, binary files and files over 2 MiB. Test files and directories (foo_test.go, test_foo.py, foo.test.ts, tests/, testdata/), vendored code (vendor/, node_modules/, third_party/) and generated files (a "DO NOT EDIT" or "@generated" header) are left out unless path asks for them: name the file itself, or a directory that is or is inside a test or vendored directory. At most 5000 files a call; a last line says what was left out.`
 
@@ -113,7 +113,7 @@ func runSymbols(ctx context.Context, root *fsroot.Root, raw json.RawMessage) (st
 	if err != nil {
 		return "", err
 	}
-	sc := &symbolScan{}
+	sc := &symbolScan{words: c.words}
 	switch {
 	case fi.Mode().IsRegular():
 		if outline.LangOf(start) == 0 {
@@ -144,10 +144,12 @@ type sourceFile struct {
 	size    int64
 	scanned bool // read and outlined: not binary, nor generated unless asked for
 	decls   []outline.Decl
+	bodies  []bodyMatch // by decls' index, when the call has a query
 }
 
 // symbolScan is what one call scans and what it leaves out.
 type symbolScan struct {
+	words    []queryWord // the query's, looked for in bodies while each file is read
 	files    []sourceFile
 	explicit bool // a file named by path: outlined whatever it is
 	tests    bool // test code is asked for
@@ -277,6 +279,7 @@ func (sc *symbolScan) outlineFile(root *fsroot.Root, f *sourceFile, buf []byte) 
 			f.decls = append(f.decls, d)
 		}
 	}
+	f.bodies = matchBodies(outline.LangOf(f.rel), data, f.decls, sc.words)
 	return data[:0]
 }
 

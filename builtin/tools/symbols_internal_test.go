@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/outline"
 )
 
 // TestSymbolsCapFiles checks the caps of a call on trees too large to
@@ -69,5 +70,35 @@ func TestQuoteName(t *testing.T) {
 			assert.Equal(t, name, got)
 			assert.Equal(t, " sig", rest)
 		}
+	}
+}
+
+// TestMatchBodiesLeavesOutDocs: a doc comment is no part of a body,
+// above a declaration or, in Python, below its first line; nor is the
+// line holding its name.
+func TestMatchBodiesLeavesOutDocs(t *testing.T) {
+	tests := []struct {
+		name string
+		lang outline.Lang
+		src  string
+		want []uint16 // the body's count of "cookie" for each declaration
+	}{
+		{"a Python docstring", outline.Python, "def clear():\n    \"\"\"Forget every cookie.\"\"\"\n    jar.cookie = None\n", []uint16{1}},
+		{"a Go field's doc inside its struct", outline.Go, "package p\n\ntype Jar struct {\n\t// Cookie is the last cookie.\n\tLast int\n}\n", nil},
+		{"the line of the name", outline.Go, "package p\n\nfunc cookie() {\n\treturn\n}\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			decls := outline.Parse(tt.lang, []byte(tt.src))
+			require.NotEmpty(t, decls)
+			got := matchBodies(tt.lang, []byte(tt.src), decls, parseQuery("cookie"))
+			var counts []uint16
+			for _, m := range got {
+				if m.tf != nil {
+					counts = append(counts, m.tf[0])
+				}
+			}
+			assert.Equal(t, tt.want, counts)
+		})
 	}
 }

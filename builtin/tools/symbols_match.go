@@ -105,16 +105,18 @@ func joined(s string) string {
 
 // declMatch is how a declaration matches a query.
 type declMatch struct {
-	name  bool   // a word matches its own name
-	words []bool // which words match its name, its container or its doc
-	n     int    // how many do
+	name   bool   // a word matches its own name
+	words  []bool // which words match its name, its container or its doc
+	inName []bool // which match its name
+	inDoc  []bool // which match its doc and not its name
+	n      int    // how many match its name, its container or its doc
 }
 
 // matchDecl matches d against the words. A word counts when it matches
 // d's name, its container's (a receiver, a class), or its doc comment;
 // d matches when one matches its name or doc, not only its container.
 func matchDecl(d *outline.Decl, words []queryWord) (declMatch, bool) {
-	m := declMatch{words: make([]bool, len(words))}
+	m := declMatch{words: make([]bool, len(words)), inName: make([]bool, len(words)), inDoc: make([]bool, len(words))}
 	name, cont := joined(d.Name), joined(d.Container)
 	var nameParts, contParts, docWords []string
 	doc := d.Doc[:min(len(d.Doc), symbolsDocScan)]
@@ -128,6 +130,7 @@ func matchDecl(d *outline.Decl, words []queryWord) (declMatch, bool) {
 			}
 			if partsMatch(nameParts, w.text) {
 				hit, m.name, own = true, true, true
+				m.inName[i] = true
 			}
 		}
 		if !hit && !w.nameOnly && doc != "" {
@@ -140,6 +143,7 @@ func matchDecl(d *outline.Decl, words []queryWord) (declMatch, bool) {
 				}
 				if docMatch(docWords, w.text) {
 					hit, own = true, true
+					m.inDoc[i] = true
 				}
 			}
 		}

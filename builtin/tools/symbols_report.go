@@ -1,9 +1,7 @@
 package tools
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -18,27 +16,19 @@ const symbolsMaxDoc = 160
 
 // symbolHit is a declaration that matched, with how.
 type symbolHit struct {
-	rel string
-	d   *outline.Decl
-	m   declMatch
+	rel   string
+	d     *outline.Decl
+	m     declMatch
+	body  bodyMatch
+	score float64
 }
 
 // report is the tool's output: the header, the declarations that match
 // best first, and the notes.
 func (sc *symbolScan) report(c symbolsCall) string {
 	hits, counts, total, files := sc.match(c)
-	slices.SortFunc(hits, func(a, b symbolHit) int {
-		switch {
-		case a.m.name != b.m.name:
-			if a.m.name {
-				return -1
-			}
-			return 1
-		case a.m.n != b.m.n:
-			return b.m.n - a.m.n
-		}
-		return cmp.Or(strings.Compare(a.rel, b.rel), a.d.Line-b.d.Line, strings.Compare(a.d.Qualified, b.d.Qualified))
-	})
+	relevance(hits, counts, total)
+	sortHits(hits)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s in %s; %d ", plural(total, "declaration", "declarations"), plural(files, "file", "files"), len(hits))
 	if c.kind != 0 {
@@ -85,19 +75,23 @@ func (sc *symbolScan) match(c symbolsCall) (hits []symbolHit, counts []int, tota
 			if c.kind != 0 && d.Kind != c.kind {
 				continue
 			}
-			var m declMatch
+			h := symbolHit{rel: f.rel, d: d}
+			if f.bodies != nil {
+				h.body = f.bodies[j]
+			}
 			if len(c.words) > 0 {
-				var ok bool
-				if m, ok = matchDecl(d, c.words); !ok {
+				var own bool
+				h.m, own = matchDecl(d, c.words)
+				if !own && h.body.tf == nil {
 					continue
 				}
-				for k, hit := range m.words {
-					if hit {
+				for k, hit := range h.m.words {
+					if hit || h.body.tf != nil && h.body.tf[k] > 0 {
 						counts[k]++
 					}
 				}
 			}
-			hits = append(hits, symbolHit{rel: f.rel, d: d, m: m})
+			hits = append(hits, h)
 		}
 	}
 	return hits, counts, total, files

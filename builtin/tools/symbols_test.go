@@ -129,8 +129,9 @@ func TestSymbolsQuery(t *testing.T) {
 	}
 }
 
-// TestSymbolsOrder checks the order: names that match before docs that
-// do, more words first, then by path and line, the same on every call.
+// TestSymbolsOrder checks the order: by relevance, a word in a name
+// counting more than in a doc comment, two words more than one, then by
+// path and line, the same on every call.
 func TestSymbolsOrder(t *testing.T) {
 	dir := writeTree(t, map[string]string{
 		"b/limit.go": "package b\n\n// LimitBody caps a body.\nfunc LimitBody() {}\n\nfunc Limit() {}\n",
@@ -138,17 +139,72 @@ func TestSymbolsOrder(t *testing.T) {
 		"a/body.go":  "package a\n\n// Cap limits.\nfunc Cap() {}\n",
 	})
 	want := []string{
-		"b/limit.go:4-4 func LimitBody func LimitBody() — LimitBody caps a body.", // name, 2 words
-		"a/limit.go:3-3 func Limit func Limit()",                                  // name, 1 word: by path
-		"b/limit.go:6-6 func Limit func Limit()",
+		"b/limit.go:4-4 func LimitBody func LimitBody() — LimitBody caps a body.",                 // name, 2 words
 		"a/limit.go:6-6 func Reader func Reader() — Reader reads, with a limit on the body size.", // doc, 2 words
-		"a/body.go:4-4 func Cap func Cap() — Cap limits.",                                         // doc, 1 word
+		"a/limit.go:3-3 func Limit func Limit()",                                                  // name, 1 word: by path
+		"b/limit.go:6-6 func Limit func Limit()",
+		"a/body.go:4-4 func Cap func Cap() — Cap limits.", // doc, 1 word
 	}
 	for range 3 {
 		out := mustCall(t, tools.Symbols(), dir, `{"query":"limit body"}`)
 		assert.Equal(t, "6 declarations in 3 files; 5 match: limit 5, body 2", strings.Split(out, "\n")[0])
 		assert.Equal(t, want, symbolLines(t, out))
 	}
+}
+
+// TestSymbolsBody checks that the query's words are found in bodies:
+// a declaration whose body uses them matches, and ranks by how much it
+// uses them, the rarer words more; each line belongs to the innermost
+// declaration around it, and the doc comment of a member to none.
+func TestSymbolsBody(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"conn.go": `package web
+
+// serve runs the connection's loop.
+func (c *conn) serve() {
+	c.rwc.SetReadDeadline(c.server.ReadHeaderTimeout)
+	for {
+		c.readRequest()
+	}
+}
+
+// readRequest reads one request.
+func (c *conn) readRequest() {
+	c.rwc.SetReadDeadline(c.server.ReadTimeout)
+}
+
+func unrelated() { println("header") }
+`,
+		"client.py": `class Session:
+    """A session keeps cookies."""
+
+    def request(self, url):
+        """Send a request."""
+        self.sent += 1
+        log.debug(url)
+        return self.adapter.send(url, self.header_timeout)
+`,
+	})
+	out := mustCall(t, tools.Symbols(), dir, `{"query":"header timeout deadline"}`)
+	assert.Equal(t, "5 declarations in 2 files; 3 match: header 2, timeout 3, deadline 2", strings.Split(out, "\n")[0])
+	assert.Equal(t, []string{
+		// Uses all three words, header and deadline rarer than timeout.
+		"conn.go:4-9 func (*conn).serve func (c *conn) serve() — serve runs the connection's loop.",
+		// Two words, each once: the shorter body first.
+		"conn.go:12-14 func (*conn).readRequest func (c *conn) readRequest() — readRequest reads one request.",
+		"client.py:4-8 func Session.request def request(self, url) — Send a request.",
+	}, symbolLines(t, out))
+
+	// The class's own lines are not its methods': its body has no
+	// "send".
+	out = mustCall(t, tools.Symbols(), dir, `{"query":"send"}`)
+	assert.Equal(t, []string{
+		"client.py:4-8 func Session.request def request(self, url) — Send a request.",
+	}, symbolLines(t, out))
+	// The first line holds the name, which counts once, as a name: a
+	// one-line function's body is empty.
+	out = mustCall(t, tools.Symbols(), dir, `{"query":"println"}`)
+	assert.Equal(t, []string{"... no declaration matches; try other words, or fewer"}, symbolLines(t, out))
 }
 
 func TestSymbolsCounts(t *testing.T) {

@@ -313,9 +313,12 @@ func TestToolsListAndCall(t *testing.T) {
 
 	o = troupe(t, "tools", "call", "symbols", `{"query":"discount","kind":"func"}`, "--repo", shop)
 	require.Equal(t, 0, o.code, o.stderr)
-	assert.Equal(t, "17 declarations in 4 files; 2 func declarations match: discount 2\n"+
+	// The name first, then a doc comment, then a body (main's sets the
+	// cart's Discount).
+	assert.Equal(t, "17 declarations in 4 files; 3 func declarations match: discount 3\n"+
 		"cart/cart.go:40-48 func applyDiscount func applyDiscount(cents int64, code string) int64 — applyDiscount takes a percentage off for known discount codes.\n"+
 		"cart/cart.go:28-37 func (*Cart).Total func (c *Cart) Total() (int64, error) — Total returns the cart's total in cents after the discount.\n"+
+		"main.go:11-20 func main func main()\n"+
 		"... left out: 1 test file; name one as path to include it\n", o.stdout)
 
 	o = troupe(t, "tools", "call", "grep", `{"pattern":"func applyDiscount"}`, "--repo", shop)
