@@ -369,8 +369,8 @@ type evalRanker struct {
 }
 
 // evalRankers are the rankers make eval compares: the offline model as
-// it is, the same model with its vocabulary emptied, and a plain BM25
-// ranking of declarations (bm25_test.go).
+// it is, the same model with its vocabulary emptied, a plain BM25
+// ranking of declarations (bm25_test.go), and the symbols tool alone.
 var evalRankers = []evalRanker{
 	{"model", runModel},
 	{"model, no vocabulary", func(ctx context.Context, q evalQuestion, root string) (fs []Finding, err error) {
@@ -380,6 +380,28 @@ var evalRankers = []evalRanker{
 	{"BM25 baseline", func(_ context.Context, q evalQuestion, root string) ([]Finding, error) {
 		return bm25Rank(root, q.Question, 10)
 	}},
+	{"symbols tool", runSymbols},
+}
+
+// runSymbols asks the symbols tool alone, with the question as its
+// query, as an agent might: its ranking of the tree's declarations by
+// name, doc comment and body.
+func runSymbols(ctx context.Context, q evalQuestion, root string) ([]Finding, error) {
+	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{Dir: root, Note: func(string) {}})
+	args, err := json.Marshal(map[string]any{"query": q.Question, "max_results": 10})
+	if err != nil {
+		return nil, err
+	}
+	out, err := tools.Symbols().Call(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	_, syms := tools.ParseSymbols(out)
+	var fs []Finding
+	for _, s := range syms {
+		fs = append(fs, Finding{Path: s.Path, Line: s.Line, EndLine: s.End, Symbol: s.Name})
+	}
+	return fs, nil
 }
 
 // withoutVocabulary runs fn with the model's vocabulary emptied: every

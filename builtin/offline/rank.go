@@ -37,7 +37,7 @@ const (
 	anchorReadBefore   = 60  // lines read above a line that is in no known definition
 	fileReadLimit      = 20  // lines read of a file found by name only
 	maxAttach          = 150 // a line belongs to the definition at most this far above it
-	maxFindingsFile    = 2   // findings from one file
+	maxFindingsFile    = 4   // findings from one file
 	maxForms           = 4   // substrings grepped for one concept
 	avgBodyLines       = 25  // a body's usual length, for BM25's length normalisation
 )
@@ -339,7 +339,10 @@ type cand struct {
 	// says that it gave the span: end is the definition's last line.
 	kind      string
 	spanKnown bool
-	score     float64
+	// symRank is the definition's place in the symbols tool's ranking,
+	// from 1, or 0 when the tool did not list it.
+	symRank int
+	score   float64
 }
 
 // ranker ranks definitions for a query.
@@ -612,7 +615,7 @@ func (r *ranker) candidates(ev evidence) []*cand {
 	for _, c := range out {
 		c.score = r.scoreCand(c)
 	}
-	sortCands(out)
+	r.fuse(out)
 	return out
 }
 
@@ -784,7 +787,7 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 			c.snippet = r.bestBodyLine(c)
 		}
 	}
-	sortCands(out)
+	r.fuse(out)
 	return out
 }
 

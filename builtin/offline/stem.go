@@ -14,7 +14,7 @@ import (
 // stem s: a final "i" that stands for "y" is dropped, so that "retri"
 // finds retry and retries.
 func searchForm(s string) string {
-	if len(s) > 4 && strings.HasSuffix(s, "i") {
+	if len(s) >= 4 && strings.HasSuffix(s, "i") {
 		return s[:len(s)-1]
 	}
 	return s

@@ -11,10 +11,12 @@ import (
 )
 
 // This file holds what the search takes from the symbols tool, when it
-// is offered: one call in the search turn with the concepts' words, whose
-// declarations (name, signature, doc comment, span) join grep's as
-// candidate definitions, and whose counts say how rare each concept is
-// among all the declarations of the tree.
+// is offered: one call in the search turn with the question's own
+// words, which ranks every declaration of the tree by its name, doc
+// comment and body; its best declarations join grep's as candidate
+// definitions, with their spans, kinds and doc comments, its ranking is
+// fused with the model's, and its counts say how rare each concept is
+// among all the tree's declarations.
 
 // toolSymbols is troupe's symbols tool.
 const toolSymbols = "symbols"
@@ -29,12 +31,13 @@ const (
 )
 
 // symbolsQuery is the symbols call's query: for each concept searched,
-// the forms a grep looks for (its word as written when exact, the search
-// forms of its stem and of its vocabulary words), each once.
+// its own forms (its word as written when exact, the search form of its
+// stem), each once. Not its vocabulary's words: the tool weighs every
+// word it is given as the question's own, and a synonym is a guess.
 func symbolsQuery(q []qword) string {
 	var words []string
 	for _, w := range q {
-		for _, f := range w.symbolForms() {
+		for _, f := range w.ownForms() {
 			if !slices.Contains(words, f) {
 				words = append(words, f)
 			}
@@ -111,9 +114,9 @@ func symbolIDF(c tools.SymbolCounts, w qword) (float64, bool) {
 // before anything is read.
 func symbolCands(syms []tools.Symbol) map[string][]*cand {
 	byFile := make(map[string][]*cand)
-	for _, s := range syms {
+	for i, s := range syms {
 		c := &cand{path: s.Path, line: s.Line, end: max(s.End, s.Line), name: memberName(s.Name),
-			signature: s.Signature, kind: s.Kind, spanKnown: true}
+			signature: s.Signature, kind: s.Kind, spanKnown: true, symRank: i + 1}
 		if s.Doc != "" {
 			c.doc = []string{s.Doc}
 		}
@@ -141,13 +144,13 @@ func (r *ranker) mergeSymbols(defs []*cand, syms []*cand) []*cand {
 	for _, s := range syms {
 		i, found := slices.BinarySearchFunc(defs, s.line, func(c *cand, l int) int { return c.line - l })
 		if !found {
-			if r.docHoldsOwnWord(s) {
+			if s.symRank <= symbolsJoin || r.docHoldsOwnWord(s) {
 				defs = slices.Insert(defs, i, s)
 			}
 			continue
 		}
 		d := defs[i]
-		d.end, d.kind, d.spanKnown = s.end, s.kind, true
+		d.end, d.kind, d.spanKnown, d.symRank = s.end, s.kind, true, s.symRank
 		if len(d.doc) == 0 {
 			d.doc = s.doc
 		}
@@ -177,4 +180,42 @@ func (r *ranker) docHoldsOwnWord(c *cand) bool {
 func docHolds(doc []string, line string) bool {
 	text := strings.TrimSpace(commentRe.ReplaceAllString(line, ""))
 	return text != "" && strings.Contains(strings.Join(doc, " "), text)
+}
+
+// fuseK is reciprocal rank fusion's constant: how far down either
+// ranking a place still counts.
+const fuseK = 10
+
+// symbolsJoin: the declarations the symbols tool ranks this high are
+// candidates even when grep found no line of them.
+const symbolsJoin = 10
+
+// fuse orders the candidates, scored by the model, by reciprocal rank
+// fusion of the model's ranking and the symbols tool's: the tool ranks
+// every declaration of the tree by its name, doc comment and body, the
+// model the few its searches found by what the question's words and
+// their vocabulary say of them. A candidate either ranks high stays
+// near the top.
+func (r *ranker) fuse(cs []*cand) {
+	sortCands(cs)
+	if !slices.ContainsFunc(cs, func(c *cand) bool { return c.symRank > 0 }) {
+		return
+	}
+	for i, c := range cs {
+		if c.score <= 0 && c.symRank == 0 {
+			continue
+		}
+		f := 0.0
+		if c.score > 0 {
+			f = 1 / float64(fuseK+i+1)
+		}
+		if c.symRank > 0 {
+			f += 1 / float64(fuseK+c.symRank)
+		}
+		// What the model prefers whatever the words (code over
+		// tests, functions over variables) holds for the tool's
+		// ranking too.
+		c.score = f * r.pathMult(c.path) * r.kindMult(c)
+	}
+	sortCands(cs)
 }

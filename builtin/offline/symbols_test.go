@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,8 +32,9 @@ func symbolsArgs(t *testing.T, c llms.ToolCall) (query string, maxResults int) {
 }
 
 // TestSearchAsksSymbolsWhenOffered: the search turn asks the symbols
-// tool for the concepts' words and their vocabulary's, once, when it is
-// offered, and not otherwise.
+// tool for the concepts' own words, once, when it is offered, and not
+// otherwise; not for their vocabulary's, which its ranking would weigh
+// as words of the question.
 func TestSearchAsksSymbolsWhenOffered(t *testing.T) {
 	task := "How can I limit the size of a request body?"
 	r := newRanker(task, extractTerms(task))
@@ -49,11 +51,11 @@ func TestSearchAsksSymbolsWhenOffered(t *testing.T) {
 	query, n := symbolsArgs(t, sym[0])
 	assert.Equal(t, symbolsResults, n)
 	words := strings.Fields(query)
-	for _, w := range []string{"limit", "siz", "request", "bodi"} {
+	for _, w := range []string{"limit", "siz", "request", "bod"} {
 		assert.Contains(t, words, w, "a concept's word or stem")
 	}
 	for _, w := range []string{"max", "len"} {
-		assert.Contains(t, words, w, "a vocabulary word (limit: max, size: len)")
+		assert.NotContains(t, words, w, "a vocabulary word (limit: max, size: len)")
 	}
 
 	_, calls = searchTurn(r, extractTerms(task), map[string]bool{toolGlob: true}, unlimited)
@@ -128,19 +130,25 @@ func TestADeclarationFoundByItsDocComment(t *testing.T) {
 
 // TestSymbolsGiveSpansAndRarity: a definition grep found takes its span,
 // kind and doc from the symbols tool, even unread; a declaration only
-// symbols found joins when its doc holds a word of the question, not
-// when only its name does; and a concept few declarations match weighs
-// more than one many do.
+// symbols found joins when the tool ranks it among its first
+// symbolsJoin or its doc holds a word of the question, not when only
+// its name does further down; and a concept few declarations match
+// weighs more than one many do.
 func TestSymbolsGiveSpansAndRarity(t *testing.T) {
 	task := "where is the retry delay computed?"
 	r := newRanker(task, extractTerms(task))
+	syms := []tools.Symbol{
+		{Path: "a.go", Line: 10, End: 24, Kind: "func", Name: "retryDelay", Signature: "func retryDelay(n int) time.Duration", Doc: "retryDelay is how long to wait."},
+	}
+	for i := range symbolsJoin {
+		syms = append(syms, tools.Symbol{Path: fmt.Sprintf("top%d.go", i), Line: 1, End: 2, Kind: "func", Name: fmt.Sprintf("f%d", i)})
+	}
+	syms = append(syms,
+		tools.Symbol{Path: "b.go", Line: 3, End: 9, Kind: "func", Name: "backoff", Signature: "func backoff()", Doc: "backoff computes the delay before a retry."},
+		tools.Symbol{Path: "c.go", Line: 5, End: 6, Kind: "func", Name: "retryAll", Signature: "func retryAll()"})
 	ev := evidence{
 		grep: []hit{{path: "a.go", line: 10, text: "func retryDelay(n int) time.Duration {"}},
-		syms: []tools.Symbol{
-			{Path: "a.go", Line: 10, End: 24, Kind: "func", Name: "retryDelay", Signature: "func retryDelay(n int) time.Duration", Doc: "retryDelay is how long to wait."},
-			{Path: "b.go", Line: 3, End: 9, Kind: "func", Name: "backoff", Signature: "func backoff()", Doc: "backoff computes the delay before a retry."},
-			{Path: "c.go", Line: 5, End: 6, Kind: "func", Name: "retryAll", Signature: "func retryAll()"},
-		},
+		syms: syms,
 		symCounts: tools.SymbolCounts{Declarations: 1000, Files: 10, Matches: 3,
 			Words: []tools.WordCount{{Word: "retr", Count: 2}, {Word: "dela", Count: 600}}},
 	}
@@ -153,8 +161,11 @@ func TestSymbolsGiveSpansAndRarity(t *testing.T) {
 	assert.Equal(t, 24, byPath["a.go"].end, "the span symbols gave")
 	assert.Equal(t, "func", byPath["a.go"].kind)
 	assert.Equal(t, []string{"retryDelay is how long to wait."}, byPath["a.go"].doc)
+	assert.Contains(t, byPath, "top0.go", "ranked second by the tool")
+	assert.Contains(t, byPath, fmt.Sprintf("top%d.go", symbolsJoin-2), "ranked symbolsJoin-th")
+	assert.NotContains(t, byPath, fmt.Sprintf("top%d.go", symbolsJoin-1), "ranked below symbolsJoin")
 	assert.Contains(t, byPath, "b.go", "its doc holds the question's words")
-	assert.NotContains(t, byPath, "c.go", "only its name matches: grep's definitions search finds those")
+	assert.NotContains(t, byPath, "c.go", "only its name matches, and it ranks low: grep's definitions search finds those")
 	var retry, delay float64
 	for i, w := range r.q {
 		switch w.text {
@@ -172,4 +183,29 @@ func TestSymbolsGiveSpansAndRarity(t *testing.T) {
 			assert.Equal(t, 24, f.EndLine, "unread, the finding spans the whole definition")
 		}
 	}
+}
+
+// TestFuseRanks: the model's ranking and the symbols tool's are fused
+// by reciprocal rank: a definition both rank well comes first, one only
+// the tool ranks first level with the model's first (ties go by path)
+// and before the model's third, and a test file keeps its lower place
+// whichever ranks it.
+func TestFuseRanks(t *testing.T) {
+	task := "where is the retry delay computed?"
+	r := newRanker(task, extractTerms(task))
+	cs := []*cand{
+		{path: "model1.go", line: 1, name: "a", score: 9},
+		{path: "both.go", line: 1, name: "b", score: 8, symRank: 2},
+		{path: "model3.go", line: 1, name: "c", score: 7},
+		{path: "a_test.go", line: 1, name: "d", score: 6, symRank: 3},
+		{path: "tool1.go", line: 1, name: "e", symRank: 1},
+		{path: "none.go", line: 1, name: "f"},
+	}
+	r.fuse(cs)
+	var order []string
+	for _, c := range cs {
+		order = append(order, c.path)
+	}
+	assert.Equal(t, []string{"both.go", "model1.go", "tool1.go", "model3.go", "a_test.go", "none.go"}, order)
+	assert.Zero(t, cs[len(cs)-1].score, "neither ranks it")
 }
