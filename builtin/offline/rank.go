@@ -615,7 +615,7 @@ func (r *ranker) candidates(ev evidence) []*cand {
 	for _, c := range out {
 		c.score = r.scoreCand(c)
 	}
-	r.fuse(out)
+	sortCands(out)
 	return out
 }
 
@@ -787,7 +787,7 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 			c.snippet = r.bestBodyLine(c)
 		}
 	}
-	r.fuse(out)
+	sortCands(out)
 	return out
 }
 

@@ -184,28 +184,3 @@ func TestSymbolsGiveSpansAndRarity(t *testing.T) {
 		}
 	}
 }
-
-// TestFuseRanks: the model's ranking and the symbols tool's are fused
-// by reciprocal rank: a definition both rank well comes first, one only
-// the tool ranks first level with the model's first (ties go by path)
-// and before the model's third, and a test file keeps its lower place
-// whichever ranks it.
-func TestFuseRanks(t *testing.T) {
-	task := "where is the retry delay computed?"
-	r := newRanker(task, extractTerms(task))
-	cs := []*cand{
-		{path: "model1.go", line: 1, name: "a", score: 9},
-		{path: "both.go", line: 1, name: "b", score: 8, symRank: 2},
-		{path: "model3.go", line: 1, name: "c", score: 7},
-		{path: "a_test.go", line: 1, name: "d", score: 6, symRank: 3},
-		{path: "tool1.go", line: 1, name: "e", symRank: 1},
-		{path: "none.go", line: 1, name: "f"},
-	}
-	r.fuse(cs)
-	var order []string
-	for _, c := range cs {
-		order = append(order, c.path)
-	}
-	assert.Equal(t, []string{"both.go", "model1.go", "tool1.go", "model3.go", "a_test.go", "none.go"}, order)
-	assert.Zero(t, cs[len(cs)-1].score, "neither ranks it")
-}
