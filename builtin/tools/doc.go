@@ -58,7 +58,9 @@
 // the first sentence of its doc comment (at most 160 runes), left out
 // with its " — " when there is none. ParseSymbols reads the output back.
 // The query's words are runs of letters, digits and '_' of two letters or
-// more, lower-cased, '_' removed, at most 32; a word matches a name when
+// more, lower-cased, '_' removed, at most 32, less a plural or verb
+// ending when four letters stay ("validated" is validat, "connections"
+// connection, "parsing" pars); a word matches a name when
 // it starts at a part of it (split at case changes and '_': "timeout"
 // and "read_header" match readHeaderTimeout, "eader" does not), and a doc
 // comment when it starts at a part of one of its words (its first 4 KiB

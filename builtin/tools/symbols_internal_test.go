@@ -102,3 +102,27 @@ func TestMatchBodiesLeavesOutDocs(t *testing.T) {
 		})
 	}
 }
+
+func TestTrimEnding(t *testing.T) {
+	for w, want := range map[string]string{
+		"validated":   "validat",
+		"connections": "connection",
+		"parsing":     "pars",
+		"retries":     "retr",
+		"stopped":     "stop",
+		"running":     "runn",
+		"matches":     "match",
+		"boxes":       "boxes",
+		"class":       "class",
+		"status":      "status",
+		"used":        "used",
+		"bus":         "bus",
+		"apis":        "apis",
+		"timeout":     "timeout",
+		"called":      "call",
+		"bodies":      "bodies",
+		"http2":       "http2",
+	} {
+		assert.Equal(t, want, trimEnding(w), w)
+	}
+}

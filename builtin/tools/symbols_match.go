@@ -42,13 +42,71 @@ func parseQuery(q string) []queryWord {
 	seen := make(map[string]bool)
 	for _, f := range strings.FieldsFunc(q, func(r rune) bool { return !isWordRune(r) }) {
 		w := strings.ToLower(strings.ReplaceAll(f, "_", ""))
-		if utf8.RuneCountInString(w) < 2 || seen[w] || len(out) == maxQueryWords {
+		if utf8.RuneCountInString(w) < 2 || len(out) == maxQueryWords {
+			continue
+		}
+		nameOnly := nameOnlyWords[w]
+		if !nameOnly {
+			w = trimEnding(w)
+		}
+		if seen[w] {
 			continue
 		}
 		seen[w] = true
-		out = append(out, queryWord{text: w, nameOnly: nameOnlyWords[w]})
+		out = append(out, queryWord{text: w, nameOnly: nameOnly})
 	}
 	return out
+}
+
+// trimEnding drops an English plural or verb ending from w, so that
+// "validated" finds validate and validation, "connections" connection
+// and "parsing" parse: a word matches where a part starts with it, so
+// a shorter word only finds more, and always what the whole word finds.
+// What is left keeps at least four letters.
+func trimEnding(w string) string {
+	const minStem = 4
+	cut := func(n int) string {
+		s := w[:len(w)-n]
+		// A doubled final consonant belongs to the ending: "stopped",
+		// "running".
+		if k := len(s); (n == 2 || n == 3) && k > minStem && s[k-1] == s[k-2] && !strings.ContainsRune("aeiousl", rune(s[k-1])) {
+			s = s[:k-1]
+		}
+		return s
+	}
+	for _, e := range []struct {
+		suffix string
+		ok     func(stem string) bool
+	}{
+		{"ies", nil},
+		{"ing", nil},
+		{"ed", nil},
+		{"es", func(stem string) bool {
+			return strings.HasSuffix(stem, "s") || strings.HasSuffix(stem, "x") || strings.HasSuffix(stem, "ch") || strings.HasSuffix(stem, "sh")
+		}},
+		{"s", func(stem string) bool {
+			return !strings.HasSuffix(stem, "s") && !strings.HasSuffix(stem, "u") && !strings.HasSuffix(stem, "i")
+		}},
+	} {
+		if !strings.HasSuffix(w, e.suffix) || !isASCIILetters(w) {
+			continue
+		}
+		stem := w[:len(w)-len(e.suffix)]
+		if len(stem) < minStem || e.ok != nil && !e.ok(stem) {
+			return w
+		}
+		return cut(len(e.suffix))
+	}
+	return w
+}
+
+func isASCIILetters(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }

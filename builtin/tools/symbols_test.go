@@ -112,8 +112,12 @@ func TestSymbolsQuery(t *testing.T) {
 		}},
 		{"a receiver alone is no match", `{"query":"server conns"}`, []string{
 			"web/server.go:19-19 value Server.conns conns map[int]bool",
-			"web/server.go:16-20 type Server type Server struct — Server serves requests.",
+			// "conns" looks for "conn": the doc's "connections".
 			"web/server.go:30-34 func (*Server).Shutdown func (s *Server) Shutdown(ctx context.Context) error — Shutdown stops the server.",
+			"web/server.go:16-20 type Server type Server struct — Server serves requests.",
+		}},
+		{"an ending dropped", `{"query":"bounded"}`, []string{
+			"web/server.go:11-11 value MaxBodySize const MaxBodySize = 1 << 20 — MaxBodySize bounds a request body.",
 		}},
 	}
 	for _, tt := range tests {
@@ -370,7 +374,10 @@ mod tests {
 		"src/lib.rs:24-24 value MAX pub const MAX: usize = 10",
 	}, symbolLines(t, out))
 	out = mustCall(t, tools.Symbols(), dir, `{"path":"src/lib.rs","query":"parses"}`)
-	assert.Equal(t, []string{"src/lib.rs:29-29 func tests::parses fn parses()"}, symbolLines(t, out), "a file named as path shows its tests")
+	assert.Equal(t, []string{
+		"src/lib.rs:5-7 type Parser pub struct Parser<'a> — A parser of tokens.", // "parses" looks for "pars"
+		"src/lib.rs:29-29 func tests::parses fn parses()",                        // a file named as path shows its tests
+	}, symbolLines(t, out))
 }
 
 func TestSymbolsJava(t *testing.T) {
