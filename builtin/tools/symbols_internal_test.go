@@ -112,7 +112,9 @@ func TestTrimEnding(t *testing.T) {
 		"stopped":     "stop",
 		"running":     "runn",
 		"matches":     "match",
-		"boxes":       "boxes",
+		"boxes":       "boxe",
+		"files":       "file",
+		"types":       "type",
 		"class":       "class",
 		"status":      "status",
 		"used":        "used",
@@ -120,7 +122,7 @@ func TestTrimEnding(t *testing.T) {
 		"apis":        "apis",
 		"timeout":     "timeout",
 		"called":      "call",
-		"bodies":      "bodies",
+		"bodies":      "bodie",
 		"http2":       "http2",
 	} {
 		assert.Equal(t, want, trimEnding(w), w)

@@ -93,7 +93,7 @@ func trimEnding(w string) string {
 		}
 		stem := w[:len(w)-len(e.suffix)]
 		if len(stem) < minStem || e.ok != nil && !e.ok(stem) {
-			return w
+			continue
 		}
 		return cut(len(e.suffix))
 	}
