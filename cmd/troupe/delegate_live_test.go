@@ -32,7 +32,8 @@ func TestRunShowsTheLiveTreeOfADelegation(t *testing.T) {
 	var stdout bytes.Buffer
 	a := newApp(&stdout, p.tty)
 	a.stdin = strings.NewReader("")
-	code := a.execute(context.Background(), []string{"run", "general", "--yes", "--model", "openai:M", "--repo", shopCopy(t), "review the cart package"})
+	repo := shopCopy(t)
+	code := a.execute(context.Background(), []string{"run", "general", "--yes", "--model", "openai:M", "--repo", repo, "review the cart package"})
 	out := p.output(t)
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, "all three reviewed\n", stdout.String())
@@ -40,14 +41,15 @@ func TestRunShowsTheLiveTreeOfADelegation(t *testing.T) {
 	s := newScreen(t, 200)
 	s.write(out)
 	lines := s.text()
-	require.GreaterOrEqual(t, len(lines), 6, strings.Join(lines, "\n"))
+	require.GreaterOrEqual(t, len(lines), 7, strings.Join(lines, "\n"))
 	assert.Equal(t, []string{
 		"using model openai:M (--model)",
+		"working in " + repo + " (--repo)",
 		"general          ✓ complete (in=200 out=20)",
 		"  [security]     ✓ complete (in=100 out=10)",
 		"  [correctness]  ✓ complete (in=100 out=10)",
 		"  [refactor]     ✓ complete (in=100 out=10)",
-	}, lines[:5])
-	assert.True(t, strings.HasPrefix(lines[5], "✓ general completed (done)"), lines[5])
-	assert.Contains(t, lines[5], "500 tokens in / 50 out in all (own 200 in / 20 out)")
+	}, lines[:6])
+	assert.True(t, strings.HasPrefix(lines[6], "✓ general completed (done)"), lines[6])
+	assert.Contains(t, lines[6], "500 tokens in / 50 out in all (own 200 in / 20 out)")
 }

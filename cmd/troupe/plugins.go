@@ -71,7 +71,6 @@ func (a *app) closePlugins() {
 
 func (a *app) pluginsCommand() *cobra.Command {
 	var asJSON bool
-	var repo string
 	cmd := &cobra.Command{
 		Use:   "plugins",
 		Short: "List the plugins, or lock their checksums",
@@ -82,13 +81,13 @@ func (a *app) pluginsCommand() *cobra.Command {
 			"the lock file pins versions, it is not consent.",
 	}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.PersistentFlags().StringVar(&repo, "repo", ".", "project whose plugins and lock file are read")
+	addRepoFlag(cmd, "project whose plugins and lock file are read")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List each plugin: its path, version, checksum status and what it offers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := repoDir(repo)
+			dir, _, err := repoDir(cmd)
 			if err != nil {
 				return err
 			}
@@ -105,7 +104,7 @@ func (a *app) pluginsCommand() *cobra.Command {
 			"run this again after installing or updating a plugin you trust.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := repoDir(repo)
+			dir, _, err := repoDir(cmd)
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/troupe-dev/troupe/agenttypes"
-	"github.com/troupe-dev/troupe/builtin/fsroot"
 	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/builtin/models/modelname"
 	"github.com/troupe-dev/troupe/builtin/script"
@@ -191,28 +190,6 @@ func (a *app) rootCommand() *cobra.Command {
 	return root
 }
 
-// repoDir checks the --repo flag before anything reads it: it must name
-// a directory that exists. It returns the directory as an absolute path.
-func repoDir(flag string) (string, error) {
-	if strings.TrimSpace(flag) == "" {
-		return "", usagef("--repo is empty; give a directory, or leave the flag out to work in the current one")
-	}
-	dir, err := filepath.Abs(flag)
-	if err != nil {
-		return "", usagef("--repo %s: %v", flag, err)
-	}
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", usagef("--repo %s: no such directory; give the directory of the project to work in", flag)
-	case err != nil:
-		return "", usagef("--repo %s: %v", flag, unwrapPath(err))
-	case !fi.IsDir():
-		return "", usagef("--repo %s is a %s, not a directory; give the directory of the project to work in", flag, fsroot.Kind(fi.Mode()))
-	}
-	return dir, nil
-}
-
 func unwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -308,12 +285,14 @@ func chooseModel(ctx context.Context, r models.Resolver, reg *agenttypes.Registr
 }
 
 // announceModel says on stderr, before the run, which model it uses;
-// nothing when Spawn is about to refuse the type or the model and say why.
-func announceModel(w io.Writer, reg *agenttypes.Registry, typeName string, c models.Choice) {
+// nothing when Spawn is about to refuse the type or the model and say
+// why. It reports whether it said it.
+func announceModel(w io.Writer, reg *agenttypes.Registry, typeName string, c models.Choice) bool {
 	if t, err := reg.Type(typeName); err != nil || (c.Offline() && t.NeedsLanguageModel) {
-		return
+		return false
 	}
 	fmt.Fprintf(w, "using model %s\n", c.Describe())
+	return true
 }
 
 // modelHint adds, to a refusal of the model, how to choose one on the

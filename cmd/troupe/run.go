@@ -22,7 +22,6 @@ import (
 )
 
 type runFlags struct {
-	repo         string
 	model        string
 	maxTokens    int
 	maxTime      time.Duration
@@ -51,7 +50,7 @@ func (a *app) runCommand() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.repo, "repo", ".", "directory the agent works in")
+	addRepoFlag(cmd, "directory the agent works in")
 	fl.StringVar(&f.model, "model", "", "model as provider:model, an alias (sonnet, haiku, opus, mini) or offline\n(default: $TROUPE_MODEL, the config file's model, a running Ollama, a present API key, else offline)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget: input plus output over all model calls")
 	fl.DurationVar(&f.maxTime, "max-time", 0, "wall-time budget, such as 90s or 5m")
@@ -74,7 +73,11 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	repo, reg, resolver, err := a.openProject(f.repo)
+	repo, where, err := repoDir(cmd)
+	if err != nil {
+		return err
+	}
+	reg, resolver, err := a.openProject(repo)
 	if err != nil {
 		return err
 	}
@@ -111,8 +114,8 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	if mode == progressPlain || mode == progressLive {
-		announceModel(a.stderr, reg, typeName, used)
+	if (mode == progressPlain || mode == progressLive) && announceModel(a.stderr, reg, typeName, used) {
+		fmt.Fprintln(a.stderr, workingIn(repo, where))
 	}
 	progress = startProgress(mgr, mode, a.stderr, progressOptions{
 		colour: mode == progressLive && a.getenv("NO_COLOR") == "",
@@ -198,19 +201,16 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	return nil
 }
 
-// openProject reads the project at the --repo directory: its directory,
-// its types and tools, and its models.
-func (a *app) openProject(repoFlag string) (repo string, reg *agenttypes.Registry, resolver models.Resolver, err error) {
-	if repo, err = repoDir(repoFlag); err != nil {
-		return "", nil, resolver, err
-	}
+// openProject reads the project the command works in (repoDir): its
+// types and tools, and its models.
+func (a *app) openProject(repo string) (reg *agenttypes.Registry, resolver models.Resolver, err error) {
 	if reg, err = a.registry(repo); err != nil {
-		return "", nil, resolver, err
+		return nil, resolver, err
 	}
 	if resolver, err = a.resolver(repo); err != nil {
-		return "", nil, resolver, err
+		return nil, resolver, err
 	}
-	return repo, reg, resolver, nil
+	return reg, resolver, nil
 }
 
 // transcriptDir is where runs write their transcripts, or "" after a

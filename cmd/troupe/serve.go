@@ -56,7 +56,7 @@ as it has no authentication.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.mcpServe(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.repo, "repo", ".", "directory the agents work in")
+	addRepoFlag(cmd, "directory the agents work in")
 	fl.StringVar(&f.http, "http", "", "serve streamable HTTP on this loopback address, such as 127.0.0.1:8765 or :8765\n(the endpoint is /mcp; default: stdio)")
 	fl.StringSliceVar(&f.types, "types", nil, "serve only these types, comma-separated (default: every type)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "cap on each run's token budget")
@@ -80,7 +80,11 @@ func (a *app) mcpServe(cmd *cobra.Command, f serveFlags) error {
 			return err
 		}
 	}
-	repo, reg, resolver, err := a.openProject(f.repo)
+	repo, where, err := repoDir(cmd)
+	if err != nil {
+		return err
+	}
+	reg, resolver, err := a.openProject(repo)
 	if err != nil {
 		return err
 	}
@@ -123,6 +127,7 @@ func (a *app) mcpServe(cmd *cobra.Command, f serveFlags) error {
 	}
 	if err == nil {
 		fmt.Fprintf(a.stderr, "troupe: default model %s\n", def.Describe())
+		fmt.Fprintf(a.stderr, "troupe: %s\n", workingIn(repo, where))
 		err = a.serveOn(ctx, srv, addr)
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), stopGrace)

@@ -13,16 +13,16 @@ import (
 
 func (a *app) toolsCommand() *cobra.Command {
 	var asJSON bool
-	var typeName, repo string
+	var typeName string
 	cmd := &cobra.Command{Use: "tools", Short: "List tools, or call one exactly as an agent would"}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.PersistentFlags().StringVar(&repo, "repo", ".", "directory the tool works in (and whose agent types are read)")
+	addRepoFlag(cmd, "directory the tool works in (and whose agent types are read)")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the tools (those one type may call, with --type)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := repoDir(repo)
+			dir, _, err := repoDir(cmd)
 			if err != nil {
 				return err
 			}
@@ -71,7 +71,7 @@ func (a *app) toolsCommand() *cobra.Command {
 		Example: `  troupe tools call grep '{"pattern":"func Spawn"}' --repo .`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := repoDir(repo)
+			dir, why, err := repoDir(cmd)
 			if err != nil {
 				return err
 			}
@@ -86,6 +86,7 @@ func (a *app) toolsCommand() *cobra.Command {
 			if !json.Valid([]byte(args[1])) {
 				return usagef("JSON_ARGS is not valid JSON: %s; quote it, for example '{\"pattern\":\"Spawn\"}'", args[1])
 			}
+			fmt.Fprintln(a.stderr, workingIn(dir, why))
 			ctx := agenttypes.WithEnv(cmd.Context(), &agenttypes.Env{
 				Dir:  dir,
 				Note: func(text string) { fmt.Fprintln(a.stderr, "note:", text) },

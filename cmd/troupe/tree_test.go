@@ -155,10 +155,11 @@ func TestLiveTreeRespectsNO_COLOR(t *testing.T) {
 			s := newScreen(t, 200)
 			s.write(out)
 			lines := s.text()
-			require.GreaterOrEqual(t, len(lines), 3, out)
+			require.GreaterOrEqual(t, len(lines), 4, out)
 			assert.True(t, strings.HasPrefix(lines[0], "using model offline"), lines[0])
-			assert.Regexp(t, `^explore  ✓ complete \(in=\d+(\.\d)?k? out=\d+(\.\d)?k?\)$`, lines[1])
-			assert.True(t, strings.HasPrefix(lines[2], "✓ explore completed (done)"), lines[2])
+			assert.True(t, strings.HasPrefix(lines[1], "working in "), lines[1])
+			assert.Regexp(t, `^explore  ✓ complete \(in=\d+(\.\d)?k? out=\d+(\.\d)?k?\)$`, lines[2])
+			assert.True(t, strings.HasPrefix(lines[3], "✓ explore completed (done)"), lines[3])
 			if noColor == "" {
 				assert.Contains(t, out, green+"✓"+reset)
 			} else {

@@ -275,7 +275,6 @@ func countItems(items []trust.Item) string {
 }
 
 func (a *app) trustCommand() *cobra.Command {
-	var repo string
 	var list, revoke bool
 	cmd := &cobra.Command{
 		Use:   "trust [--repo DIR] | trust --list | trust --revoke [--repo DIR]",
@@ -304,7 +303,7 @@ func (a *app) trustCommand() *cobra.Command {
 				}
 				return a.listTrusted(store)
 			}
-			dir, err := repoDir(repo)
+			dir, _, err := repoDir(cmd)
 			if err != nil {
 				return err
 			}
@@ -324,7 +323,7 @@ func (a *app) trustCommand() *cobra.Command {
 			return a.trust(cmd.Context(), store, dir)
 		},
 	}
-	cmd.Flags().StringVar(&repo, "repo", ".", "the project to trust")
+	addRepoFlag(cmd, "the project to trust")
 	cmd.Flags().BoolVar(&list, "list", false, "list the trusted projects")
 	cmd.Flags().BoolVar(&revoke, "revoke", false, "stop trusting the project")
 	return cmd

@@ -20,16 +20,15 @@ import (
 
 func (a *app) typesCommand() *cobra.Command {
 	var asJSON bool
-	var repo string
 	cmd := &cobra.Command{Use: "types", Short: "List, show and validate agent types"}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.PersistentFlags().StringVar(&repo, "repo", ".", "project whose .troupe/agents and .claude/agents are read")
+	addRepoFlag(cmd, "project whose .troupe/agents and .claude/agents are read")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the agent types and where each comes from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := repoDir(repo)
+			dir, _, err := repoDir(cmd)
 			if err != nil {
 				return err
 			}
@@ -69,7 +68,7 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "Show one agent type in full",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := repoDir(repo)
+			dir, _, err := repoDir(cmd)
 			if err != nil {
 				return err
 			}
@@ -92,7 +91,7 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "Check definition files (or folders of them) and print every problem as FILE:LINE:COL: message",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := repoDir(repo)
+			dir, _, err := repoDir(cmd)
 			if err != nil {
 				return err
 			}
