@@ -222,37 +222,76 @@ func listRuns(dir string) ([]runRecord, error) {
 	return runTree(records), nil
 }
 
-// findRun returns the record and events of the run with the given ID: an
-// agent in one of dir's transcripts, or a transcript file itself (what
-// runs list names for an unreadable one).
-func findRun(dir, id string) (runRecord, []manager.Event, bool) {
+// minIDPrefix is the fewest characters of a run's ID that name it.
+const minIDPrefix = 4
+
+// findRun returns the record and events of the run id names: an agent in
+// one of dir's transcripts, or a transcript file itself (what runs list
+// names for an unreadable one), by its whole ID or by a prefix of at
+// least minIDPrefix characters that no other run's ID starts with. The
+// TYPE#ID of progress lines names the run too. A name that is no run's,
+// or more than one's, is a usage error that says what to give instead.
+func findRun(dir, id string) (runRecord, []manager.Event, error) {
+	if strings.ContainsAny(id, `/\`) || id == "" {
+		return runRecord{}, nil, usagef("run ID %q: give the ID that 'troupe runs list' prints", id)
+	}
 	if path := filepath.Join(dir, id+".jsonl"); fileExists(path) {
 		recs, events := inspectFile(path)
 		if recs[0].State == stateUnreadable {
-			return recs[0], events[0], true
+			return recs[0], events[0], nil
 		}
 		for i, r := range recs {
 			if r.ID == id {
-				return r, events[i], true
+				return r, events[i], nil
 			}
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return runRecord{}, nil, false
+	if _, short, ok := strings.Cut(id, "#"); ok && short != "" {
+		id = short // TYPE#ID, as progress lines name an agent
 	}
+	var matches []runRecord
+	var matchEvents [][]manager.Event
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if filepath.Ext(e.Name()) != ".jsonl" {
 			continue
 		}
 		recs, events := inspectFile(filepath.Join(dir, e.Name()))
 		for i, r := range recs {
-			if r.ID == id {
-				return r, events[i], true
+			switch {
+			case r.ID == id:
+				return r, events[i], nil
+			case len(id) >= minIDPrefix && strings.HasPrefix(r.ID, id) && !slices.ContainsFunc(matches, func(m runRecord) bool { return m.ID == r.ID }):
+				matches = append(matches, r)
+				matchEvents = append(matchEvents, events[i])
 			}
 		}
 	}
-	return runRecord{}, nil, false
+	switch {
+	case len(matches) == 1:
+		return matches[0], matchEvents[0], nil
+	case len(matches) > 1:
+		return runRecord{}, nil, ambiguousID(id, matches)
+	case len(id) < minIDPrefix:
+		return runRecord{}, nil, usagef("no run %q in %s; give the whole ID, or at least its first %d characters, as 'troupe runs list' prints it", id, dir, minIDPrefix)
+	}
+	return runRecord{}, nil, usagef("no run %q in %s; 'troupe runs list' shows the latest runs, 'troupe runs list --limit 0' all of them", id, dir)
+}
+
+// ambiguousID is the error for a prefix of more than one run's ID: a few
+// of them, newest first, and what to give instead.
+func ambiguousID(prefix string, matches []runRecord) error {
+	slices.SortFunc(matches, func(x, y runRecord) int { return y.Started.Compare(x.Started) })
+	const shown = 5
+	var names []string
+	for _, m := range matches[:min(len(matches), shown)] {
+		names = append(names, fmt.Sprintf("%s (%s)", m.ID, orDash(m.Type)))
+	}
+	more := ""
+	if len(matches) > shown {
+		more = fmt.Sprintf(" and %d more", len(matches)-shown)
+	}
+	return usagef("run ID %q is ambiguous: it starts %d runs' IDs, %s%s; give more characters of the ID", prefix, len(matches), strings.Join(names, ", "), more)
 }
 
 func fileExists(path string) bool {
@@ -352,18 +391,17 @@ func (a *app) runsCommand() *cobra.Command {
 	}, &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run's transcript",
-		Args:  cobra.ExactArgs(1),
+		Long: "Show one run's transcript. ID is the run's ID as 'troupe runs list' prints it, or its\n" +
+			"first characters (at least 4) when no other run's ID starts with them, such as the 8\n" +
+			"that progress lines print after the type (explore#2db68f09).",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			if strings.ContainsAny(id, `/\`) || id == "" {
-				return usagef("run ID %q: give the ID that 'troupe runs list' prints", id)
-			}
-			r, events, ok := findRun(a.runsDir(), id)
-			if !ok {
-				return usagef("no run %q in %s; 'troupe runs list' shows the runs there are", id, a.runsDir())
+			r, events, err := findRun(a.runsDir(), args[0])
+			if err != nil {
+				return err
 			}
 			if r.State == stateUnreadable {
-				return fmt.Errorf("run %s: the transcript %s is unreadable: %s", id, r.Transcript, r.Note)
+				return fmt.Errorf("run %s: the transcript %s is unreadable: %s", r.ID, r.Transcript, r.Note)
 			}
 			if asJSON {
 				return writeJSON(a.stdout, events)
@@ -422,15 +460,12 @@ func (a *app) runsCommand() *cobra.Command {
 // finishedRun finds the run with the given ID, refusing one whose
 // transcript cannot be read.
 func (a *app) finishedRun(id string) (runRecord, error) {
-	if strings.ContainsAny(id, `/\`) || id == "" {
-		return runRecord{}, usagef("run ID %q: give the ID that 'troupe runs list' prints", id)
-	}
-	r, _, ok := findRun(a.runsDir(), id)
+	r, _, err := findRun(a.runsDir(), id)
 	switch {
-	case !ok:
-		return r, usagef("no run %q in %s; 'troupe runs list' shows the runs there are", id, a.runsDir())
+	case err != nil:
+		return r, err
 	case r.State == stateUnreadable:
-		return r, fmt.Errorf("run %s: the transcript %s is unreadable: %s", id, r.Transcript, r.Note)
+		return r, fmt.Errorf("run %s: the transcript %s is unreadable: %s", r.ID, r.Transcript, r.Note)
 	}
 	return r, nil
 }
