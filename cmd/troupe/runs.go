@@ -349,46 +349,7 @@ func (a *app) runsCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{Use: "runs", Short: "List past runs, show their transcripts, apply or discard their changes"}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(&cobra.Command{
-		Use:   "list",
-		Short: "List recorded runs, newest first, subagents' runs under their parent's",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			records, err := listRuns(a.runsDir())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if records == nil {
-					records = []runRecord{}
-				}
-				return writeJSON(a.stdout, records)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTARTED\tTASK")
-			for _, r := range records {
-				started, task := "-", clip(r.Task, 60)
-				if !r.Started.IsZero() {
-					started = r.Started.Local().Format(time.DateTime)
-				}
-				if r.Note != "" {
-					task = joinNotes(task, "("+clip(r.Note, 80)+")")
-					if r.Task == "" {
-						task = "(" + clip(r.Note, 80) + ")"
-					}
-				}
-				id := r.ID
-				if r.Depth > 0 {
-					id = strings.Repeat("  ", r.Depth-1) + "└ " + id
-				}
-				if r.Label != "" {
-					task = "[" + r.Label + "] " + task
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, orDash(r.Type), r.State, started, task)
-			}
-			return tw.Flush()
-		},
-	}, &cobra.Command{
+	cmd.AddCommand(a.runsListCommand(&asJSON), &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one run's transcript",
 		Long: "Show one run's transcript. ID is the run's ID as 'troupe runs list' prints it, or its\n" +
@@ -455,6 +416,146 @@ func (a *app) runsCommand() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// runsListCommand is troupe runs list: the latest runs, or those of a
+// type or in a state.
+func (a *app) runsListCommand(asJSON *bool) *cobra.Command {
+	var sel runSelection
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List recorded runs, newest first, subagents' runs under their parent's",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := sel.check(); err != nil {
+				return err
+			}
+			records, err := listRuns(a.runsDir())
+			if err != nil {
+				return err
+			}
+			records, leftOut := sel.apply(records)
+			if *asJSON {
+				if records == nil {
+					records = []runRecord{}
+				}
+				err = writeJSON(a.stdout, records)
+			} else {
+				err = printRuns(a.stdout, records)
+			}
+			if err != nil {
+				return err
+			}
+			sel.sayLeftOut(a.stderr, len(records), leftOut)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&sel.limit, "limit", defaultRunsLimit, "show the N most recent runs, each with its subagents' runs (0: all)")
+	fl.StringVar(&sel.typ, "type", "", "only the runs of this agent type")
+	fl.StringVar(&sel.state, "state", "", "only the runs in this state: "+strings.Join(runStates, ", "))
+	return cmd
+}
+
+// defaultRunsLimit is how many runs runs list shows without --limit.
+const defaultRunsLimit = 20
+
+// runStates are the states --state takes: the manager's, and those runs
+// list gives runs whose transcripts say no more.
+var runStates = []string{"pending", "running", "completed", "failed", "cancelled", stateInterrupted, stateUnreadable}
+
+// runSelection is which runs runs list shows: its --limit, --type and
+// --state.
+type runSelection struct {
+	limit      int
+	typ, state string
+}
+
+func (s runSelection) check() error {
+	if s.limit < 0 {
+		return usagef("--limit %d: give how many runs to show, or 0 for all of them", s.limit)
+	}
+	if s.state != "" && !slices.Contains(runStates, s.state) {
+		return usagef("--state %q: use one of %s", s.state, strings.Join(runStates, ", "))
+	}
+	return nil
+}
+
+// apply keeps, of records in tree order, those of the type and state
+// asked for, in tree order again (a run whose parent is left out stands
+// at the top), and of those the limit most recent runs at the top, each
+// with the runs below it. It returns how many runs at the top it left out.
+func (s runSelection) apply(records []runRecord) (kept []runRecord, leftOut int) {
+	if s.typ != "" || s.state != "" {
+		var match []runRecord
+		for _, r := range records {
+			if (s.typ == "" || r.Type == s.typ) && (s.state == "" || r.State == s.state) {
+				match = append(match, r)
+			}
+		}
+		records = runTree(match)
+	}
+	tops := 0
+	for i, r := range records {
+		if r.Depth > 0 {
+			continue
+		}
+		if tops++; s.limit > 0 && tops > s.limit {
+			kept = records[:i]
+			for _, r := range records[i:] {
+				if r.Depth == 0 {
+					leftOut++
+				}
+			}
+			return kept, leftOut
+		}
+	}
+	return records, 0
+}
+
+// sayLeftOut ends the list, on w, with how many runs it left out and how
+// to see them, or with what to do when the type and state match no run.
+func (s runSelection) sayLeftOut(w io.Writer, shown, leftOut int) {
+	var flags []string
+	if s.typ != "" {
+		flags = append(flags, "--type "+s.typ)
+	}
+	if s.state != "" {
+		flags = append(flags, "--state "+s.state)
+	}
+	switch {
+	case leftOut > 0:
+		fmt.Fprintf(w, "%s not shown; 'troupe runs list %s' lists them all\n", plural(leftOut, "older run", "older runs"), strings.Join(append(flags, "--limit 0"), " "))
+	case shown == 0 && len(flags) > 0:
+		fmt.Fprintf(w, "no run matches %s; 'troupe runs list' lists the latest runs\n", strings.Join(flags, " "))
+	}
+}
+
+// printRuns writes records as runs list's table.
+func printRuns(w io.Writer, records []runRecord) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tSTARTED\tTASK")
+	for _, r := range records {
+		started, task := "-", clip(r.Task, 60)
+		if !r.Started.IsZero() {
+			started = r.Started.Local().Format(time.DateTime)
+		}
+		if r.Note != "" {
+			task = joinNotes(task, "("+clip(r.Note, 80)+")")
+			if r.Task == "" {
+				task = "(" + clip(r.Note, 80) + ")"
+			}
+		}
+		id := r.ID
+		if r.Depth > 0 {
+			id = strings.Repeat("  ", r.Depth-1) + "└ " + id
+		}
+		if r.Label != "" {
+			task = "[" + r.Label + "] " + task
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, orDash(r.Type), r.State, started, task)
+	}
+	return tw.Flush()
 }
 
 // finishedRun finds the run with the given ID, refusing one whose
