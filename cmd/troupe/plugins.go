@@ -87,7 +87,7 @@ func (a *app) pluginsCommand() *cobra.Command {
 		Short: "List each plugin: its path, version, checksum status and what it offers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, _, err := repoDir(cmd)
+			dir, err := projectDir(cmd)
 			if err != nil {
 				return err
 			}

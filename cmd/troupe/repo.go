@@ -37,6 +37,19 @@ func addRepoFlag(cmd *cobra.Command, what string) {
 // refused when it is the filesystem root or the home directory: a search
 // there reads everything below, and only --repo may ask for that.
 func repoDir(cmd *cobra.Command) (dir, why string, err error) {
+	return workDir(cmd, true)
+}
+
+// projectDir is repoDir for the commands that only read the project's
+// definitions and configuration (types, tools list, plugins list): they
+// search nothing, so they may work in the home directory, whose user
+// types and plugins they then show.
+func projectDir(cmd *cobra.Command) (string, error) {
+	dir, _, err := workDir(cmd, false)
+	return dir, err
+}
+
+func workDir(cmd *cobra.Command, refuseWide bool) (dir, why string, err error) {
 	if f := cmd.Flags().Lookup("repo"); f != nil && f.Changed {
 		dir, err = explicitRepo(f.Value.String())
 		return dir, whyRepoFlag, err
@@ -46,7 +59,7 @@ func repoDir(cmd *cobra.Command) (dir, why string, err error) {
 		return "", "", usagef("cannot tell the current directory (%v); pass --repo DIR", unwrapPath(err))
 	}
 	root := agenttypes.FindProjectRoot(wd)
-	if what := tooWide(root); what != "" {
+	if what := tooWide(root); refuseWide && what != "" {
 		return "", "", refuseDefault(wd, root, what)
 	}
 	if root == wd {

@@ -118,12 +118,8 @@ func TestRepoDefaultRefusesTheHomeDirectory(t *testing.T) {
 	commands := [][]string{
 		{"run", "explore", "where is homeOnlyNeedle?"},
 		{"tools", "call", "grep", `{"pattern":"homeOnlyNeedle"}`},
-		{"tools", "list"},
-		{"types", "list"},
-		{"types", "show", "explore"},
 		{"mcp", "serve"},
 		{"trust"},
-		{"plugins", "list"},
 		{"plugins", "lock"},
 	}
 	before := tree(t, home)
@@ -137,6 +133,15 @@ func TestRepoDefaultRefusesTheHomeDirectory(t *testing.T) {
 	}
 	assert.Equal(t, before, tree(t, home), "a refused command writes nothing")
 	assert.NoDirExists(t, runs)
+
+	// Those that only read definitions search nothing: they show the
+	// user's types and plugins from home.
+	for _, c := range [][]string{{"tools", "list"}, {"types", "list"}, {"types", "show", "explore"}, {"plugins", "list"}} {
+		o := troupeIn(t, home, env, c...)
+		assert.Equal(t, 0, o.code, "%v: %s", c, o.stderr)
+		assert.NotContains(t, o.stderr, "your home directory", "%v", c)
+	}
+	assert.Equal(t, before, tree(t, home), "listing writes nothing")
 
 	// A home directory that is a repository (of dotfiles, say) holds every
 	// directory below it without one of its own.

@@ -22,7 +22,7 @@ func (a *app) toolsCommand() *cobra.Command {
 		Short: "List the tools (those one type may call, with --type)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, _, err := repoDir(cmd)
+			dir, err := projectDir(cmd)
 			if err != nil {
 				return err
 			}

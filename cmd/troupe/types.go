@@ -28,7 +28,7 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "List the agent types and where each comes from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, _, err := repoDir(cmd)
+			dir, err := projectDir(cmd)
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "Show one agent type in full",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, _, err := repoDir(cmd)
+			dir, err := projectDir(cmd)
 			if err != nil {
 				return err
 			}
@@ -91,7 +91,7 @@ func (a *app) typesCommand() *cobra.Command {
 		Short: "Check definition files (or folders of them) and print every problem as FILE:LINE:COL: message",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, _, err := repoDir(cmd)
+			dir, err := projectDir(cmd)
 			if err != nil {
 				return err
 			}
