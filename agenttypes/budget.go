@@ -3,6 +3,8 @@ package agenttypes
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -81,4 +83,28 @@ func (b Budget) Validate() error {
 		return fmt.Errorf("%w: max cost is %v USD; give a positive amount such as 0.50, or leave it unset for the default", ErrInvalid, b.MaxCostUSD)
 	}
 	return nil
+}
+
+// ParseDuration reads a duration as a definition's max_time and the
+// command line's --max-time are written: 90s, 5m, 1h30m. A bare number
+// is refused with the unit to add, since 5 could mean seconds or minutes.
+// name is the field or flag as the user wrote it (max_time, --max-time):
+// the error names it and says what to write instead. A duration of zero
+// or less is returned without error, for the caller to judge.
+func ParseDuration(name, s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("%s is a duration, such as 90s, 5m or 1h30m", name)
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		if f > 0 {
+			return 0, fmt.Errorf("%s %s has no unit; write %ss for seconds or %sm for minutes", name, s, s, s)
+		}
+		return time.Duration(min(f, 0)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q is not a duration; write it like 90s, 5m or 1h30m", name, s)
+	}
+	return d, nil
 }

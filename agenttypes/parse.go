@@ -949,18 +949,10 @@ func (dc *decoder) positiveDuration(k, v *yaml.Node, nonPositive string) time.Du
 		dc.errorf(v, "%s is a duration, such as 90s, 5m or 1h30m", k.Value)
 		return 0
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f <= 0 {
-			dc.errorf(v, "%s is %s: %s", k.Value, s, nonPositive)
-		} else {
-			dc.errorf(v, "%s %s has no unit; write %ss for seconds or %sm for minutes", k.Value, s, s, s)
-		}
-		return 0
-	}
-	dur, err := time.ParseDuration(s)
+	dur, err := ParseDuration(k.Value, s)
 	switch {
 	case err != nil:
-		dc.errorf(v, "%s %q is not a duration; write it like 90s, 5m or 1h30m", k.Value, s)
+		dc.errorf(v, "%s", err)
 		return 0
 	case dur <= 0:
 		dc.errorf(v, "%s is %s: %s", k.Value, s, nonPositive)

@@ -224,7 +224,7 @@ func TestRunBadInputExitsTwo(t *testing.T) {
 	}{
 		{"unknown type", []string{"run", "nosuch", "task"}, `unknown agent type "nosuch"`},
 		{"empty task", []string{"run", "explore", "  "}, "task is empty"},
-		{"missing task", []string{"run", "explore"}, "requires at least 2 arg"},
+		{"missing task", []string{"run", "explore"}, "missing TASK: troupe run TYPE TASK..."},
 		{"missing repo", []string{"run", "explore", "--repo", "/does/not/exist", "task"}, "/does/not/exist"},
 		{"zero budget", []string{"run", "explore", "--max-turns", "0", "task"}, "--max-turns 0: a budget must be positive"},
 		{"negative budget", []string{"run", "explore", "--max-tokens", "-5", "task"}, "--max-tokens -5"},
@@ -232,7 +232,7 @@ func TestRunBadInputExitsTwo(t *testing.T) {
 		{"negative cost", []string{"run", "explore", "--max-cost", "-0.5", "task"}, "--max-cost -0.5: a budget must be positive"},
 		{"NaN cost", []string{"run", "explore", "--max-cost", "NaN", "task"}, "--max-cost NaN: a budget must be positive"},
 		{"infinite cost", []string{"run", "explore", "--max-cost", "+Inf", "task"}, "--max-cost +Inf: a budget must be positive"},
-		{"bad duration", []string{"run", "explore", "--max-time", "soon", "task"}, "invalid argument"},
+		{"bad duration", []string{"run", "explore", "--max-time", "soon", "task"}, `--max-time "soon" is not a duration`},
 		{"unknown model", []string{"run", "explore", "--model", "acme:x", "task"}, `unknown provider "acme"`},
 		{"missing key", []string{"run", "explore", "--model", "openai:gpt-4o-mini", "task"}, "OPENAI_API_KEY"},
 		{"offline refused", []string{"run", "plan", "add a flag"}, "TROUPE_MODEL"},

@@ -129,13 +129,15 @@ func isUsage(err error) bool {
 }
 
 // typedUsage makes every error cobra raises about the command line a
-// usageError: flag errors through the flag error function, argument
-// errors by wrapping each command's validator, and unknown commands by
-// giving each command group a validator that names them.
+// usageError: flag errors through the flag error function (flagError),
+// argument errors by wrapping each command's validator, which then name
+// what is missing or too many from the command's Use line (argsError),
+// and unknown commands by giving each command group a validator that
+// names them.
 func typedUsage(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		switch {
@@ -143,6 +145,9 @@ func typedUsage(root *cobra.Command) {
 			v := c.Args
 			c.Args = func(cmd *cobra.Command, args []string) error {
 				if err := v(cmd, args); err != nil {
+					if named := argsError(cmd, args); named != nil {
+						return named
+					}
 					return usageError{err}
 				}
 				return nil

@@ -261,11 +261,15 @@ func budgetFlags(cmd *cobra.Command, f runFlags) (agenttypes.Budget, error) {
 		{"max-cost", !(f.maxCost > 0) || math.IsInf(f.maxCost, 0)},
 	} {
 		if fl.Changed(c.name) && c.bad {
-			v := fl.Lookup(c.name).Value.String()
-			return agenttypes.Budget{}, usagef("--%s %s: a budget must be positive; leave the flag out to use the type's default", c.name, v)
+			return agenttypes.Budget{}, notPositiveFlag("--"+c.name, fl.Lookup(c.name).Value.String())
 		}
 	}
 	return agenttypes.Budget{MaxTokens: f.maxTokens, MaxTime: f.maxTime, MaxToolCalls: f.maxToolCalls, MaxTurns: f.maxTurns, MaxCostUSD: f.maxCost}, nil
+}
+
+// notPositiveFlag refuses a budget flag of zero or less.
+func notPositiveFlag(flag, value string) error {
+	return usagef("%s %s: a budget must be positive; leave the flag out to use the type's default", flag, value)
 }
 
 // summary is printed on stderr after a run: one line for the agent and,

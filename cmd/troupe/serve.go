@@ -29,7 +29,6 @@ func (a *app) mcpCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve agent types to MCP clients",
-		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(a.mcpServeCommand())
 	return cmd

@@ -21,13 +21,13 @@ func TestCommandLineErrorsExitTwo(t *testing.T) {
 		{"misspelt command", []string{"rnu", "explore", "x"}, `did you mean "run"?`},
 		{"unknown subcommand", []string{"types", "nosuch"}, `unknown command "nosuch" for "troupe types"`},
 		{"unknown runs subcommand", []string{"runs", "lst"}, `did you mean "list"?`},
-		{"unknown flag", []string{"types", "list", "--nope"}, "unknown flag: --nope"},
-		{"unknown shorthand", []string{"run", "-z", "explore", "x"}, "unknown shorthand flag: 'z'"},
+		{"unknown flag", []string{"types", "list", "--nope"}, "unknown flag --nope"},
+		{"unknown shorthand", []string{"run", "-z", "explore", "x"}, `unknown shorthand flag "z" in -z`},
 		{"flag needs an argument", []string{"types", "list", "--repo"}, "flag needs an argument: --repo"},
-		{"bad flag value", []string{"run", "explore", "--max-turns", "many", "x"}, "invalid argument"},
-		{"extra argument", []string{"version", "x"}, `unknown command "x" for "troupe version"`},
-		{"too many arguments", []string{"runs", "show", "a", "b"}, "accepts 1 arg(s)"},
-		{"missing argument", []string{"types", "show"}, "accepts 1 arg(s)"},
+		{"bad flag value", []string{"run", "explore", "--max-turns", "many", "x"}, `--max-turns "many" is not a whole number`},
+		{"extra argument", []string{"version", "x"}, `unexpected argument "x": troupe version takes no arguments`},
+		{"too many arguments", []string{"runs", "show", "a", "b"}, `unexpected argument "b": troupe runs show ID`},
+		{"missing argument", []string{"types", "show"}, "missing NAME: troupe types show NAME"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tree lists every path below dir with its size and modification time, to
+// tell whether a command changed anything there.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out[p] = fmt.Sprint(fi.Mode(), fi.ModTime(), fi.Size())
+		return nil
+	})
+	if os.IsNotExist(err) {
+		return out
+	}
+	require.NoError(t, err)
+	return out
+}
+
+// refused runs troupe in repo, expects it to refuse the command line
+// (exit 2, nothing on stdout) and to change nothing on disk: not the
+// project, not the user's directories, and no transcript. It returns
+// what it printed on stderr.
+func refused(t *testing.T, repo string, args ...string) string {
+	t.Helper()
+	isolate(t)
+	home := os.Getenv("HOME")
+	beforeHome, beforeRepo := tree(t, home), tree(t, repo)
+	t.Chdir(repo)
+	o := troupe(t, args...)
+	assert.Equal(t, exitUsage, o.code, "stderr: %s", o.stderr)
+	assert.Empty(t, o.stdout)
+	assert.NoDirExists(t, os.Getenv("TROUPE_RUNS_DIR"), "no transcript was written")
+	assert.Equal(t, beforeHome, tree(t, home), "the user's directories are unchanged")
+	assert.Equal(t, beforeRepo, tree(t, repo), "the project is unchanged")
+	return o.stderr
+}
+
+func TestMessagesNameMissingAndExtraArguments(t *testing.T) {
+	repo := shopCopy(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "explore"}, "troupe: missing TASK: troupe run TYPE TASK...\n"},
+		{[]string{"run"}, "troupe: missing TYPE and TASK: troupe run TYPE TASK...\n"},
+		{[]string{"tools", "call", "grep"}, "troupe: missing JSON_ARGS: troupe tools call NAME JSON_ARGS\n"},
+		{[]string{"types", "show"}, "troupe: missing NAME: troupe types show NAME\n"},
+		{[]string{"types", "validate"}, "troupe: missing PATH: troupe types validate PATH...\n"},
+		{[]string{"runs", "show", "a", "b"}, "troupe: unexpected argument \"b\": troupe runs show ID\n"},
+		{[]string{"types", "list", "x", "y"}, "troupe: unexpected arguments \"x\" \"y\": troupe types list takes no arguments\n"},
+		{[]string{"version", "x"}, "troupe: unexpected argument \"x\": troupe version takes no arguments\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			assert.Equal(t, tt.want, refused(t, repo, tt.args...))
+		})
+	}
+}
+
+// Every command's argument errors name what is missing or too many, in
+// the words of its usage line: none falls back to cobra's own message.
+func TestMessagesOfEveryCommandsArguments(t *testing.T) {
+	var walk func(c *cobra.Command)
+	checked := 0
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if !c.Runnable() || c.HasSubCommands() || c.Name() == "help" || c.HasParent() && c.Parent().Name() == "completion" {
+			return
+		}
+		path := strings.Fields(c.CommandPath())[1:]
+		p := positionals(c)
+		t.Run(c.CommandPath(), func(t *testing.T) {
+			checked++
+			if p.required > 0 {
+				o := troupe(t, path...)
+				assert.Equal(t, exitUsage, o.code, o.stderr)
+				assert.Contains(t, o.stderr, "troupe: missing "+strings.TrimSuffix(p.names[0], "..."))
+				assert.Contains(t, o.stderr, ": "+c.CommandPath())
+			}
+			if !p.variadic {
+				args := append(path, make([]string, len(p.names)+1)...)
+				for i := len(path); i < len(args); i++ {
+					args[i] = "arg"
+				}
+				o := troupe(t, args...)
+				assert.Equal(t, exitUsage, o.code, o.stderr)
+				assert.Contains(t, o.stderr, `troupe: unexpected argument "arg": `+c.CommandPath())
+			}
+		})
+	}
+	walk(newApp(nil, nil).rootCommand())
+	assert.Greater(t, checked, 10, "the walk found the commands")
+}
+
+func TestMessagesSuggestTheFlagMeant(t *testing.T) {
+	repo := shopCopy(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "explore", "--max-turn", "3", "x"}, "troupe: unknown flag --max-turn; did you mean --max-turns?\n"},
+		{[]string{"run", "explore", "--modle", "offline", "x"}, "troupe: unknown flag --modle; did you mean --model?\n"},
+		{[]string{"types", "list", "--jsno"}, "troupe: unknown flag --jsno; did you mean --json?\n"},
+		{[]string{"run", "explore", "-max-turns", "3", "x"}, "troupe: unknown shorthand flag \"m\" in -max-turns; did you mean --max-turns? (a long flag takes two dashes)\n"},
+		{[]string{"run", "explore", "--nope", "x"}, "troupe: unknown flag --nope; 'troupe run --help' lists the flags\n"},
+		{[]string{"run", "explore", "--max-turns", "many", "x"}, "troupe: --max-turns \"many\" is not a whole number; give one such as 10\n"},
+		{[]string{"run", "explore", "--max-cost", "cheap", "x"}, "troupe: --max-cost \"cheap\" is not a number; give one such as 0.50\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			assert.Equal(t, tt.want, refused(t, repo, tt.args...))
+		})
+	}
+}
+
+// A duration flag gets the words a definition's max_time gets.
+func TestMessagesGiveTheUnitOfADuration(t *testing.T) {
+	repo := shopCopy(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "explore", "--max-time", "5", "x"}, "troupe: --max-time 5 has no unit; write 5s for seconds or 5m for minutes\n"},
+		{[]string{"run", "explore", "--max-time", "soon", "x"}, "troupe: --max-time \"soon\" is not a duration; write it like 90s, 5m or 1h30m\n"},
+		{[]string{"run", "explore", "--max-time", "-5", "x"}, "troupe: --max-time -5: a budget must be positive; leave the flag out to use the type's default\n"},
+		{[]string{"mcp", "serve", "--max-time", "90"}, "troupe: --max-time 90 has no unit; write 90s for seconds or 90m for minutes\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			assert.Equal(t, tt.want, refused(t, repo, tt.args...))
+		})
+	}
+
+	// The same words as the definition's own check.
+	dir := filepath.Join(repo, ".troupe", "agents")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	def := filepath.Join(dir, "slow.yaml")
+	require.NoError(t, os.WriteFile(def, []byte("name: slow\ndescription: Slow.\ntools: [read]\nbudget: {max_time: 5}\n"), 0o644))
+	o := troupe(t, "types", "validate", def)
+	assert.Equal(t, exitFailed, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "max_time 5 has no unit; write 5s for seconds or 5m for minutes")
+}
