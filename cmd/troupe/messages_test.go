@@ -162,3 +162,24 @@ func TestMessagesGiveTheUnitOfADuration(t *testing.T) {
 	assert.Equal(t, exitFailed, o.code, o.stderr)
 	assert.Contains(t, o.stdout, "max_time 5 has no unit; write 5s for seconds or 5m for minutes")
 }
+
+// types validate reports each problem of the files it checks once, and
+// never tells the user to run the command they are running.
+func TestMessagesTypesValidatePrintsEachErrorOnce(t *testing.T) {
+	repo := t.TempDir()
+	dir := filepath.Join(repo, ".troupe", "agents")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "typo.yaml"), []byte("name: typo\ndescripton: oops\n"), 0o644))
+	o := troupe(t, "types", "validate", "--repo", repo, dir)
+	assert.Equal(t, exitFailed, o.code, o.stderr)
+	all := o.stdout + o.stderr
+	assert.Equal(t, 1, strings.Count(all, `unknown field "descripton"`), all)
+	assert.Equal(t, 1, strings.Count(all, "no description"), all)
+	assert.NotContains(t, all, "'troupe types validate' checks a file")
+	assert.Contains(t, o.stderr, "1 files, 0 types, 2 errors, 0 warnings")
+
+	// Other commands still say the type is left out, and how to check it.
+	o = troupe(t, "types", "list", "--repo", repo)
+	assert.Equal(t, exitOK, o.code, o.stderr)
+	assert.Contains(t, o.stderr, `unknown field "descripton"; did you mean "description"? (left out; 'troupe types validate' checks a file)`)
+}

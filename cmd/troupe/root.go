@@ -213,9 +213,26 @@ func unwrapPath(err error) error {
 // plugin that is refused or does not start, is reported and left out;
 // the rest load.
 func (a *app) registry(dir string) (*agenttypes.Registry, error) {
+	reg, diags, err := a.loadRegistry(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range diags.Errors() {
+		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)
+	}
+	if len(diags.Warnings()) > 0 {
+		a.logger().Debug("agent definitions loaded with warnings", "count", len(diags.Warnings()), "hint", "troupe types validate FILE")
+	}
+	return reg, nil
+}
+
+// loadRegistry is registry without a word about the definitions' own
+// problems: it returns them, for types validate, which reports the files
+// it checks itself, each problem once.
+func (a *app) loadRegistry(dir string) (*agenttypes.Registry, agenttypes.Diagnostics, error) {
 	p := a.project(dir)
 	if p.fatal != nil {
-		return nil, p.fatal
+		return nil, nil, p.fatal
 	}
 	a.warnUntrusted(p)
 	reg := p.reg
@@ -233,14 +250,7 @@ func (a *app) registry(dir string) (*agenttypes.Registry, error) {
 	if p.runProblem != nil {
 		fmt.Fprintf(a.stderr, "troupe: %v (the project's run section is left out)\n", p.runProblem)
 	}
-	diags := reg.Reload(p.sources())
-	for _, d := range diags.Errors() {
-		fmt.Fprintf(a.stderr, "troupe: %s (left out; 'troupe types validate' checks a file)\n", d)
-	}
-	if len(diags.Warnings()) > 0 {
-		a.logger().Debug("agent definitions loaded with warnings", "count", len(diags.Warnings()), "hint", "troupe types validate FILE")
-	}
-	return reg, nil
+	return reg, reg.Reload(p.sources()), nil
 }
 
 // scriptHost runs the definitions' scripts; made once, closed when the

@@ -95,7 +95,9 @@ func (a *app) typesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			reg, err := a.registry(dir)
+			// The project's definitions load without a word: those among
+			// args are reported below, and the others are not asked about.
+			reg, _, err := a.loadRegistry(dir)
 			if err != nil {
 				return err
 			}
