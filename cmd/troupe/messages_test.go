@@ -183,3 +183,23 @@ func TestMessagesTypesValidatePrintsEachErrorOnce(t *testing.T) {
 	assert.Equal(t, exitOK, o.code, o.stderr)
 	assert.Contains(t, o.stderr, `unknown field "descripton"; did you mean "description"? (left out; 'troupe types validate' checks a file)`)
 }
+
+// types show says "unlimited" for each limit a type leaves unset, never
+// 0 of it.
+func TestMessagesTypesShowSaysUnlimited(t *testing.T) {
+	repo := scriptRepo(t, map[string]string{
+		"free.yaml":    "name: free\ndescription: No limits.\ntools: [read]\n",
+		"partial.yaml": "name: partial\ndescription: Some limits.\ntools: [read]\nbudget: {max_turns: 5, max_cost_usd: 0.5}\n",
+	})
+	o := troupe(t, "types", "show", "free", "--repo", repo)
+	require.Equal(t, exitOK, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "budget:      unlimited\n")
+
+	o = troupe(t, "types", "show", "partial", "--repo", repo)
+	require.Equal(t, exitOK, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "budget:      unlimited tokens, unlimited time, unlimited tool calls, 5 turns, $0.50\n")
+
+	o = troupe(t, "types", "show", "explore", "--repo", repo)
+	require.Equal(t, exitOK, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "budget:      200000 tokens, 5m0s, 60 tool calls, 25 turns, unlimited cost\n")
+}

@@ -244,8 +244,7 @@ func showType(w io.Writer, t *agenttypes.Type) {
 		model = modelname.Inherit
 	}
 	fmt.Fprintf(w, "model:       %s\n", model)
-	b := t.Budget
-	fmt.Fprintf(w, "budget:      %d tokens, %s, %d tool calls, %d turns\n", b.MaxTokens, b.MaxTime, b.MaxToolCalls, b.MaxTurns)
+	fmt.Fprintf(w, "budget:      %s\n", budgetLine(t.Budget))
 	format := t.Output.Format
 	if format == "" {
 		format = agenttypes.OutputText
@@ -256,6 +255,28 @@ func showType(w io.Writer, t *agenttypes.Type) {
 	}
 	showWorkspace(w, t)
 	fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(t.Prompt))
+}
+
+// budgetLine says each limit of b, and "unlimited" for each it leaves
+// unset: the command gives agents no default budget, so a limit neither
+// the type nor a flag sets is no limit.
+func budgetLine(b agenttypes.Budget) string {
+	if b == (agenttypes.Budget{}) {
+		return "unlimited"
+	}
+	limit := func(set bool, value, what string) string {
+		if !set {
+			return "unlimited " + what
+		}
+		return value
+	}
+	return strings.Join([]string{
+		limit(b.MaxTokens > 0, fmt.Sprintf("%d tokens", b.MaxTokens), "tokens"),
+		limit(b.MaxTime > 0, b.MaxTime.String(), "time"),
+		limit(b.MaxToolCalls > 0, fmt.Sprintf("%d tool calls", b.MaxToolCalls), "tool calls"),
+		limit(b.MaxTurns > 0, fmt.Sprintf("%d turns", b.MaxTurns), "turns"),
+		limit(b.MaxCostUSD > 0, fmt.Sprintf("$%.2f", b.MaxCostUSD), "cost"),
+	}, ", ")
 }
 
 // showWorkspace says where an agent of t works and what it may run.
