@@ -364,12 +364,6 @@ func TestRunsListAndShow(t *testing.T) {
 	assert.Equal(t, 2, execute(context.Background(), []string{"runs", "show", "missing"}, &out, &errb))
 }
 
-func TestVersion(t *testing.T) {
-	o := troupe(t, "version")
-	require.Equal(t, 0, o.code)
-	assert.True(t, strings.HasPrefix(o.stdout, "troupe "), o.stdout)
-}
-
 // TestBinary builds the real command and runs it as a process, as a user
 // would: exit statuses and the split of stdout and stderr are the contract.
 func TestBinary(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -413,36 +412,6 @@ func (a *app) logger() *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(newLineHandler(a.stderr, level))
-}
-
-func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(a.stdout, "troupe", version())
-			return nil
-		},
-	}
-}
-
-// version is the module version when built from a tagged module, or the
-// VCS revision, or "dev".
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "dev-" + s.Value[:12]
-		}
-	}
-	return "dev"
 }
 
 // lockedWriter serialises writes, so lines from the progress display and
