@@ -203,3 +203,29 @@ func TestMessagesTypesShowSaysUnlimited(t *testing.T) {
 	require.Equal(t, exitOK, o.code, o.stderr)
 	assert.Contains(t, o.stdout, "budget:      200000 tokens, 5m0s, 60 tool calls, 25 turns, unlimited cost\n")
 }
+
+// plugins lock with no plugin to lock writes nothing, says so, and
+// leaves a lock file there is as it is.
+func TestMessagesPluginsLockWithNoPlugins(t *testing.T) {
+	isolate(t)
+	t.Setenv("TROUPE_PLUGIN_PATH", "")
+	project := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(project, ".git"), 0o755))
+	before := tree(t, project)
+	o := troupe(t, "plugins", "lock", "--repo", project)
+	assert.Equal(t, exitOK, o.code, o.stderr)
+	assert.Empty(t, o.stdout)
+	assert.Equal(t, "no plugins found, so there is nothing to lock: no lock file was written (a plugin is an executable named troupe-plugin-NAME in .troupe/plugins/)\n", o.stderr)
+	assert.Equal(t, before, tree(t, project), "nothing was written")
+	assert.NoFileExists(t, filepath.Join(project, ".troupe", "plugins.lock"))
+
+	lock := filepath.Join(project, ".troupe", "plugins.lock")
+	require.NoError(t, os.MkdirAll(filepath.Dir(lock), 0o755))
+	require.NoError(t, os.WriteFile(lock, []byte(`{"version":1,"plugins":{}}`), 0o644))
+	before = tree(t, project)
+	o = troupe(t, "plugins", "lock", "--repo", project, "--json")
+	assert.Equal(t, exitOK, o.code, o.stderr)
+	assert.Empty(t, o.stdout)
+	assert.Contains(t, o.stderr, "nothing to lock: "+filepath.Join(".troupe", "plugins.lock")+" is left as it is")
+	assert.Equal(t, before, tree(t, project))
+}

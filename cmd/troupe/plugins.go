@@ -114,6 +114,20 @@ func (a *app) pluginsCommand() *cobra.Command {
 				fmt.Fprintf(a.stderr, "troupe: %v\n", p)
 			}
 			path := plugins.LockPath(root)
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				rel = path
+			}
+			if len(bins) == 0 {
+				// An empty lock file would refuse every plugin installed
+				// later, which is not what locking nothing means.
+				kept := "no lock file was written"
+				if _, err := os.Lstat(path); err == nil {
+					kept = rel + " is left as it is"
+				}
+				fmt.Fprintf(a.stderr, "no plugins found, so there is nothing to lock: %s (a plugin is an executable named troupe-plugin-NAME in .troupe/plugins/)\n", kept)
+				return nil
+			}
 			l, err := plugins.WriteLock(path, bins)
 			if err != nil {
 				return err
@@ -123,10 +137,6 @@ func (a *app) pluginsCommand() *cobra.Command {
 			}
 			for _, b := range bins {
 				fmt.Fprintf(a.stdout, "%s  %s  %s\n", b.Name, l.Plugins[b.Name].SHA256, b.Path)
-			}
-			rel, err := filepath.Rel(root, path)
-			if err != nil {
-				rel = path
 			}
 			fmt.Fprintf(a.stdout, "locked %d plugin(s) in %s\n", len(bins), rel)
 			return nil
