@@ -285,7 +285,7 @@ func TestStrictAndLenient(t *testing.T) {
 		{
 			name: "bad model",
 			path: "agents/x.yaml", text: "name: x\ndescription: d\nmodel: gpt-4o\n",
-			errs: []string{`x.yaml:3:8: model "gpt-4o": write provider:model (for example openai:gpt-4o)`},
+			errs: []string{`x.yaml:3:8: model "gpt-4o": write provider:model; did you mean openai:gpt-4o?`},
 		},
 		{
 			name: "duplicate key",

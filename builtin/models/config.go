@@ -531,6 +531,9 @@ func checkName(name string, aliasOK bool) error {
 		if aliasOK && strings.TrimSpace(name) != "" && !strings.ContainsAny(name, " \t") {
 			return nil
 		}
+		if full := modelname.Qualify(name); full != "" {
+			return fmt.Errorf("%q is not a model name: it names no provider; did you mean %s? (%s)", name, full, howTo)
+		}
 		return fmt.Errorf("%q is not a model name; %s", name, howTo)
 	}
 	if model == "" {

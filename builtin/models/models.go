@@ -385,7 +385,9 @@ func (r Resolver) split(name string) (full, provider, model string, err error) {
 	provider, model, ok := strings.Cut(full, ":")
 	if !ok || model == "" {
 		msg := howTo
-		if !ok {
+		if full := modelname.Qualify(name); !ok && full != "" {
+			msg = fmt.Sprintf("%q names no provider; did you mean %s? (%s)", name, full, howTo)
+		} else if !ok {
 			msg = fmt.Sprintf("%q is not an alias (the aliases are: %s); %s", name, strings.Join(sortedKeys(r.cfg().aliases()), ", "), howTo)
 		}
 		return "", "", "", fmt.Errorf("%w %q: %s", ErrUnresolvable, name, msg)

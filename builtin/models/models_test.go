@@ -50,7 +50,8 @@ func TestResolve(t *testing.T) {
 		{"alias", "sonnet", map[string]string{"ANTHROPIC_API_KEY": "k"}, "", "anthropic:claude-sonnet-4-5"},
 		{"alias needing a key", "mini", nil, "OPENAI_API_KEY", ""},
 		{"unknown provider", "acme:model", nil, `unknown provider "acme"`, ""},
-		{"no provider", "gpt-4o", nil, "openai:MODEL", ""},
+		{"no provider", "gpt-4o", nil, `"gpt-4o" names no provider; did you mean openai:gpt-4o?`, ""},
+		{"no provider, of no known family", "llama3", nil, `"llama3" is not an alias`, ""},
 		{"empty model", "openai:", nil, "openai:MODEL", ""},
 	}
 	for _, tt := range tests {
@@ -245,7 +246,7 @@ func TestParseConfigIsStrict(t *testing.T) {
 		{"unknown price key", "prices:\n  openai:gpt-4o: {in: 1}\n", []string{"cfg.yaml:2:", `unknown key "in" in prices.openai:gpt-4o`}},
 		{"wrong type", "prices:\n  openai:gpt-4o: {input: cheap}\n", []string{"cfg.yaml", "line 2", "cheap"}},
 		{"bad model", "model: acme:x\n", []string{"cfg.yaml:1:", `unknown provider "acme"`}},
-		{"bad alias target", "aliases:\n  fast: gpt-4o\n", []string{"cfg.yaml:2:", "aliases.fast", "not a model name"}},
+		{"bad alias target", "aliases:\n  fast: gpt-4o\n", []string{"cfg.yaml:2:", "aliases.fast", "not a model name", "did you mean openai:gpt-4o?"}},
 		{"alias with a colon", "aliases:\n  'a:b': openai:x\n", []string{"cfg.yaml:2:", "cannot be an alias"}},
 		{"negative price", "prices:\n  mini: {input: -1, output: 1}\n", []string{"cfg.yaml:2:", "negative"}},
 		{"bad duration", "retry: {max_wait: soon}\n", []string{"cfg.yaml", `"soon" is not a duration`}},

@@ -229,3 +229,15 @@ func TestMessagesPluginsLockWithNoPlugins(t *testing.T) {
 	assert.Contains(t, o.stderr, "nothing to lock: "+filepath.Join(".troupe", "plugins.lock")+" is left as it is")
 	assert.Equal(t, before, tree(t, project))
 }
+
+// A bare model name of a well-known family gets the provider:model it
+// likely means, wherever it was given.
+func TestMessagesSuggestTheProviderOfAModel(t *testing.T) {
+	repo := shopCopy(t)
+	stderr := refused(t, repo, "run", "explore", "--model", "gpt-4o", "where is the discount applied?")
+	assert.Contains(t, stderr, `"gpt-4o" names no provider; did you mean openai:gpt-4o?`)
+
+	o := runWith(t, map[string]string{"TROUPE_MODEL": "gemini-2.5-flash"}, "", "run", "explore", "--repo", repo, "where is the discount applied?")
+	assert.Equal(t, exitUsage, o.code, o.stderr)
+	assert.Contains(t, o.stderr, "did you mean googleai:gemini-2.5-flash?")
+}

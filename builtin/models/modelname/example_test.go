@@ -21,7 +21,7 @@ func ExampleNormalize() {
 	// "openai:gpt-4o-mini" -> openai:gpt-4o-mini
 	// "" -> inherit
 	// "offline" -> offline
-	// model "gpt-4o": write provider:model (for example openai:gpt-4o), a short name (haiku, opus, sonnet), or inherit
+	// model "gpt-4o": write provider:model; did you mean openai:gpt-4o?
 }
 
 func ExampleAliases() {

@@ -22,7 +22,9 @@ func TestNormalize(t *testing.T) {
 		{in: "openai:", err: `model "openai:": write provider:model, for example`},
 		{in: "open ai:gpt", err: `model "open ai:gpt": write provider:model`},
 		{in: "claude sonnet", err: `model "claude sonnet": write provider:model (for example openai:claude sonnet), a short name (haiku, opus, sonnet), or inherit`},
-		{in: "gpt-4o", err: `model "gpt-4o": write provider:model (for example openai:gpt-4o)`},
+		{in: "gpt-4o", err: `model "gpt-4o": write provider:model; did you mean openai:gpt-4o?`},
+		{in: "gemini-2.5-flash", err: `model "gemini-2.5-flash": write provider:model; did you mean googleai:gemini-2.5-flash?`},
+		{in: "llama3", err: `model "llama3": write provider:model (for example openai:llama3)`},
 	}
 	for _, tt := range tests {
 		got, err := modelname.Normalize(tt.in)
@@ -61,5 +63,25 @@ func TestImportsNothingOfTroupe(t *testing.T) {
 	require.NoError(t, err)
 	for _, imp := range pkg.Imports {
 		require.False(t, strings.HasPrefix(imp, "github.com/troupe-dev/troupe/"), "modelname imports %s", imp)
+	}
+}
+
+func TestQualify(t *testing.T) {
+	for in, want := range map[string]string{
+		"gpt-4o":            "openai:gpt-4o",
+		"GPT-4.1-mini":      "openai:GPT-4.1-mini",
+		"o1":                "openai:o1",
+		"o3-mini":           "openai:o3-mini",
+		"o4-mini":           "openai:o4-mini",
+		"claude-opus-4-1":   "anthropic:claude-opus-4-1",
+		"gemini-2.5-flash":  "googleai:gemini-2.5-flash",
+		"openai:gpt-4o":     "",
+		"llama3":            "",
+		"o10":               "",
+		"gptx":              "",
+		"":                  "",
+		"gpt-4o with space": "",
+	} {
+		assert.Equal(t, want, modelname.Qualify(in), in)
 	}
 }
