@@ -30,6 +30,7 @@ type Registry struct {
 	held    map[string]Withheld
 	tools   map[string]Tool
 	ptools  map[string]Tool // offered by plugins; replaced whole
+	refused []RefusedPlugin // plugins found and not run; replaced whole
 
 	scripts ScriptCompiler
 }
@@ -185,9 +186,11 @@ func (r *Registry) RegisterTool(tool Tool) error {
 // Type returns the type registered under name: a file-loaded type before a
 // registered one. The value is shared and must not be modified. An unknown
 // name fails with ErrUnknownType, saying which name was likely meant (or,
-// when there are few, which there are); a name whose definition file has
-// errors fails with ErrInvalid, naming the file; a type the project
-// defines but that is withheld fails with ErrUntrusted, saying why.
+// when there are few, which there are), and, for a name a refused plugin
+// offers (SetRefusedPlugins), which plugin and why it was refused; a name
+// whose definition file has errors fails with ErrInvalid, naming the file;
+// a type the project defines but that is withheld fails with
+// ErrUntrusted, saying why.
 func (r *Registry) Type(name string) (*Type, error) {
 	t, ok, broken := r.find(name)
 	if broken != nil {
@@ -200,11 +203,14 @@ func (r *Registry) Type(name string) (*Type, error) {
 		if held {
 			return nil, w.Error()
 		}
+		if err := r.refusedLookup(name, false); err != nil {
+			return nil, err
+		}
 		var names []string
 		for _, t := range r.Types() {
 			names = append(names, t.Name)
 		}
-		return nil, fmt.Errorf("%w %q%s", ErrUnknownType, name, suggest.Hint(name, names, "types"))
+		return nil, fmt.Errorf("%w %q%s%s", ErrUnknownType, name, suggest.Hint(name, names, "types"), r.refusedUnknown())
 	}
 	return t, nil
 }
@@ -277,11 +283,14 @@ func (r *Registry) Tool(name string) (Tool, error) {
 	}
 	r.mu.RUnlock()
 	if !ok {
+		if err := r.refusedLookup(name, true); err != nil {
+			return nil, err
+		}
 		var names []string
 		for _, t := range r.Tools() {
 			names = append(names, t.Spec().Name)
 		}
-		return nil, fmt.Errorf("%w %q%s", ErrUnknownTool, name, suggest.Hint(name, names, "tools"))
+		return nil, fmt.Errorf("%w %q%s%s", ErrUnknownTool, name, suggest.Hint(name, names, "tools"), r.refusedUnknown())
 	}
 	return t, nil
 }

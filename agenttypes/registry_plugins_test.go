@@ -3,6 +3,7 @@ package agenttypes_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -74,4 +75,33 @@ func TestSetPluginsRefusesClashes(t *testing.T) {
 	require.ErrorIs(t, err, agenttypes.ErrInvalid)
 	require.NoError(t, reg.SetPlugins(nil, []agenttypes.Tool{pluginTool("shout")}))
 	require.ErrorIs(t, reg.RegisterTool(pluginTool("shout")), agenttypes.ErrDuplicate)
+}
+
+func TestRefusedPluginsNameWhatTheyOffer(t *testing.T) {
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "explore", Description: "builtin", Source: "builtin"}))
+	locked := errors.New("not in the lock file")
+	reg.SetRefusedPlugins([]agenttypes.RefusedPlugin{{Name: "p", Types: []string{"deploy"}, Tools: []string{"shout"}, Reason: locked}})
+
+	_, err := reg.Type("deploy")
+	require.ErrorIs(t, err, agenttypes.ErrUnknownType)
+	require.ErrorIs(t, err, locked)
+	assert.EqualError(t, err, `type "deploy" comes from plugin p, which was refused: not in the lock file`)
+	_, err = reg.Tool("shout")
+	require.ErrorIs(t, err, agenttypes.ErrUnknownTool)
+	assert.EqualError(t, err, `tool "shout" comes from plugin p, which was refused: not in the lock file`)
+	_, err = reg.Type("nosuch")
+	assert.EqualError(t, err, `unknown agent type "nosuch"; the types are explore`)
+
+	// A refused plugin that never ran may offer any name.
+	reg.SetRefusedPlugins([]agenttypes.RefusedPlugin{{Name: "q", Reason: locked}})
+	_, err = reg.Type("deploy")
+	assert.EqualError(t, err, `unknown agent type "deploy"; the types are explore; it may come from plugin q, which was refused, so what it offers is unknown: not in the lock file`)
+	reg.SetRefusedPlugins([]agenttypes.RefusedPlugin{{Name: "q", Reason: locked}, {Name: "r", Reason: locked}})
+	_, err = reg.Type("deploy")
+	assert.EqualError(t, err, `unknown agent type "deploy"; the types are explore; it may come from plugins q, r, which were refused, so what they offer is unknown`)
+
+	reg.SetRefusedPlugins(nil)
+	_, err = reg.Type("deploy")
+	assert.EqualError(t, err, `unknown agent type "deploy"; the types are explore`)
 }

@@ -424,10 +424,10 @@ func (p *proc) allowed(lock *Lock, sum string) error {
 	if lock != nil {
 		e, ok := lock.Plugins[p.bin.Name]
 		if !ok {
-			return fmt.Errorf("%w: plugin %s (%s) is not in %s; if it is trusted, add it to the lock file (WriteLock)", ErrChecksum, p.bin.Name, p.bin.Path, h.cfg.LockFile)
+			return fmt.Errorf("%w: plugin %s (%s) is not in %s; if it is trusted, add it to the lock file", ErrChecksum, p.bin.Name, p.bin.Path, h.cfg.LockFile)
 		}
 		if e.SHA256 != sum {
-			return fmt.Errorf("%w: plugin %s (%s) has SHA-256 %s but %s lists %s; if the new binary is trusted, write the lock file again (WriteLock)",
+			return fmt.Errorf("%w: plugin %s (%s) has SHA-256 %s but %s lists %s; if the new binary is trusted, write the lock file again",
 				ErrChecksum, p.bin.Name, p.bin.Path, sum, h.cfg.LockFile, e.SHA256)
 		}
 	}

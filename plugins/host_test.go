@@ -220,9 +220,16 @@ func TestTheLockFileRefusesChangedAndUnlistedPlugins(t *testing.T) {
 	require.Len(t, problems, 1)
 	require.ErrorIs(t, problems[0], plugins.ErrChecksum)
 	msg := problems[0].Error()
-	for _, want := range []string{"plugin test", locked, now, "WriteLock"} {
+	for _, want := range []string{"plugin test", locked, now, "write the lock file again"} {
 		assert.Contains(t, msg, want)
 	}
+	assert.NotContains(t, msg, "WriteLock", "the message reaches the command line, which has no Go functions")
+	// The changed binary never ran: what it offers is unknown, and a
+	// lookup of any type says it may be the refused plugin's.
+	_, err = reg.Type("looper")
+	require.ErrorIs(t, err, agenttypes.ErrUnknownType)
+	assert.Contains(t, err.Error(), `unknown agent type "looper"`)
+	assert.Contains(t, err.Error(), "it may come from plugin test, which was refused, so what it offers is unknown: "+msg)
 	assert.Zero(t, h2.PID("test"), "a mismatched plugin never runs")
 	assert.Empty(t, running(bin))
 	infos, _ = h2.List(ctxTimeout(t, 10*time.Second))
@@ -328,4 +335,40 @@ func TestAPluginOfAnotherProtocolVersionIsRefused(t *testing.T) {
 	assert.Contains(t, problems[0].Error(), want)
 	assert.NotContains(t, problems[0].Error(), "incompatible API version", "the message is troupe's own")
 	assert.Empty(t, running(bin), "no process is left")
+}
+
+// A plugin the lock file refuses after it ran here is known, from the
+// description cache, to offer its types and tools: looking one up names
+// the plugin and why it was refused.
+func TestARefusedPluginsTypesNameThePlugin(t *testing.T) {
+	dir := t.TempDir()
+	copyPlugin(t, dir, "test")
+	cache := t.TempDir()
+	lockFile := filepath.Join(t.TempDir(), "plugins.lock")
+
+	h, _ := newHost(t, plugins.Config{CacheDir: cache}, dir)
+	reg := agenttypes.NewRegistry()
+	require.Empty(t, h.Load(ctxTimeout(t, 10*time.Second), reg))
+	_, err := reg.Type("looper")
+	require.NoError(t, err, "with no lock file the plugin runs")
+	require.NoError(t, h.Close())
+
+	require.NoError(t, os.WriteFile(lockFile, []byte(`{"version":1,"plugins":{}}`), 0o644))
+	h2, _ := newHost(t, plugins.Config{CacheDir: cache, LockFile: lockFile}, dir)
+	reg = agenttypes.NewRegistry()
+	problems := h2.Load(ctxTimeout(t, 10*time.Second), reg)
+	require.Len(t, problems, 1)
+	require.ErrorIs(t, problems[0], plugins.ErrChecksum)
+	assert.Zero(t, h2.PID("test"), "the refused plugin never runs")
+
+	_, err = reg.Type("looper")
+	require.ErrorIs(t, err, agenttypes.ErrUnknownType)
+	require.ErrorIs(t, err, plugins.ErrChecksum)
+	assert.Equal(t, `type "looper" comes from plugin test, which was refused: `+problems[0].Error(), err.Error())
+	_, err = reg.Tool("shout")
+	require.ErrorIs(t, err, agenttypes.ErrUnknownTool)
+	assert.Equal(t, `tool "shout" comes from plugin test, which was refused: `+problems[0].Error(), err.Error())
+	_, err = reg.Type("nosuch")
+	require.ErrorIs(t, err, agenttypes.ErrUnknownType)
+	assert.NotContains(t, err.Error(), "plugin test", "what the refused plugin offers is known, and this is not of it")
 }

@@ -44,6 +44,9 @@ type Info struct {
 	// Error says why the plugin cannot be used, when it cannot.
 	Error string `json:"error,omitempty"`
 	err   error
+	// offered is what a refused plugin offered when it last ran, if that
+	// is known: only errors name it.
+	offered *pluginv1.DescribeResponse
 }
 
 // Load discovers the plugins, learns what each offers, and sets their
@@ -103,7 +106,36 @@ func (h *Host) Load(ctx context.Context, reg *agenttypes.Registry) []error {
 	if err := reg.SetPlugins(types, tools); err != nil {
 		problems = append(problems, err)
 	}
+	reg.SetRefusedPlugins(refused(infos))
 	return problems
+}
+
+// refused lists the plugins that the lock file or the user's trust
+// refused, with what each offered when it last ran, if that is known.
+func refused(infos []Info) []agenttypes.RefusedPlugin {
+	var out []agenttypes.RefusedPlugin
+	for _, in := range infos {
+		switch in.Status {
+		case StatusUnlisted, StatusMismatch, StatusUntrusted:
+		default:
+			continue
+		}
+		if in.err == nil {
+			continue
+		}
+		r := agenttypes.RefusedPlugin{Name: in.Name, Reason: in.err}
+		if d := in.offered; d != nil {
+			r.Types, r.Tools = []string{}, []string{}
+			for _, t := range d.GetTypes() {
+				r.Types = append(r.Types, t.GetName())
+			}
+			for _, t := range d.GetTools() {
+				r.Tools = append(r.Tools, t.GetName())
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // isPluginTool reports whether the registry's tool of that name is one
@@ -242,6 +274,7 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 			in.Status = StatusUntrusted
 			in.err = p.untrusted()
 			in.Error = in.err.Error()
+			in.offered = p.h.cachedDescription(p.cacheKey())
 			return in
 		}
 	}
@@ -259,7 +292,11 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 		}
 	}
 	// A plugin the lock file refuses gets no description from the cache:
-	// get refuses it, without running it, and says why.
+	// get refuses it, without running it, and says why. What the cache
+	// holds of it only names, in errors, what it would have offered.
+	if in.Status == StatusUnlisted || in.Status == StatusMismatch {
+		in.offered = p.h.cachedDescription(p.cacheKey())
+	}
 	p.mu.Lock()
 	if p.desc == nil && (in.Status == StatusLocked || in.Status == StatusUnlocked) {
 		p.desc = p.h.cachedDescription(p.cacheKey())

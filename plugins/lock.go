@@ -40,7 +40,7 @@ func ReadLock(path string) (*Lock, error) {
 		return nil, nil
 	}
 	if errors.Is(err, fsroot.ErrNotRegular) {
-		return nil, fmt.Errorf("%w: %s is a %s, not a lock file; remove it and write the lock file again (WriteLock)", ErrLockFile, path, fsroot.Kind(fi.Mode()))
+		return nil, fmt.Errorf("%w: %s is a %s, not a lock file; remove it and write the lock file again", ErrLockFile, path, fsroot.Kind(fi.Mode()))
 	}
 	if err != nil {
 		return nil, err
@@ -51,15 +51,15 @@ func ReadLock(path string) (*Lock, error) {
 		return nil, err
 	}
 	if len(data) > maxLockSize {
-		return nil, fmt.Errorf("%w: %s is over %d bytes; write it again (WriteLock)", ErrLockFile, path, maxLockSize)
+		return nil, fmt.Errorf("%w: %s is over %d bytes; write it again", ErrLockFile, path, maxLockSize)
 	}
 	var l Lock
 	if err := json.Unmarshal(data, &l); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; write it again (WriteLock)", ErrLockFile, path, err)
+		return nil, fmt.Errorf("%w: %s: %v; write it again", ErrLockFile, path, err)
 	}
 	for name, e := range l.Plugins {
 		if !hexSHA256.MatchString(e.SHA256) {
-			return nil, fmt.Errorf("%w: %s: plugin %q has checksum %q, not 64 hex digits; write it again (WriteLock)", ErrLockFile, path, name, e.SHA256)
+			return nil, fmt.Errorf("%w: %s: plugin %q has checksum %q, not 64 hex digits; write it again", ErrLockFile, path, name, e.SHA256)
 		}
 	}
 	if l.Plugins == nil {

@@ -74,6 +74,7 @@ func TestPlainDirectoryOverTheCap(t *testing.T) {
 			require.ErrorIs(t, err, agenttypes.ErrWorkspace)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.Contains(t, err.Error(), "make it a git repository")
+			assert.NotContains(t, err.Error(), "Config.", "it reaches the command line, which has no Go fields to set")
 			assertNothingLeft(t, state)
 			missing(t, dir, ".git")
 		})

@@ -27,7 +27,9 @@ const (
 const cleanupTime = time.Minute
 
 // ErrTooLarge is wrapped when a directory that is not a git repository
-// holds more than a snapshot may copy.
+// holds more than a snapshot may copy. Its message says what the user can
+// do about the directory; a program can also raise the caps
+// (Config.MaxSnapshotFiles, MaxSnapshotBytes).
 var ErrTooLarge = errors.New("directory too large to snapshot")
 
 // Config configures a Provider.

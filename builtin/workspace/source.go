@@ -168,7 +168,7 @@ func (p *Provider) checkSnapshotSize(ctx context.Context, g *gitsafe.Git) error 
 	werr := cmd.Wait()
 	switch {
 	case over:
-		return fmt.Errorf("%w: %s is not a git repository, so its workspace starts from a copy of it, and a copy is capped at %d files and %s; it holds at least %d files, %s, that no .gitignore excludes; make it a git repository (git init, with a .gitignore for dependencies and build output), list what agents need not see in a .gitignore there, or raise the caps (workspace.Config.MaxSnapshotFiles, MaxSnapshotBytes)",
+		return fmt.Errorf("%w: %s is not a git repository, so its workspace starts from a copy of it, and a copy is capped at %d files and %s; it holds at least %d files, %s, that no .gitignore excludes; make it a git repository (git init, with a .gitignore for dependencies and build output), or list what agents need not see in a .gitignore there",
 			ErrTooLarge, g.WorkTree(), p.cfg.MaxSnapshotFiles, formatSize(p.cfg.MaxSnapshotBytes), files, formatSize(size))
 	case werr != nil:
 		return fmt.Errorf("listing the files of %s: %w", g.WorkTree(), werr)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -52,8 +53,14 @@ func refused(t *testing.T, repo string, args ...string) string {
 	assert.NoDirExists(t, os.Getenv("TROUPE_RUNS_DIR"), "no transcript was written")
 	assert.Equal(t, beforeHome, tree(t, home), "the user's directories are unchanged")
 	assert.Equal(t, beforeRepo, tree(t, repo), "the project is unchanged")
+	assert.NotRegexp(t, goName, o.stderr, "the command line speaks of flags and commands, not Go")
 	return o.stderr
 }
+
+// goName matches the Go names a message for the command line must not
+// use: a type's field or method (Config.DefaultModel), a function of the
+// library.
+var goName = regexp.MustCompile(`\b[A-Z][a-z]+\.[A-Z][A-Za-z]+|\bWriteLock\b|\bSpawnRequest\b|\bNew\(`)
 
 func TestMessagesNameMissingAndExtraArguments(t *testing.T) {
 	repo := shopCopy(t)
@@ -240,4 +247,59 @@ func TestMessagesSuggestTheProviderOfAModel(t *testing.T) {
 	o := runWith(t, map[string]string{"TROUPE_MODEL": "gemini-2.5-flash"}, "", "run", "explore", "--repo", repo, "where is the discount applied?")
 	assert.Equal(t, exitUsage, o.code, o.stderr)
 	assert.Contains(t, o.stderr, "did you mean googleai:gemini-2.5-flash?")
+}
+
+// A type of a plugin the lock file refused is said to come from that
+// plugin, with why it was refused, not to be unknown.
+func TestMessagesNameTheRefusedPluginOfAType(t *testing.T) {
+	plugins := testPluginDir(t) // built before isolate moves the build cache
+	isolate(t)
+	t.Setenv("TROUPE_PLUGIN_PATH", plugins)
+	project := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(project, ".git"), 0o755))
+	lock := filepath.Join(project, ".troupe", "plugins.lock")
+
+	// With no lock file the plugin runs, and what it offers is known.
+	o := troupe(t, "types", "list", "--repo", project)
+	require.Equal(t, exitOK, o.code, o.stderr)
+	require.Contains(t, o.stdout, "looper")
+	require.NoError(t, os.MkdirAll(filepath.Dir(lock), 0o755))
+	require.NoError(t, os.WriteFile(lock, []byte(`{"version":1,"plugins":{}}`), 0o644))
+
+	for _, args := range [][]string{
+		{"run", "looper", "--repo", project, "task"},
+		{"types", "show", "looper", "--repo", project},
+	} {
+		// Not in subtests: each would have a home, and a cache, of its own.
+		stderr := refused(t, project, args...)
+		assert.Contains(t, stderr, `troupe: type "looper" comes from plugin test, which was refused: plugin checksum refused: plugin test (`, args)
+		assert.True(t, strings.HasSuffix(stderr, "is not in "+lock+"; if it is trusted, add it to the lock file\n"), "the refusal is the last word: %s", stderr)
+		assert.Equal(t, 1, strings.Count(stderr, lockHint), "how to lock the plugins is said once: %s", stderr)
+		assert.NotContains(t, stderr, "unknown agent type", args)
+		assert.NotContains(t, stderr, "WriteLock", args)
+	}
+	stderr := refused(t, project, "tools", "call", "shout", "{}", "--repo", project)
+	assert.Contains(t, stderr, `troupe: tool "shout" comes from plugin test, which was refused: `)
+
+	// When it never ran here, what it offers is unknown: the error says
+	// it may come from the refused plugin.
+	require.NoError(t, os.RemoveAll(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "troupe", "plugins")))
+	stderr = refused(t, project, "run", "looper", "--repo", project, "task")
+	assert.Contains(t, stderr, `troupe: unknown agent type "looper"`)
+	assert.Contains(t, stderr, "it may come from plugin test, which was refused, so what it offers is unknown: plugin checksum refused: plugin test (")
+}
+
+// The refusal of the offline model for a type that needs a language
+// model says what to do with flags and variables: the library's own
+// words name its Go fields.
+func TestMessagesSpeakOfFlagsNotGoNames(t *testing.T) {
+	repo := shopCopy(t)
+	stderr := refused(t, repo, "run", "plan", "add a flag")
+	assert.Contains(t, stderr, `troupe: model unavailable: type "plan" needs a language model, and the offline model only retrieves`)
+	assert.Contains(t, stderr, "pass --model provider:model")
+	assert.Contains(t, stderr, "TROUPE_MODEL")
+
+	stderr = refused(t, repo, "run", "plan", "--model", "offline", "add a flag")
+	assert.Contains(t, stderr, `type "plan" needs a language model, and the offline model only retrieves`)
+	assert.Contains(t, stderr, "pass --model provider:model", "the flag chose a model that cannot serve the type")
 }

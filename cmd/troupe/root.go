@@ -311,12 +311,18 @@ func announceModel(w io.Writer, reg *agenttypes.Registry, typeName string, c mod
 
 // modelHint adds, to a refusal of the model, how to choose one on the
 // command line, and, when the offline model was chosen for lack of
-// anything else, every way to configure a language model.
-func modelHint(err error, r models.Resolver, used models.Choice) error {
+// anything else, every way to configure a language model. The refusal of
+// the offline model for a type that needs a language model is said again
+// in the command line's words: the library's names the Go fields to set.
+func modelHint(err error, r models.Resolver, t *agenttypes.Type, used models.Choice) error {
 	if !errors.Is(err, manager.ErrModel) {
 		return err
 	}
-	if used.Why != "--model" && !strings.Contains(err.Error(), "--model") {
+	offlineRefused := t != nil && t.NeedsLanguageModel && used.Offline()
+	if offlineRefused {
+		err = fmt.Errorf("%w: type %q needs a language model, and the offline model only retrieves", manager.ErrModel, t.Name)
+	}
+	if (used.Why != "--model" || offlineRefused) && !strings.Contains(err.Error(), "--model") {
 		err = fmt.Errorf("%w\n  pass --model provider:model to choose the model (for example --model openai:gpt-4o-mini with OPENAI_API_KEY set, or --model ollama:qwen2.5-coder)", err)
 	}
 	if used.Offline() && used.Why == models.NothingConfigured {
@@ -341,6 +347,10 @@ func (a *app) lookupHint(err error, reg *agenttypes.Registry, name string) error
 			root = a.proj.root
 		}
 		return usageError{fmt.Errorf("%w; '%s' shows what it would run and trusts it", err, trustHint(root))}
+	case needsLock(err):
+		// A type or tool of a plugin the lock file refused: registry has
+		// said how to lock the plugins already.
+		return usageError{err}
 	case errors.Is(err, agenttypes.ErrUnknownType):
 		for _, t := range reg.Types() {
 			names = append(names, t.Name)

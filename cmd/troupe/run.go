@@ -133,7 +133,8 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		_ = mgr.Close(context.Background())
 		progress.wait(context.Background())
 		discard()
-		return a.lookupHint(modelHint(err, resolver, used), reg, typeName)
+		t, _ := reg.Type(typeName)
+		return a.lookupHint(modelHint(err, resolver, t, used), reg, typeName)
 	}
 	defer release()
 	// Only an accepted run prunes: a refused command changes nothing on disk.
