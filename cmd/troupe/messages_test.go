@@ -243,6 +243,7 @@ func TestMessagesSuggestTheProviderOfAModel(t *testing.T) {
 	repo := shopCopy(t)
 	stderr := refused(t, repo, "run", "explore", "--model", "gpt-4o", "where is the discount applied?")
 	assert.Contains(t, stderr, `"gpt-4o" names no provider; did you mean openai:gpt-4o?`)
+	assert.NotContains(t, stderr, "using model", "a model that is refused is not announced first")
 
 	o := runWith(t, map[string]string{"TROUPE_MODEL": "gemini-2.5-flash"}, "", "run", "explore", "--repo", repo, "where is the discount applied?")
 	assert.Equal(t, exitUsage, o.code, o.stderr)

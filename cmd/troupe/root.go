@@ -300,9 +300,13 @@ func chooseModel(ctx context.Context, r models.Resolver, reg *agenttypes.Registr
 
 // announceModel says on stderr, before the run, which model it uses;
 // nothing when Spawn is about to refuse the type or the model and say
-// why. It reports whether it said it.
-func announceModel(w io.Writer, reg *agenttypes.Registry, typeName string, c models.Choice) bool {
+// why (resolving a name makes no network call). It reports whether it
+// said it.
+func announceModel(ctx context.Context, w io.Writer, reg *agenttypes.Registry, r models.Resolver, typeName string, c models.Choice) bool {
 	if t, err := reg.Type(typeName); err != nil || (c.Offline() && t.NeedsLanguageModel) {
+		return false
+	}
+	if _, err := r.Resolve(ctx, c.Name); err != nil {
 		return false
 	}
 	fmt.Fprintf(w, "using model %s\n", c.Describe())

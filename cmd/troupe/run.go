@@ -114,7 +114,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	if (mode == progressPlain || mode == progressLive) && announceModel(a.stderr, reg, typeName, used) {
+	if (mode == progressPlain || mode == progressLive) && announceModel(cmd.Context(), a.stderr, reg, resolver, typeName, used) {
 		fmt.Fprintln(a.stderr, workingIn(repo, where))
 	}
 	progress = startProgress(mgr, mode, a.stderr, progressOptions{
