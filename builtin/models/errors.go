@@ -121,7 +121,7 @@ func (f *failure) hint() string {
 			return "check " + env + " (or api_key under providers." + f.provider + " in the config file)"
 		}
 	case fault.ResponseTooLarge:
-		return "if answers this large are expected, raise max_response_bytes in the config file (Resolver.MaxResponseBytes in Go)"
+		return "if answers this large are expected, raise max_response_bytes in the config file"
 	case fault.Unreachable:
 		switch f.provider {
 		case "ollama":
