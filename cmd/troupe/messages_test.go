@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// tree lists every path below dir with its size and modification time, to
-// tell whether a command changed anything there.
-func tree(t *testing.T, dir string) map[string]string {
+// fileStates lists every path below dir with its size and modification
+// time, to tell whether a command changed anything there.
+func fileStates(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -45,14 +45,14 @@ func refused(t *testing.T, repo string, args ...string) string {
 	t.Helper()
 	isolate(t)
 	home := os.Getenv("HOME")
-	beforeHome, beforeRepo := tree(t, home), tree(t, repo)
+	beforeHome, beforeRepo := fileStates(t, home), fileStates(t, repo)
 	t.Chdir(repo)
 	o := troupe(t, args...)
 	assert.Equal(t, exitUsage, o.code, "stderr: %s", o.stderr)
 	assert.Empty(t, o.stdout)
 	assert.NoDirExists(t, os.Getenv("TROUPE_RUNS_DIR"), "no transcript was written")
-	assert.Equal(t, beforeHome, tree(t, home), "the user's directories are unchanged")
-	assert.Equal(t, beforeRepo, tree(t, repo), "the project is unchanged")
+	assert.Equal(t, beforeHome, fileStates(t, home), "the user's directories are unchanged")
+	assert.Equal(t, beforeRepo, fileStates(t, repo), "the project is unchanged")
 	assert.NotRegexp(t, goName, o.stderr, "the command line speaks of flags and commands, not Go")
 	return o.stderr
 }
@@ -218,23 +218,23 @@ func TestMessagesPluginsLockWithNoPlugins(t *testing.T) {
 	t.Setenv("TROUPE_PLUGIN_PATH", "")
 	project := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(project, ".git"), 0o755))
-	before := tree(t, project)
+	before := fileStates(t, project)
 	o := troupe(t, "plugins", "lock", "--repo", project)
 	assert.Equal(t, exitOK, o.code, o.stderr)
 	assert.Empty(t, o.stdout)
 	assert.Equal(t, "no plugins found, so there is nothing to lock: no lock file was written (a plugin is an executable named troupe-plugin-NAME in .troupe/plugins/)\n", o.stderr)
-	assert.Equal(t, before, tree(t, project), "nothing was written")
+	assert.Equal(t, before, fileStates(t, project), "nothing was written")
 	assert.NoFileExists(t, filepath.Join(project, ".troupe", "plugins.lock"))
 
 	lock := filepath.Join(project, ".troupe", "plugins.lock")
 	require.NoError(t, os.MkdirAll(filepath.Dir(lock), 0o755))
 	require.NoError(t, os.WriteFile(lock, []byte(`{"version":1,"plugins":{}}`), 0o644))
-	before = tree(t, project)
+	before = fileStates(t, project)
 	o = troupe(t, "plugins", "lock", "--repo", project, "--json")
 	assert.Equal(t, exitOK, o.code, o.stderr)
 	assert.Empty(t, o.stdout)
 	assert.Contains(t, o.stderr, "nothing to lock: "+filepath.Join(".troupe", "plugins.lock")+" is left as it is")
-	assert.Equal(t, before, tree(t, project))
+	assert.Equal(t, before, fileStates(t, project))
 }
 
 // A bare model name of a well-known family gets the provider:model it
