@@ -10,14 +10,16 @@ import (
 // extends nothing: troupe's read-only set. Treat it as read-only.
 var DefaultTools = []string{"read", "grep", "symbols", "glob", "ls", "git", "note"}
 
-// futureTools are troupe tool names that definitions may name but that may
-// not be registered yet; naming one is a warning, not an error.
-var futureTools = []string{"ask_parent", "delegate", "write", "edit", "run", "merge"}
+// optionalTools are troupe tools a program may leave out of its
+// registry: ask_parent and delegate come with delegation, write, edit,
+// run and merge with workspaces. A definition naming one the program
+// does not offer gets a warning, not an error.
+var optionalTools = []string{"ask_parent", "delegate", "write", "edit", "run", "merge"}
 
-// KnownToolNames returns troupe's builtin tool names, those available now
-// and those to come, sorted.
+// KnownToolNames returns troupe's builtin tool names, those every program
+// has and those it may leave out, sorted.
 func KnownToolNames() []string {
-	return slices.Sorted(slices.Values(append(slices.Clone(DefaultTools), futureTools...)))
+	return slices.Sorted(slices.Values(append(slices.Clone(DefaultTools), optionalTools...)))
 }
 
 // claudeTools maps Claude Code's tool names onto troupe's. An empty value

@@ -280,7 +280,7 @@ func TestStrictAndLenient(t *testing.T) {
 		{
 			name: "tools to come are a warning",
 			path: "agents/x.yaml", text: "name: x\ndescription: d\ntools: [read, write]\n",
-			warns: []string{`x.yaml:3:15: warning: troupe has no write tool yet`},
+			warns: []string{`x.yaml:3:15: warning: tool "write" is not offered here`},
 		},
 		{
 			name: "bad model",

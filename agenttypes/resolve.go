@@ -265,8 +265,8 @@ func (r *resolver) available(d *definition) []string {
 			out = append(out, name) // an MCP tool is settled with the type's servers
 		case d.bash != nil && name == "run" && at == d.bash.at:
 			r.warnf(d, at, "tool \"Bash\" is troupe's run tool, which is not available here; the agent runs without it")
-		case slices.Contains(futureTools, name):
-			r.warnf(d, at, "troupe has no %s tool yet; the agent runs without it", name)
+		case slices.Contains(optionalTools, name):
+			r.warnf(d, at, "tool %q is not offered here; the agent runs without it", name)
 		default:
 			hint := ""
 			if near := suggest.Nearest(name, KnownToolNames()); near != "" {

@@ -68,7 +68,7 @@ func (a *app) toolsCommand() *cobra.Command {
 	call := &cobra.Command{
 		Use:     "call NAME JSON_ARGS",
 		Short:   "Call one tool exactly as an agent would (same resolver, same caps)",
-		Example: `  troupe tools call grep '{"pattern":"func Spawn"}' --repo .`,
+		Example: `  troupe tools call grep '{"pattern":"func \\(m \\*Manager\\) Spawn","path":"manager"}' --repo .`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, why, err := repoDir(cmd)
