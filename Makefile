@@ -12,7 +12,7 @@ FUZZMINIMIZETIME ?= 10s
 # package:target pairs; go test -fuzz takes one target in one package a run.
 FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinition ./builtin/tools:FuzzScanMatchesNaive ./builtin/outline:FuzzParse
 
-.PHONY: build test integration lint staticcheck funclen bench eval fuzz run-example clean proto
+.PHONY: build test integration walkthrough lint staticcheck funclen bench eval fuzz run-example clean proto
 
 build:
 	$(GO) build -o bin/troupe ./cmd/troupe
@@ -33,6 +33,17 @@ integration:
 	cd $(MCP_SERVERS) && npm ci --no-audit --no-fund --loglevel=error
 	TROUPE_MCP_SERVERS_BIN=$(CURDIR)/$(MCP_SERVERS)/node_modules/.bin \
 		$(GO) test -race -count=1 -tags integration -run Integration $(INTEGRATION_PKGS)
+
+# A new user's first hour, as CI runs it (.ci/walkthrough): on a fresh
+# clone of the last commit (uncommitted changes are not in it), with empty
+# Go caches and no API key, README.md's two commands, the example plugin
+# built and loaded as its README says, and a program of another module
+# built with docs/from-another-module.md's recipes. It needs the module
+# proxy; cold, it takes as long as make test and a cold build together.
+# WALKTHROUGH_FLAGS=--skip-make-test leaves make test out.
+WALKTHROUGH_FLAGS ?=
+walkthrough:
+	bash .ci/walkthrough $(WALKTHROUGH_FLAGS)
 
 # The linters are pinned, and installed into bin/tools by the targets that
 # use them: a fresh machine fetches them from the module proxy.
