@@ -83,7 +83,7 @@ $(FUNCLEN):
 # Benchmarks that time many small calls and report percentiles run many
 # times; grep runs ten times over its tree; the large workloads (2,000 or
 # 10,000 agents an iteration) once. Every figure is then printed again as
-# one table, benchmark by benchmark; see README.md for the last run.
+# one table, benchmark by benchmark; see docs/benchmarks.md for the last run.
 BENCH_CALLS ?= ^Benchmark(Spawn|StepOverhead|EventJSON|ReadDir|ColdStart|ColdStartChecked|ToolCall|LoopStep|HookInProcess|HookOutOfProcess|ToolInProcess|ToolOutOfProcess|StdioCall)$$
 BENCH_GREP  ?= ^BenchmarkGrep$$
 bench:

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -33,93 +29,12 @@ func TestVersionLine(t *testing.T) {
 	}
 }
 
+// TestVersion runs the command; that a build from a git checkout names
+// its commit is checked by CI's walkthrough, which builds troupe from a
+// fresh clone as a user would.
 func TestVersion(t *testing.T) {
 	o := troupe(t, "version")
 	require.Equal(t, exitOK, o.code, o.stderr)
 	assert.True(t, strings.HasPrefix(o.stdout, "troupe "), o.stdout)
 	assert.Contains(t, o.stdout, runtime.Version())
-}
-
-// TestVersionOfABuildFromACheckout builds troupe as a user would, with
-// go build in a git checkout (a copy of this tree, committed), and finds
-// the commit in troupe version, then a dirty marker once a file changed.
-func TestVersionOfABuildFromACheckout(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	checkout := t.TempDir()
-	copyTree(t, filepath.Join("..", ".."), checkout)
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = checkout
-		cmd.Env = gitEnv()
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "-q")
-	git("add", "-A")
-	git("commit", "-q", "-m", "the tree as it is")
-	commit := git("rev-parse", "--short=12", "HEAD")
-
-	bin := filepath.Join(t.TempDir(), "troupe")
-	version := func() string {
-		t.Helper()
-		build := exec.Command("go", "build", "-o", bin, "./cmd/troupe")
-		build.Dir = checkout
-		// As go build does by default, whatever the environment's GOFLAGS.
-		build.Env = append(gitEnv(), "GOFLAGS=-buildvcs=auto")
-		out, err := build.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		v := exec.Command(bin, "version")
-		v.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-		out, err = v.Output()
-		require.NoError(t, err)
-		return string(out)
-	}
-	out := version()
-	assert.Regexp(t, `^troupe v\S+ \(commit `+commit+`, \d{4}-\d\d-\d\dT[^,]+, `+runtime.Version()+`\)\n$`, out)
-	assert.NotContains(t, out, "dirty")
-
-	require.NoError(t, os.WriteFile(filepath.Join(checkout, "README.md"), []byte("changed\n"), 0o644))
-	assert.Contains(t, version(), "commit "+commit+"+dirty, ")
-}
-
-// gitEnv is the environment for git in a test's own repository: no user
-// or system configuration (hooks, signing), a fixed author.
-func gitEnv() []string {
-	return append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-}
-
-// copyTree copies the files of the repository at root that git tracks or
-// would track, as they are in the working tree, into dst.
-func copyTree(t *testing.T, root, dst string) {
-	t.Helper()
-	cmd := exec.Command("git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	for _, rel := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		src := filepath.Join(root, rel)
-		fi, err := os.Lstat(src)
-		if os.IsNotExist(err) {
-			continue // deleted in the working tree
-		}
-		require.NoError(t, err)
-		if !fi.Mode().IsRegular() {
-			continue
-		}
-		target := filepath.Join(dst, rel)
-		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
-		in, err := os.Open(src)
-		require.NoError(t, err)
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_EXCL, fi.Mode().Perm())
-		require.NoError(t, err)
-		_, err = io.Copy(f, in)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-		require.NoError(t, in.Close())
-	}
 }
