@@ -227,12 +227,17 @@ func wordsOf(text string) lineWords {
 	return lw
 }
 
+// vocabWeight is what a vocabulary word's occurrence counts for beside
+// one of the question's own words: it is only a guess at what the code
+// calls the concept.
+const vocabWeight = 0.5
+
 // count is how often w occurs in the words.
-func (lw lineWords) count(w qword) int {
+func (lw lineWords) count(w qword) float64 {
 	if w.exact != "" && strings.Contains(lw.lower, w.exact) {
-		return max(1, strings.Count(lw.lower, w.exact))
+		return float64(max(1, strings.Count(lw.lower, w.exact)))
 	}
-	n := 0
+	n := 0.0
 	for i, s := range w.stems {
 		c := lw.stems[s]
 		if c == 0 && len(s) >= 5 {
@@ -243,9 +248,10 @@ func (lw lineWords) count(w qword) int {
 			}
 		}
 		if i > 0 {
-			c = min(c, 1) // a vocabulary word counts once
+			n += vocabWeight * float64(min(c, 1)) // a vocabulary word counts once
+			continue
 		}
-		n += c
+		n += float64(c)
 	}
 	return n
 }
@@ -463,7 +469,7 @@ func (r *ranker) fieldScore(lw lineWords, weight, k float64) (float64, []bool) {
 	hit := make([]bool, len(r.q))
 	for i, w := range r.q {
 		if c := lw.count(w); c > 0 {
-			tf := float64(c)
+			tf := c
 			s += r.idf[i] * weight * tf * (k + 1) / (tf + k)
 			hit[i] = true
 		}

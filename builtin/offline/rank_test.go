@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/troupe-dev/troupe/builtin/tools"
 )
 
 func TestDefNameOf(t *testing.T) {
@@ -156,4 +157,29 @@ func TestFileFoundByNameOnly(t *testing.T) {
 	findings := ParseFindings(r.final().Content)
 	require.Len(t, findings, 1, r.final().Content)
 	assert.Equal(t, Finding{Path: "notes/frobnicator.txt", Line: 3, EndLine: 3, Snippet: "the first words", Relevance: 1}, findings[0])
+}
+
+// TestAVocabularyWordCountsLessThanTheQuestionsOwn: a word the
+// vocabulary gives for a concept is a guess at what the code calls it,
+// so a line holding it counts less than one holding the question's own
+// word, and a definition named with it ranks after one named with the
+// question's word.
+func TestAVocabularyWordCountsLessThanTheQuestionsOwn(t *testing.T) {
+	task := "where is the limit enforced?"
+	r := newRanker(task, extractTerms(task))
+	var enforce qword
+	for _, w := range r.q {
+		if w.text == "enforced" {
+			enforce = w
+		}
+	}
+	require.NotEmpty(t, enforce.stems, "the concept of %q", task)
+	require.Greater(t, len(enforce.stems), 1, "the vocabulary gives enforce a word")
+	own, guess := wordsOf("func enforceLimit()").count(enforce), wordsOf("func checkLimit()").count(enforce)
+	assert.Equal(t, 1.0, own)
+	assert.Equal(t, vocabWeight, guess)
+	r.computeIDF(nil, tools.SymbolCounts{})
+	byOwn := r.scoreCand(&cand{path: "a.go", line: 1, name: "enforceLimit", signature: "func enforceLimit()"})
+	byGuess := r.scoreCand(&cand{path: "b.go", line: 1, name: "checkLimit", signature: "func checkLimit()"})
+	assert.Greater(t, byOwn, byGuess)
 }
