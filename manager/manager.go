@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -715,6 +716,9 @@ func (m *Manager) model(ctx context.Context, name string) (llms.Model, error) {
 	}
 	model, err := m.cfg.Models.Resolve(ctx, name)
 	if err != nil {
+		if strings.Contains(err.Error(), strconv.Quote(name)) {
+			return nil, fmt.Errorf("%w: %w", ErrModel, err) // it names the model already
+		}
 		return nil, fmt.Errorf("%w: %q: %w", ErrModel, name, err)
 	}
 	if model == nil {

@@ -386,7 +386,7 @@ func (r Resolver) split(name string) (full, provider, model string, err error) {
 	if !ok || model == "" {
 		msg := howTo
 		if full := modelname.Qualify(name); !ok && full != "" {
-			msg = fmt.Sprintf("%q names no provider; did you mean %s? (%s)", name, full, howTo)
+			msg = fmt.Sprintf("it names no provider; did you mean %s? (%s)", full, howTo)
 		} else if !ok {
 			msg = fmt.Sprintf("%q is not an alias (the aliases are: %s); %s", name, strings.Join(sortedKeys(r.cfg().aliases()), ", "), howTo)
 		}

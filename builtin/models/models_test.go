@@ -50,7 +50,7 @@ func TestResolve(t *testing.T) {
 		{"alias", "sonnet", map[string]string{"ANTHROPIC_API_KEY": "k"}, "", "anthropic:claude-sonnet-4-5"},
 		{"alias needing a key", "mini", nil, "OPENAI_API_KEY", ""},
 		{"unknown provider", "acme:model", nil, `unknown provider "acme"`, ""},
-		{"no provider", "gpt-4o", nil, `"gpt-4o" names no provider; did you mean openai:gpt-4o?`, ""},
+		{"no provider", "gpt-4o", nil, `cannot resolve model "gpt-4o": it names no provider; did you mean openai:gpt-4o?`, ""},
 		{"no provider, of no known family", "llama3", nil, `"llama3" is not an alias`, ""},
 		{"empty model", "openai:", nil, "openai:MODEL", ""},
 	}

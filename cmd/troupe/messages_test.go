@@ -242,7 +242,8 @@ func TestMessagesPluginsLockWithNoPlugins(t *testing.T) {
 func TestMessagesSuggestTheProviderOfAModel(t *testing.T) {
 	repo := shopCopy(t)
 	stderr := refused(t, repo, "run", "explore", "--model", "gpt-4o", "where is the discount applied?")
-	assert.Contains(t, stderr, `"gpt-4o" names no provider; did you mean openai:gpt-4o?`)
+	assert.Contains(t, stderr, `troupe: model unavailable: cannot resolve model "gpt-4o": it names no provider; did you mean openai:gpt-4o?`)
+	assert.Equal(t, 1, strings.Count(stderr, `"gpt-4o"`), "the model is named once")
 	assert.NotContains(t, stderr, "using model", "a model that is refused is not announced first")
 
 	o := runWith(t, map[string]string{"TROUPE_MODEL": "gemini-2.5-flash"}, "", "run", "explore", "--repo", repo, "where is the discount applied?")
