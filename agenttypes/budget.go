@@ -98,7 +98,9 @@ func ParseDuration(name, s string) (time.Duration, error) {
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
 		if f > 0 {
-			return 0, fmt.Errorf("%s %s has no unit; write %ss for seconds or %sm for minutes", name, s, s, s)
+			// As time.ParseDuration reads it: 1e3 is 1000.
+			n := strconv.FormatFloat(f, 'f', -1, 64)
+			return 0, fmt.Errorf("%s %s has no unit; write %ss for seconds or %sm for minutes", name, s, n, n)
 		}
 		return time.Duration(min(f, 0)), nil
 	}

@@ -193,7 +193,7 @@ func ExampleType_Allows() {
 // A budget's duration is written with its unit; a bare number is refused
 // with the unit to add, in the words of the field or flag that held it.
 func ExampleParseDuration() {
-	for _, s := range []string{"90s", "5", "soon"} {
+	for _, s := range []string{"90s", "5", "1e3", "soon"} {
 		d, err := agenttypes.ParseDuration("--max-time", s)
 		if err != nil {
 			fmt.Println(err)
@@ -204,5 +204,6 @@ func ExampleParseDuration() {
 	// Output:
 	// 1m30s
 	// --max-time 5 has no unit; write 5s for seconds or 5m for minutes
+	// --max-time 1e3 has no unit; write 1000s for seconds or 1000m for minutes
 	// --max-time "soon" is not a duration; write it like 90s, 5m or 1h30m
 }

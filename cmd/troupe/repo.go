@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -98,11 +99,25 @@ func explicitRepo(flag string) (string, error) {
 // tooWide says what dir is when it is too wide to work in unasked: the
 // filesystem root or the home directory; "" otherwise.
 func tooWide(dir string) string {
-	if filepath.Dir(dir) == dir {
+	// Compared as directories, not paths: a symbolic link to either is
+	// as wide.
+	if filepath.Dir(dir) == dir || sameDir(dir, string(filepath.Separator)) {
 		return "the filesystem root"
 	}
-	if home, err := os.UserHomeDir(); err == nil && sameDir(dir, home) {
+	if home := homeDir(); home != "" && sameDir(dir, home) {
 		return "your home directory"
+	}
+	return ""
+}
+
+// homeDir is the user's home directory: $HOME, or the account's when
+// HOME is unset.
+func homeDir() string {
+	if home, err := os.UserHomeDir(); err == nil {
+		return home
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
 	}
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -182,4 +183,39 @@ func TestRepoDefaultRefusesTheFilesystemRoot(t *testing.T) {
 	require.Equal(t, 0, o.code, o.stderr)
 	assert.NotEmpty(t, o.stdout)
 	assert.Equal(t, "working in / (--repo)\n", o.stderr)
+
+	// A symbolic link to / is as wide as / itself.
+	link := filepath.Join(t.TempDir(), "everything")
+	require.NoError(t, os.Symlink("/", link))
+	o = troupeIn(t, link, env, "tools", "call", "ls", "{}")
+	assert.Equal(t, exitUsage, o.code, o.stderr)
+	assert.Empty(t, o.stdout)
+	assert.Contains(t, o.stderr, "is the filesystem root")
+}
+
+// With HOME unset, the home directory is still the account's, and still
+// refused as a default.
+func TestRepoDefaultRefusesTheAccountsHomeWithoutHOME(t *testing.T) {
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" || u.HomeDir == "/" {
+		t.Skip("no home directory for this account")
+	}
+	if fi, err := os.Stat(u.HomeDir); err != nil || !fi.IsDir() {
+		t.Skipf("the account's home %s is not a directory here", u.HomeDir)
+	}
+	for _, marker := range []string{".git", ".troupe"} {
+		if _, err := os.Lstat(filepath.Join(u.HomeDir, marker)); err == nil {
+			t.Skipf("%s makes the home directory a project", marker)
+		}
+	}
+	var env []string
+	for _, kv := range servedEnv(t) {
+		if !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	o := troupeIn(t, u.HomeDir, env, "tools", "call", "ls", "{}")
+	assert.Equal(t, exitUsage, o.code, o.stderr)
+	assert.Empty(t, o.stdout)
+	assert.Contains(t, o.stderr, "is your home directory")
 }

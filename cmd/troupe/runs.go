@@ -246,8 +246,9 @@ func findRun(dir, id string) (runRecord, []manager.Event, error) {
 			}
 		}
 	}
-	if _, short, ok := strings.Cut(id, "#"); ok && short != "" {
-		id = short // TYPE#ID, as progress lines name an agent
+	typ := ""
+	if t, short, ok := strings.Cut(id, "#"); ok && short != "" {
+		typ, id = t, short // TYPE#ID, as progress lines name an agent
 	}
 	var matches []runRecord
 	var matchEvents [][]manager.Event
@@ -259,6 +260,8 @@ func findRun(dir, id string) (runRecord, []manager.Event, error) {
 		recs, events := inspectFile(filepath.Join(dir, e.Name()))
 		for i, r := range recs {
 			switch {
+			case typ != "" && r.Type != typ:
+				continue
 			case r.ID == id:
 				return r, events[i], nil
 			case len(id) >= minIDPrefix && strings.HasPrefix(r.ID, id) && !slices.ContainsFunc(matches, func(m runRecord) bool { return m.ID == r.ID }):
@@ -274,6 +277,8 @@ func findRun(dir, id string) (runRecord, []manager.Event, error) {
 		return runRecord{}, nil, ambiguousID(id, matches)
 	case len(id) < minIDPrefix:
 		return runRecord{}, nil, usagef("no run %q in %s; give the whole ID, or at least its first %d characters, as 'troupe runs list' prints it", id, dir, minIDPrefix)
+	case typ != "":
+		return runRecord{}, nil, usagef("no %s run %q in %s; 'troupe runs list --type %s' shows the latest ones", typ, id, dir, typ)
 	}
 	return runRecord{}, nil, usagef("no run %q in %s; 'troupe runs list' shows the latest runs, 'troupe runs list --limit 0' all of them", id, dir)
 }

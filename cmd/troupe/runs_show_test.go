@@ -73,3 +73,23 @@ func TestRunsShowOfAnUnknownIDSaysHowToListRuns(t *testing.T) {
 		assert.Contains(t, o.stderr, want)
 	}
 }
+
+// TestRunsShowTypeAndIDNamesARunOfThatType: TYPE#ID, as progress lines
+// print it, picks among runs whose IDs share the prefix by their type,
+// and names no run of another type.
+func TestRunsShowTypeAndIDNamesARunOfThatType(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	writeRun(t, runs, "a", "aaaa0001-0000-4000-8000-000000000000", "", "", "explore", "task a", t0, manager.Completed)
+	writeRun(t, runs, "b", "aaaa0002-0000-4000-8000-000000000000", "", "", "general", "task b", t0.Add(time.Minute), manager.Completed)
+
+	o := runIn(t, runs, "runs", "show", "general#aaaa")
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "report of aaaa0002")
+
+	o = runIn(t, runs, "runs", "show", "plan#aaaa")
+	assert.Equal(t, exitUsage, o.code)
+	assert.Empty(t, o.stdout)
+	assert.Contains(t, o.stderr, `no plan run "aaaa"`)
+	assert.Contains(t, o.stderr, "'troupe runs list --type plan'")
+}
