@@ -55,36 +55,96 @@ func matchBodies(lang outline.Lang, data []byte, decls []outline.Decl, words []q
 	if !any {
 		return out
 	}
-	owner := lineOwners(decls, lang == outline.Python)
-	line := 1
+	lines := bytes.Split(data, []byte("\n"))
+	owner := lineOwners(decls)
+	leaveOutDocs(owner, lines, decls, lang == outline.Python)
 	var tok []byte
-	for len(data) > 0 {
-		nl := bytes.IndexByte(data, '\n')
-		text := data
-		if nl >= 0 {
-			text = data[:nl]
-		}
-		if line < len(owner) && owner[line] >= 0 {
-			m := &out[owner[line]]
+	for i, text := range lines {
+		if l := i + 1; l < len(owner) && owner[l] >= 0 {
+			m := &out[owner[l]]
 			m.lines++
 			tok = countLine(text, words, present, m, tok)
 		}
-		if nl < 0 {
-			break
-		}
-		data = data[nl+1:]
-		line++
 	}
 	return out
 }
 
+// leaveOutDocs takes the lines of each declaration's doc comment out of
+// the body around it: the comment, annotation and attribute lines right
+// above the declaration, and, in Python, the docstring that opens its
+// body. They are read from the file, not counted from the doc text,
+// which the outline cleans and may take from elsewhere (a Go group's
+// comment).
+func leaveOutDocs(owner []int, lines [][]byte, decls []outline.Decl, docstrings bool) {
+	for _, d := range decls {
+		for l := d.Line - 1; l >= 1 && l < len(owner) && l <= len(lines) && isDocLine(lines[l-1]); l-- {
+			owner[l] = -1
+		}
+		if !docstrings {
+			continue
+		}
+		first, last := docstring(lines, d.Line, d.End)
+		for l := first; l > 0 && l <= last && l < len(owner); l++ {
+			owner[l] = -1
+		}
+	}
+}
+
+// isDocLine reports whether a line is part of a doc comment or of what
+// sits between it and its declaration: a comment, an annotation or
+// decorator (@Override), an attribute (#[derive(Debug)]).
+func isDocLine(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	for _, p := range []string{"//", "/*", "*", "#", "@"} {
+		if bytes.HasPrefix(t, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// docstring is the span of the docstring that opens the body of the
+// Python definition on line def (ending by end), or 0, 0: the first
+// statement after the header's closing ':', when it is a string in
+// triple quotes.
+func docstring(lines [][]byte, def, end int) (first, last int) {
+	l := def
+	for ; l <= min(end, def+20) && l <= len(lines); l++ {
+		if bytes.HasSuffix(bytes.TrimSpace(lines[l-1]), []byte(":")) {
+			break
+		}
+	}
+	for l++; l <= end && l <= len(lines) && len(bytes.TrimSpace(lines[l-1])) == 0; l++ {
+	}
+	if l > end || l > len(lines) {
+		return 0, 0
+	}
+	t := bytes.TrimLeft(bytes.TrimSpace(lines[l-1]), "rRbBuUfF")
+	var quote []byte
+	for _, q := range []string{`"""`, `'''`} {
+		if bytes.HasPrefix(t, []byte(q)) {
+			quote = []byte(q)
+		}
+	}
+	if quote == nil {
+		return 0, 0
+	}
+	if bytes.Contains(t[3:], quote) {
+		return l, l
+	}
+	for last = l + 1; last <= end && last <= len(lines); last++ {
+		if bytes.Contains(lines[last-1], quote) {
+			return l, last
+		}
+	}
+	return l, end
+}
+
 // lineOwners maps each line (1-based) to the index of the innermost
 // declaration whose body holds it, or -1. A body is a declaration's
-// lines after its first, which holds its name, less its doc comment:
-// the lines above it, which may be inside another declaration (a
-// field's, a method's), or below it when docBelow (Python's
-// docstrings).
-func lineOwners(decls []outline.Decl, docBelow bool) []int {
+// lines after its first, which holds its name (leaveOutDocs then takes
+// doc comments out).
+func lineOwners(decls []outline.Decl) []int {
 	last := 0
 	for _, d := range decls {
 		last = max(last, d.End, d.Line)
@@ -110,19 +170,6 @@ func lineOwners(decls []outline.Decl, docBelow bool) []int {
 		owner[d.Line] = -1
 		for l := d.Line + 1; l <= d.End; l++ {
 			owner[l] = i
-		}
-		if d.Doc == "" {
-			continue
-		}
-		n := strings.Count(d.Doc, "\n") + 1
-		if docBelow {
-			for l := d.Line + 1; l <= min(d.Line+n, d.End); l++ {
-				owner[l] = -1
-			}
-			continue
-		}
-		for l := d.Line - 1; l >= max(d.Line-n, 1); l-- {
-			owner[l] = -1
 		}
 	}
 	return owner

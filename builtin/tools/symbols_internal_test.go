@@ -74,8 +74,9 @@ func TestQuoteName(t *testing.T) {
 }
 
 // TestMatchBodiesLeavesOutDocs: a doc comment is no part of a body,
-// above a declaration or, in Python, below its first line; nor is the
-// line holding its name.
+// above a declaration (with the annotations and attributes between) or,
+// in Python, the docstring opening it; nor is the line holding its name.
+// The lines are found in the file, whatever the doc text says.
 func TestMatchBodiesLeavesOutDocs(t *testing.T) {
 	tests := []struct {
 		name string
@@ -86,6 +87,11 @@ func TestMatchBodiesLeavesOutDocs(t *testing.T) {
 		{"a Python docstring", outline.Python, "def clear():\n    \"\"\"Forget every cookie.\"\"\"\n    jar.cookie = None\n", []uint16{1}},
 		{"a Go field's doc inside its struct", outline.Go, "package p\n\ntype Jar struct {\n\t// Cookie is the last cookie.\n\tLast int\n}\n", nil},
 		{"the line of the name", outline.Go, "package p\n\nfunc cookie() {\n\treturn\n}\n", nil},
+		{"a Python comment above, no docstring", outline.Python, "# Helper for the cookie\n# jar, documented above.\ndef worker():\n    cookie_jar = 3\n    return cookie_jar\n", []uint16{2}},
+		{"a multi-line Python docstring after a long header", outline.Python, "def clear(\n    jar,\n):\n    \"\"\"Forget\n    every cookie.\n    \"\"\"\n    jar.cookie = None\n", []uint16{1}},
+		{"a Javadoc and an annotation inside a class", outline.Java, "class Holder {\n    /** Bakes a cookie.\n     * Twice. */\n    @Override\n    public int bake() {\n        return 1;\n    }\n}\n", nil},
+		{"a Go group's doc, not its spec's", outline.Go, "package p\n\n// Handlers of the cookie\n// jar.\nvar (\n\thandleA = func() {\n\t\tcookie()\n\t}\n\thandleB = 2\n)\n", []uint16{1}},
+		{"a Rust attribute between doc and item", outline.Rust, "/// A cookie jar.\n#[derive(Debug)]\npub struct Jar {\n    n: u32,\n}\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
