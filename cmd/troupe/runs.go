@@ -240,10 +240,19 @@ func findRun(dir, id string) (runRecord, []manager.Event, error) {
 		if recs[0].State == stateUnreadable {
 			return recs[0], events[0], nil
 		}
+		top := -1
 		for i, r := range recs {
 			if r.ID == id {
 				return r, events[i], nil
 			}
+			if r.ParentID == "" {
+				top = i
+			}
+		}
+		if top >= 0 {
+			// The transcript's name, as a run's last line prints it:
+			// its top-level run.
+			return recs[top], events[top], nil
 		}
 	}
 	typ := ""

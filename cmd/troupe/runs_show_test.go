@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +93,24 @@ func TestRunsShowTypeAndIDNamesARunOfThatType(t *testing.T) {
 	assert.Empty(t, o.stdout)
 	assert.Contains(t, o.stderr, `no plan run "aaaa"`)
 	assert.Contains(t, o.stderr, "'troupe runs list --type plan'")
+}
+
+// TestRunsShowTakesTheTranscriptsName: the name of the transcript a run
+// ends by naming shows that run, though it is not the agent's ID.
+func TestRunsShowTakesTheTranscriptsName(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	o := runIn(t, runs, "run", "explore", "--repo", shop, "--json", "--progress", "none", "ChargeWithRetry")
+	require.Equal(t, 0, o.code, o.stderr)
+	var res jsonResult
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res))
+	files, err := filepath.Glob(filepath.Join(runs, "*.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	name := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	require.NotEqual(t, res.ID, name, "the transcript is named apart from the agent")
+
+	o = runIn(t, runs, "runs", "show", name)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "ChargeWithRetry")
+	assert.Contains(t, o.stdout, "explore#"+res.ID[:8])
 }
