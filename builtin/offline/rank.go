@@ -345,8 +345,9 @@ type cand struct {
 	// says that it gave the span: end is the definition's last line.
 	kind      string
 	spanKnown bool
-	// symRank is the definition's place in the symbols tool's ranking,
-	// from 1, or 0 when the tool did not list it.
+	// symRank is a symbols declaration's place in the tool's ranking,
+	// from 1 (what decides whether it joins grep's definitions); 0 for
+	// the rest.
 	symRank int
 	score   float64
 }

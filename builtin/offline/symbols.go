@@ -153,7 +153,7 @@ func (r *ranker) mergeSymbols(defs []*cand, syms []*cand) []*cand {
 			continue
 		}
 		d := defs[i]
-		d.end, d.kind, d.spanKnown, d.symRank = s.end, s.kind, true, s.symRank
+		d.end, d.kind, d.spanKnown = s.end, s.kind, true
 		if len(d.doc) == 0 {
 			d.doc = s.doc
 		}
