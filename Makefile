@@ -18,8 +18,13 @@ build:
 	$(GO) build -o bin/troupe ./cmd/troupe
 
 # -shuffle=on: a test that passes only after another has run fails here.
+# A whole run that passes leaves its wall time in bin/make-test-seconds,
+# for make bench's table of targets.
 test:
-	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+	@mkdir -p bin; start=$$(date +%s); \
+	echo "$(GO) test -race -shuffle=on -count=1 $(PKGS)"; \
+	$(GO) test -race -shuffle=on -count=1 $(PKGS); \
+	if [ "$(PKGS)" = "./..." ]; then echo $$(( $$(date +%s) - start )) > bin/make-test-seconds; fi
 
 # Tests against real outside programs: the MCP servers of .ci/mcp-servers,
 # which builtin/mcp's client speaks to, and the MCP Inspector's
@@ -59,9 +64,9 @@ FUNCLEN = bin/tools/funclen
 
 lint: $(STATICCHECK) $(FUNCLEN)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS) ./.ci/funclen
+	$(GO) vet $(PKGS) ./.ci/funclen ./.ci/benchtable
 	$(GO) vet -tags integration $(INTEGRATION_PKGS)
-	$(GO) test -count=1 ./.ci/funclen
+	$(GO) test -count=1 ./.ci/funclen ./.ci/benchtable
 	$(STATICCHECK) $(PKGS)
 	$(FUNCLEN) -limit $(FUNCLEN_LIMIT) $(FUNCLEN_DIRS)
 
@@ -83,7 +88,9 @@ $(FUNCLEN):
 # Benchmarks that time many small calls and report percentiles run many
 # times; grep runs ten times over its tree; the large workloads (2,000 or
 # 10,000 agents an iteration) once. Every figure is then printed again as
-# one table, benchmark by benchmark; see docs/benchmarks.md for the last run.
+# two tables: the targets (.ci/benchtable/targets.go), each beside what the
+# same run measured next to it, then every figure, benchmark by benchmark;
+# see docs/benchmarks.md for the last run.
 BENCH_CALLS ?= ^Benchmark(Spawn|StepOverhead|EventJSON|ReadDir|ColdStart|ColdStartChecked|ToolCall|LoopStep|HookInProcess|HookOutOfProcess|ToolInProcess|ToolOutOfProcess|StdioCall)$$
 BENCH_GREP  ?= ^BenchmarkGrep$$
 bench:
@@ -91,8 +98,8 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH_CALLS)' -benchtime 2000x -benchmem $(PKGS) | tee -a "$$out"; \
 	$(GO) test -run '^$$' -bench '$(BENCH_GREP)' -benchtime 10x -benchmem ./builtin/tools | tee -a "$$out"; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -skip '$(BENCH_CALLS)|$(BENCH_GREP)' -benchtime $(BENCHTIME) -benchmem $(PKGS) | tee -a "$$out"; \
-	echo; grep -m1 '^cpu:' "$$out" || true; \
-	echo '| benchmark | figure | value |'; echo '|---|---|---|'; \
+	echo; $(GO) run ./.ci/benchtable -test-seconds bin/make-test-seconds "$$out"; \
+	echo; echo '| benchmark | figure | value |'; echo '|---|---|---|'; \
 	awk '/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); for (i = 3; i < NF; i += 2) printf "| %s | %s | %s |\n", name, $$(i+1), $$i }' "$$out"
 
 # Scores the offline retrieval model on testdata/eval/offline.jsonl:
