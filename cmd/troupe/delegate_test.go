@@ -50,6 +50,10 @@ type delegation struct {
 	childModels map[string]string // label → the model a child asked for
 	toolResult  string            // what the parent was sent back
 	holdFirst   time.Duration     // how long the first child's answer waits
+	// gate, when set, holds the first child's answer until it is closed;
+	// held gets a value when that answer starts waiting.
+	gate <-chan struct{}
+	held chan struct{}
 }
 
 type chatRequest struct {
@@ -131,6 +135,17 @@ func (d *delegation) serve(t *testing.T) *httptest.Server {
 				d.mu.Unlock()
 				if i == 0 && d.holdFirst > 0 {
 					time.Sleep(d.holdFirst) // so it ends last
+				}
+				if i == 0 && d.gate != nil {
+					select {
+					case d.held <- struct{}{}:
+					default:
+					}
+					select {
+					case <-d.gate:
+					case <-r.Context().Done():
+						return
+					}
 				}
 				chatReply(w, req.Stream, req.Model, map[string]any{"role": "assistant", "content": "report from " + label}, "stop")
 				return

@@ -363,39 +363,7 @@ func (a *app) runsCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{Use: "runs", Short: "List past runs, show their transcripts, apply or discard their changes"}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(a.runsListCommand(&asJSON), &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one run's transcript",
-		Long: "Show one run's transcript. ID is the run's ID as 'troupe runs list' prints it, or its\n" +
-			"first characters (at least 4) when no other run's ID starts with them, such as the 8\n" +
-			"that progress lines print after the type (explore#2db68f09).",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, events, err := findRun(a.runsDir(), args[0])
-			if err != nil {
-				return err
-			}
-			if r.State == stateUnreadable {
-				return fmt.Errorf("run %s: the transcript %s is unreadable: %s", r.ID, r.Transcript, r.Note)
-			}
-			if asJSON {
-				return writeJSON(a.stdout, events)
-			}
-			for _, e := range events {
-				if line := progressLine(e, false); line != "" {
-					fmt.Fprintln(a.stdout, line)
-				}
-			}
-			if r.Output != "" {
-				fmt.Fprintf(a.stdout, "\n%s\n", strings.TrimSpace(r.Output))
-			}
-			if r.Note != "" {
-				fmt.Fprintf(a.stdout, "\n%s: %s\n", r.State, r.Note)
-			}
-			showFamily(a.stdout, r, a.runsDir())
-			return nil
-		},
-	}, &cobra.Command{
+	cmd.AddCommand(a.runsListCommand(&asJSON), a.runsShowCommand(&asJSON), a.runsWatchCommand(), &cobra.Command{
 		Use:   "diff ID",
 		Short: "Print what a run changed in its workspace, as a git patch",
 		Args:  cobra.ExactArgs(1),
