@@ -1,6 +1,7 @@
 package outline
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -10,8 +11,9 @@ type braceFile struct {
 	rules *langRules
 	lines []braceLine
 	decls []Decl
-	// bodies marks, by index in decls, the C functions with a body, so
-	// that a prototype of one is dropped.
+	// bodies marks, by index in decls, the declarations with a body, so
+	// that a C prototype or a TypeScript overload signature of a function
+	// defined in the file is dropped.
 	bodies map[int]bool
 	// closing is where each '{' is closed, made on first use.
 	closing map[bracePos]bracePos
@@ -29,8 +31,11 @@ const maxHeaderLines = 40
 func parseBraces(lang Lang, src []byte) []Decl {
 	f := &braceFile{lang: lang, rules: braceRules()[lang], lines: lexBraces(lang, src), bodies: make(map[int]bool)}
 	f.scope(0, len(f.lines)-1, 0, "top", "", false)
-	if lang == C {
+	switch lang {
+	case C:
 		f.dropPrototypes()
+	case JS:
+		f.joinOverloads()
 	}
 	return f.decls
 }
@@ -76,7 +81,7 @@ func (f *braceFile) scope(from, to, depth int, set, cont string, test bool) {
 			if m.p.knr {
 				start = i - 1 // its type's line
 			}
-			if open >= 0 && f.lang == C {
+			if open >= 0 {
 				f.bodies[len(f.decls)] = true
 			}
 			f.decls = append(f.decls, Decl{
@@ -328,4 +333,44 @@ func (f *braceFile) dropPrototypes() {
 		out = append(out, d)
 	}
 	f.decls = out
+}
+
+// joinOverloads makes the overload signatures of a TypeScript function
+// one declaration with the implementation that follows them: its span,
+// with their doc comments before its own, where a question's words are
+// most often written. Signatures that no implementation follows (a
+// declaration file's, an interface's) stay.
+func (f *braceFile) joinOverloads() {
+	out := f.decls[:0]
+	var docs []string // of the signatures since the last declaration kept
+	for i, d := range f.decls {
+		overload := d.Kind == Func && !f.bodies[i] && i+1 < len(f.decls) &&
+			f.decls[i+1].Kind == Func && f.decls[i+1].Qualified == d.Qualified
+		if overload && f.implemented(i) {
+			if d.Doc != "" && !slices.Contains(docs, d.Doc) {
+				docs = append(docs, d.Doc)
+			}
+			continue
+		}
+		if len(docs) > 0 {
+			if d.Doc != "" && !slices.Contains(docs, d.Doc) {
+				docs = append(docs, d.Doc)
+			}
+			d.Doc = strings.Join(docs, "\n\n") // a paragraph each
+			docs = nil
+		}
+		out = append(out, d)
+	}
+	f.decls = out
+}
+
+// implemented reports whether the run of same-named functions that the
+// declaration at i starts ends with one that has a body.
+func (f *braceFile) implemented(i int) bool {
+	for j := i + 1; j < len(f.decls) && f.decls[j].Qualified == f.decls[i].Qualified && f.decls[j].Kind == Func; j++ {
+		if f.bodies[j] {
+			return true
+		}
+	}
+	return false
 }

@@ -279,3 +279,39 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestTypeScriptOverloads: the signatures of an overloaded function
+// are one declaration with its implementation, which holds their doc
+// comments; signatures with no implementation (a declaration file, an
+// interface) stay as they are.
+func TestTypeScriptOverloads(t *testing.T) {
+	checkOutline(t, JS, `/** Waits for due, then emits 0. */
+export function timer(due: number): Observable<0>;
+/** Waits for due, then emits every period. */
+export function timer(due: number, period: number): Observable<number>;
+export function timer(due: number, period?: number): Observable<number> {
+  return new Observable()
+}
+
+class Box {
+  get(key: string): string;
+  get(key: number): string;
+  get(key: any): string {
+    return ""
+  }
+}
+
+export declare function parse(s: string): number;
+export declare function parse(s: string, radix: number): number;
+`,
+		"5-7 func timer | Waits for due, then emits 0.",
+		"9-15 type Box",
+		"12-14 func Box.get",
+		"17-17 func parse",
+		"18-18 func parse",
+	)
+	decls := Parse(JS, []byte("/** One. */\nfunction f(a: string): void;\n/** Two. */\nfunction f(a: any): void {\n}\n"))
+	if len(decls) != 1 || decls[0].Doc != "One.\n\nTwo." {
+		t.Errorf("got %+v, want one declaration whose doc holds both comments", decls)
+	}
+}
