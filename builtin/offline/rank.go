@@ -260,7 +260,7 @@ var (
 	// defRes find the name a line defines.
 	defRes = []*lazyRegexp{
 		lazyRE(`^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final|abstract|async|sealed|open|data|override|inline|unsafe|extern)\s+)*` +
-			`(?:func|type|class|def|const|var|let|interface|struct|enum|trait|fn|function|module|impl|record|object|macro|namespace|typedef|union|val)\s+` +
+			`(?:func|type|class|def|const|var|let|interface|struct|enum|trait|fn|function|module|record|object|macro|namespace|typedef|union|val)\s+` +
 			`(?:\([^)]*\)\s*)?\*?([\p{L}_$][\p{L}\p{N}_$]*)`),
 		lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)(?:\s*,\s*[\p{L}_][\p{L}\p{N}_]*)*\s*:=`),
 		lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)\s+(?:struct|interface)\s*\{`),
@@ -269,7 +269,10 @@ var (
 	commentRe = lazyRE(`^\s*(?://|#|/\*|\*|--|;;|<!--)`)
 )
 
-// defName returns the name a line defines, or "".
+// defName returns the name a line defines, or "". A Rust impl block
+// defines nothing of its own: its functions are the definitions, each
+// found by its own line, so that a question about one is not answered by
+// the block that holds them all.
 func defName(text string) string {
 	for _, re := range defRes {
 		if m := re.FindStringSubmatch(text); m != nil {
@@ -304,8 +307,7 @@ func defNameOf(p, text string) string {
 		return m[1]
 	}
 	if name := defName(text); name != "" {
-		if strings.Contains(text, ":=") || ext == ".go" && text != strings.TrimLeft(text, " \t") &&
-			(strings.HasPrefix(strings.TrimSpace(text), "var ") || strings.HasPrefix(strings.TrimSpace(text), "const ")) {
+		if strings.Contains(text, ":=") || localVariable(text) {
 			return "" // a local variable is no definition worth a finding
 		}
 		return name
@@ -325,6 +327,18 @@ func defNameOf(p, text string) string {
 		}
 	}
 	return ""
+}
+
+// localVariable reports whether a line declares a variable inside a
+// body: an indented var or const (Go, JavaScript, TypeScript) or let
+// (JavaScript, TypeScript, Rust). A function bound to a name (an arrow
+// function) is found before this is asked.
+func localVariable(text string) bool {
+	if text == strings.TrimLeft(text, " \t") {
+		return false
+	}
+	t := strings.TrimSpace(text)
+	return strings.HasPrefix(t, "var ") || strings.HasPrefix(t, "const ") || strings.HasPrefix(t, "let ")
 }
 
 // cand is a definition (or, before it is read, a line in no known
@@ -857,8 +871,10 @@ func (c *cand) findDefinition(lines map[int]string) {
 // printed whole, however many lines it spans, and the lines of its
 // multi-line string literals stay out of the body, as data.
 func (c *cand) readSpan(lines map[int]string) {
-	if end := spanEnd(c.path, lines, c.line); !c.spanKnown || c.end <= c.line {
-		c.end = end
+	if !c.spanKnown {
+		// The symbols tool's span, one line or more, is the parser's
+		// reading of the whole file; the lines read are only part of it.
+		c.end = spanEnd(c.path, lines, c.line)
 	}
 	if doc := docAbove(lines, c.line); len(doc) > 0 || !c.spanKnown {
 		c.doc = doc
@@ -1088,15 +1104,17 @@ func parenDepth(line string) int {
 
 // braceSpanEnd is where the braces opened on or after line start close,
 // with the braces in strings, character literals and comments passed over
-// (// and /* */ comments, or # ones in shell scripts); start itself when
-// no body opens within a few lines (a declaration).
+// (// and /* */ comments, or # ones in shell scripts); the line of a ';'
+// outside brackets before any body opens (a type alias, a field, a
+// prototype); start itself when no body opens within a few lines (a
+// declaration).
 func braceSpanEnd(p string, lines map[int]string, start, last int) int {
 	hash := false
 	switch path.Ext(p) {
 	case ".sh", ".bash", ".zsh", ".ksh":
 		hash = true
 	}
-	depth, opened, inBlock := 0, false, false
+	depth, opened, inBlock, brackets := 0, false, false, 0
 	for l := start; l <= last; l++ {
 		line := lines[l]
 		inStr := byte(0)
@@ -1132,6 +1150,12 @@ func braceSpanEnd(p string, lines map[int]string, start, last int) int {
 				}
 			case ch == '"' || ch == '`':
 				inStr = ch
+			case ch == '(' || ch == '[':
+				brackets++
+			case ch == ')' || ch == ']':
+				brackets--
+			case ch == ';' && !hash && !opened && brackets <= 0:
+				return l
 			case ch == '{':
 				depth++
 				opened = true

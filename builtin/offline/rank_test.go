@@ -37,6 +37,13 @@ func TestDefNameOf(t *testing.T) {
 		{"a.js", "export const throttle = (fn, ms) => {", "throttle"},
 		{"a.js", "  handleClick(event) {", "handleClick"},
 		{"a.js", "    return debounce(fn, 10);", ""},
+		{"a.ts", "    const json = _json as JSONSchema.BooleanSchema;", ""},
+		{"a.ts", "  let last = 0;", ""},
+		{"a.ts", "export const email: RegExp =", "email"},
+		{"a.rs", "        let start = self.tokens.substr_offset(s);", ""},
+		{"a.rs", "    pub const MAX: usize = 4;", "MAX"},
+		{"a.rs", "impl Map<String, Value> {", ""},
+		{"a.rs", "impl<'a> fmt::Display for Error<'a> {", ""},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, defNameOf(tt.path, tt.line), "%s: %s", tt.path, tt.line)
@@ -72,6 +79,31 @@ func TestSpanEnd(t *testing.T) {
 	assert.Equal(t, 5, spanEnd("a.c", lines(cSrc), 1), "a C body whose brace opens on the next line")
 	shSrc := "rotate_backups() {\n  for f in *.bak; do\n    rm \"$f\"\n  done\n}\nmain\n"
 	assert.Equal(t, 5, spanEnd("a.sh", lines(shSrc), 1))
+	alias := "type MapImpl<K, V> = BTreeMap<K, V>;\n#[cfg(x)]\ntype Other = u8;\n\nimpl Map {\n    fn f() {}\n}\n"
+	assert.Equal(t, 1, spanEnd("a.rs", lines(alias), 1), "a declaration ended by its ';' before any body")
+	tsAlias := "export type Id = string | number;\n\n\n\nexport class A {\n}\n"
+	assert.Equal(t, 1, spanEnd("a.ts", lines(tsAlias), 1), "a type alias ended by its ';'")
+	params := "fn f(\n    a: [u8; 4],\n) {\n    a\n}\n"
+	assert.Equal(t, 5, spanEnd("a.rs", lines(params), 1), "a ';' inside brackets ends nothing")
+}
+
+// TestAKnownOneLineSpanStays checks that a declaration the symbols tool
+// gave a one-line span keeps it once read, rather than running on to the
+// body of whatever follows it.
+func TestAKnownOneLineSpanStays(t *testing.T) {
+	lines := map[int]string{
+		1: "type MapImpl<K, V> = BTreeMap<K, V>;",
+		2: "",
+		3: "",
+		4: "",
+		5: "impl Map {",
+		6: "    fn f() {}",
+		7: "}",
+	}
+	c := &cand{path: "a.rs", line: 1, end: 1, name: "MapImpl", kind: "type", spanKnown: true}
+	c.readSpan(lines)
+	assert.Equal(t, 1, c.end)
+	assert.Empty(t, c.body)
 }
 
 // TestEvalNotes runs the evaluation questions about testdata/repos/notes,
