@@ -373,3 +373,31 @@ func startDelegatingRun(t *testing.T, bin string) (*runningProcess, *syncBuffer)
 	})
 	return p, out
 }
+
+// TestRunsWatchWithNothingGoingOnSaysWhatToDo: no run is going on, so
+// there is nothing to watch; the message says how to see past runs. A past
+// run, named, is replayed to its end.
+func TestRunsWatchWithNothingGoingOnSaysWhatToDo(t *testing.T) {
+	isolate(t)
+	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
+	t.Setenv("TROUPE_MODEL", "")
+	cli := func(args ...string) outcome {
+		var out, errb bytes.Buffer
+		code := execute(context.Background(), args, &out, &errb)
+		return outcome{code, out.String(), errb.String()}
+	}
+	o := cli("run", "explore", "--repo", shop, "--json", "--progress", "none", "ChargeWithRetry")
+	require.Equal(t, 0, o.code, o.stderr)
+	var res jsonResult
+	require.NoError(t, json.Unmarshal([]byte(o.stdout), &res))
+
+	o = cli("runs", "watch")
+	assert.Equal(t, 2, o.code)
+	assert.Contains(t, o.stderr, "no run is going on")
+	assert.Contains(t, o.stderr, "troupe runs list")
+
+	o = cli("runs", "watch", res.ID)
+	require.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "→ grep")
+	assert.Contains(t, o.stdout, "✓ explore#"+shortID(res.ID)+" completed")
+}
