@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/troupe-dev/troupe/builtin/process"
+	"github.com/troupe-dev/troupe/builtin/script"
 	"github.com/troupe-dev/troupe/plugins"
 )
 
@@ -30,6 +31,8 @@ var testPlugin string
 func TestMain(m *testing.M) {
 	// Plugins run under keepers: this test binary, re-executed.
 	process.ServeIfKeeper()
+	// Script hosts, for BenchmarkBoundary: this test binary, re-executed.
+	script.ServeIfChild()
 	if os.Getenv(hostHelperEnv) != "" {
 		hostHelper()
 		return
