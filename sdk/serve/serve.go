@@ -71,6 +71,7 @@ func Serve(p sdk.Plugin) {
 	if g, err := time.ParseDuration(os.Getenv(wire.EnvCancelGrace)); err == nil && g > 0 {
 		srv.grace = g
 	}
+	srv.serveLane(logger)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: wire.PluginSets(&wire.Plugin{Serve: srv.bind}),
@@ -177,6 +178,30 @@ func newServer(p sdk.Plugin, logger *slog.Logger) (*server, error) {
 		s.desc.Types = append(s.desc.Types, typeToWire(t))
 	}
 	return s, nil
+}
+
+// serveLane serves tool calls on the lane the host passed, if it passed
+// one, and says so in the description.
+func (s *server) serveLane(logger *slog.Logger) {
+	lane, err := wire.LaneFromEnv()
+	if err != nil {
+		logger.Warn("cannot serve the host's lane; tool calls go over gRPC", "error", err)
+	}
+	if lane == nil {
+		return
+	}
+	s.desc.Lane = true
+	go func() {
+		if err := lane.Serve(s.laneCall); err != nil {
+			logger.Error("the lane failed", "error", err)
+		}
+	}()
+}
+
+// laneCall is CallTool as the lane calls it.
+func (s *server) laneCall(ctx context.Context, req *pluginv1.CallToolRequest) *pluginv1.CallToolResponse {
+	resp, _ := s.CallTool(ctx, req)
+	return resp
 }
 
 func (s *server) bind(broker *plugin.GRPCBroker) pluginv1.PluginServer {

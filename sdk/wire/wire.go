@@ -36,6 +36,10 @@ const (
 	// EnvCancelGrace is how long a call may run on after it was cancelled
 	// before the plugin gives up on it and exits, as a Go duration.
 	EnvCancelGrace = "TROUPE_PLUGIN_CANCEL_GRACE"
+	// EnvLaneFD is the descriptor of the plugin's end of its lane (see
+	// NewLane), when the host passed one. A plugin that serves the lane
+	// says so in Describe.
+	EnvLaneFD = "TROUPE_PLUGIN_LANE_FD"
 )
 
 // MaxMessageSize bounds every gRPC message either side reads.

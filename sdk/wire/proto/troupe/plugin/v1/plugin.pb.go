@@ -150,8 +150,16 @@ type DescribeResponse struct {
 	ProtocolVersion int32                  `protobuf:"varint,3,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	Types           []*Type                `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`
 	Tools           []*ToolSpec            `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// lane is true when the plugin serves CallTool on the lane the host
+	// passed it (the descriptor named by TROUPE_PLUGIN_LANE_FD): a socket
+	// over which the host sends further sockets, each carrying one call at
+	// a time as a length-prefixed CallToolRequest, answered by a
+	// length-prefixed CallToolResponse. A call cancelled by the host ends
+	// with its socket. A plugin that leaves it false (or is older than the
+	// lane) gets every call over gRPC.
+	Lane          bool `protobuf:"varint,6,opt,name=lane,proto3" json:"lane,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -217,6 +225,13 @@ func (x *DescribeResponse) GetTools() []*ToolSpec {
 		return x.Tools
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetLane() bool {
+	if x != nil {
+		return x.Lane
+	}
+	return false
 }
 
 type Budget struct {
@@ -1657,13 +1672,14 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
 	"\tretryable\x18\x03 \x01(\bR\tretryable\"<\n" +
 	"\x0fDescribeRequest\x12)\n" +
-	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\"\xcb\x01\n" +
+	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\"\xdf\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12)\n" +
 	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\x12,\n" +
 	"\x05types\x18\x04 \x03(\v2\x16.troupe.plugin.v1.TypeR\x05types\x120\n" +
-	"\x05tools\x18\x05 \x03(\v2\x1a.troupe.plugin.v1.ToolSpecR\x05tools\"\xac\x01\n" +
+	"\x05tools\x18\x05 \x03(\v2\x1a.troupe.plugin.v1.ToolSpecR\x05tools\x12\x12\n" +
+	"\x04lane\x18\x06 \x01(\bR\x04lane\"\xac\x01\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12\x1e\n" +
