@@ -30,7 +30,7 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 		return "", err
 	}
 	env := agenttypes.EnvFrom(ctx)
-	resp, err := r.conn.Plugin.CallTool(ctx, &pluginv1.CallToolRequest{
+	resp, err := r.callTool(ctx, &pluginv1.CallToolRequest{
 		Name: t.spec.Name, Args: args, Agent: &pluginv1.Agent{Id: env.AgentID, Dir: env.Dir},
 		DeadlineUnixMs: wire.Deadline(ctx),
 	})
@@ -41,6 +41,15 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 		return "", err
 	}
 	return resp.GetText(), nil
+}
+
+// callTool makes a tool call on the plugin's lane when it serves one,
+// else over gRPC; the errors are gRPC's either way.
+func (r *running) callTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+	if r.lane != nil {
+		return r.lane.CallTool(ctx, req)
+	}
+	return r.conn.Plugin.CallTool(ctx, req)
 }
 
 // pluginLoop is the agenttypes.Loop of a plugin type that brings its own

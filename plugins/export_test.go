@@ -14,3 +14,15 @@ func StartWaiters(h *Host, name string) int {
 	}
 	return int(p.starting.waiters.Load())
 }
+
+// UsesLane reports whether the running process of plugin name takes its
+// tool calls on the lane.
+func UsesLane(h *Host, name string) bool {
+	p := h.proc(name)
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur != nil && p.cur.lane != nil
+}

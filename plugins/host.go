@@ -141,6 +141,9 @@ type running struct {
 	// stopping is set when the host ends the process on purpose.
 	stopping bool
 
+	// lane carries tool calls when the plugin serves it; nil: gRPC does.
+	lane *wire.Lane
+
 	hostOnce sync.Once
 	hostID   uint32
 	runs     sync.Map // run ID → *loopRun
@@ -284,9 +287,12 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 	}
 	defer done() // once started, the process runs on from its own copy
 	r := &running{p: p, exited: make(chan struct{})}
-	cmd.Env = process.Env(os.Environ(), append(slices.Clone(h.cfg.Env),
+	env := append(slices.Clone(h.cfg.Env),
 		wire.EnvHostPID+"="+strconv.Itoa(os.Getpid()),
-		wire.EnvCancelGrace+"="+h.cfg.CancelGrace.String())...)
+		wire.EnvCancelGrace+"="+h.cfg.CancelGrace.String())
+	lane, laneEnv, laneDone := p.offerLane(cmd)
+	defer laneDone()
+	cmd.Env = process.Env(os.Environ(), append(env, laneEnv...)...)
 	r.cmd = process.Kept(cmd)
 	// go-plugin's handshake takes no context: ending the process is what
 	// ends it early.
@@ -294,17 +300,45 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 	defer context.AfterFunc(ctx, watch.cancel)()
 	r.client = plugin.NewClient(p.clientConfig(r, watch))
 	if err := p.connect(r, watch); err != nil {
+		closeLane(lane)
 		r.kill()
 		return nil, err
 	}
 	d, err := p.describe(ctx, r)
 	if err != nil {
+		closeLane(lane)
 		r.kill()
 		return nil, err
+	}
+	if d.GetLane() {
+		r.lane = lane
+	} else {
+		closeLane(lane)
 	}
 	p.keepDescription(d)
 	h.cfg.Logger.Debug("plugin started", "plugin", p.bin.Name, "pid", r.pid)
 	return r, nil
+}
+
+// offerLane makes a lane for the process cmd starts and passes its end
+// in cmd's files; env names it to the plugin, and done closes this
+// process's copy of the end, once the plugin has started. lane is nil
+// when none can be made: calls then go over gRPC, as they do to a
+// plugin that does not serve it.
+func (p *proc) offerLane(cmd *exec.Cmd) (lane *wire.Lane, env []string, done func()) {
+	lane, end, err := wire.NewLane()
+	if err != nil {
+		p.h.cfg.Logger.Debug("no lane for the plugin; its calls go over gRPC", "plugin", p.bin.Name, "error", err)
+		return nil, nil, func() {}
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, end)
+	return lane, []string{wire.EnvLaneFD + "=" + strconv.Itoa(2+len(cmd.ExtraFiles))}, func() { _ = end.Close() }
+}
+
+func closeLane(l *wire.Lane) {
+	if l != nil {
+		_ = l.Close()
+	}
 }
 
 // clientConfig is how go-plugin runs r's command: through the runner that
@@ -456,6 +490,7 @@ var errProjectUntrusted = fmt.Errorf("its binary is %w", agenttypes.ErrUntrusted
 // kill ends r's process and everything left in its process group.
 // (go-plugin asks it to exit, then its runner, keptRunner, stops it).
 func (r *running) kill() {
+	closeLane(r.lane)
 	r.client.Kill()
 	if r.cmd.Process != nil {
 		_ = process.KillGroup(r.cmd.Process.Pid)

@@ -59,9 +59,24 @@ func TestPluginTypesAndToolsAppearInTheRegistry(t *testing.T) {
 	assert.Equal(t, "HI from agent-1", out, "the call carries the agent")
 }
 
+// Both ways a call crosses: the lane, and gRPC, which a plugin older
+// than the lane gets every call over.
 func TestDeadlinesAndCancellationCrossTheBoundary(t *testing.T) {
-	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
-	reg := loaded(t, h)
+	for _, lane := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lane=%v", lane), func(t *testing.T) {
+			var env []string
+			if !lane {
+				env = []string{"TESTPLUGIN_NO_LANE=1"}
+			}
+			h, _ := newHost(t, plugins.Config{Env: env}, pluginDir(t, "test"))
+			reg := loaded(t, h)
+			deadlinesAndCancellationCross(t, reg)
+			assert.Equal(t, lane, plugins.UsesLane(h, "test"))
+		})
+	}
+}
+
+func deadlinesAndCancellationCross(t *testing.T, reg *agenttypes.Registry) {
 	before, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "pid", `{}`)
 	require.NoError(t, err)
 

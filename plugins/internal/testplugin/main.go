@@ -3,7 +3,8 @@
 // process ID on FIFO and hangs before serving, TESTPLUGIN_EXIT=1 exits at once, TESTPLUGIN_GATE=PATH waits
 // before serving until the test lets it go (see atGate),
 // TESTPLUGIN_BAD_TYPES=1 offers types the host must refuse or warn of
-// beside the rest; its tools block, panic or ignore cancellation when told to.
+// beside the rest, TESTPLUGIN_NO_LANE=1 serves tool calls over gRPC alone,
+// as a plugin older than the lane does; its tools block, panic or ignore cancellation when told to.
 package main
 
 import (
@@ -76,6 +77,10 @@ func tool(name, desc string, fn func(ctx context.Context, a args, req sdk.CallRe
 }
 
 func main() {
+	if os.Getenv("TESTPLUGIN_NO_LANE") == "1" {
+		// As a plugin built before the lane: it leaves the host's unused.
+		_ = os.Unsetenv(wire.EnvLaneFD)
+	}
 	misbehaveAtStart()
 	if v := os.Getenv("TESTPLUGIN_PROTOCOL"); v != "" {
 		serveProtocol(v)
