@@ -104,6 +104,9 @@ type proc struct {
 	cmd    *exec.Cmd
 	client *plugin.Client
 	conn   pluginv1.PluginClient
+	// lane carries the calls when the script host serves it; nil: gRPC
+	// does.
+	lane   *wire.Lane
 	stderr *tail
 	loaded map[string]bool
 	dead   chan struct{} // closed once go-plugin has seen the process exit
@@ -183,7 +186,7 @@ func (r *ChildRunner) roundtrip(ctx context.Context, pr *proc, tool string, req 
 		r.put(pr)
 		return response{}, fmt.Errorf("%w: %s: %v", agenttypes.ErrScript, fn, err)
 	}
-	res, err := pr.conn.CallTool(ctx, &pluginv1.CallToolRequest{Name: tool, Args: args, DeadlineUnixMs: wire.Deadline(ctx)})
+	res, err := pr.callTool(ctx, &pluginv1.CallToolRequest{Name: tool, Args: args, DeadlineUnixMs: wire.Deadline(ctx)})
 	var resp response
 	if err == nil {
 		if e := res.GetError(); e != nil {
@@ -341,6 +344,13 @@ func (r *ChildRunner) start() (*proc, error) {
 	cmd.Dir = os.TempDir()
 	cmd.SysProcAttr = procAttr()
 	pr := &proc{cmd: cmd, stderr: &tail{max: 4 << 10}, loaded: map[string]bool{}, dead: make(chan struct{})}
+	lane, end, err := wire.NewLane()
+	if err == nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, end)
+		cmd.Env = append(cmd.Env, wire.EnvLaneFD+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+		defer end.Close() // the script host has its own copy once started
+		pr.lane = lane
+	}
 	pr.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
 		VersionedPlugins: wire.PluginSets(&wire.Plugin{}),
@@ -367,7 +377,39 @@ func (r *ChildRunner) start() (*proc, error) {
 		return nil, err
 	}
 	pr.conn = raw.(*wire.Conn).Plugin
+	if err := pr.takeLane(); err != nil {
+		pr.stop()
+		return nil, err
+	}
 	return pr, nil
+}
+
+// takeLane keeps pr's lane when its script host serves it (a script host
+// of an older program may not), and closes it otherwise.
+func (pr *proc) takeLane() error {
+	if pr.lane == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	d, err := pr.conn.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: wire.Version})
+	if err != nil {
+		return err
+	}
+	if !d.GetLane() {
+		_ = pr.lane.Close()
+		pr.lane = nil
+	}
+	return nil
+}
+
+// callTool makes one call of the script host's tools, on its lane when it
+// has one; the errors are gRPC's either way.
+func (pr *proc) callTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+	if pr.lane != nil {
+		return pr.lane.CallTool(ctx, req)
+	}
+	return pr.conn.CallTool(ctx, req)
 }
 
 // startTimeout bounds a script host's start and handshake.
@@ -385,6 +427,9 @@ func (pr *proc) kill() {
 // stop asks pr's process to exit, kills it when it does not, and waits
 // until go-plugin is done with it.
 func (pr *proc) stop() {
+	if pr.lane != nil {
+		_ = pr.lane.Close()
+	}
 	pr.client.Kill()
 	// go-plugin has seen the process exit, or never started it.
 	pr.exited("not started")

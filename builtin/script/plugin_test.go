@@ -3,6 +3,7 @@ package script
 import (
 	"context"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -104,4 +105,46 @@ func TestAScriptHostsDeathIsAScriptError(t *testing.T) {
 	require.ErrorIs(t, err, agenttypes.ErrScript)
 	assert.NotErrorIs(t, err, agenttypes.ErrPluginExited)
 	assert.True(t, strings.Contains(err.Error(), "overflowed its stack"), err.Error())
+}
+
+// lanes says, for each script host process r runs, whether its calls
+// take the lane.
+func lanes(r *ChildRunner) []bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []bool
+	for pr := range r.all {
+		out = append(out, pr.lane != nil)
+	}
+	return out
+}
+
+// A script host takes its calls on the lane; one that does not serve it
+// (a script host of an older program, which leaves the lane's descriptor
+// unused) gets them over gRPC, and answers the same.
+func TestScriptCallsTakeTheLaneWhenTheScriptHostServesIt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("starts the script host through sh")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	older := func() (*exec.Cmd, error) {
+		return exec.Command("/bin/sh", "-c", `unset `+wire.EnvLaneFD+`; exec "$0"`, exe), nil
+	}
+	for _, tc := range []struct {
+		name string
+		opts ChildOptions
+		lane bool
+	}{{"default", ChildOptions{}, true}, {"older", ChildOptions{Command: older}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewChildRunner(tc.opts)
+			defer r.Close()
+			p := newProgram(KindHooks, goodHooks)
+			require.NoError(t, r.Load(context.Background(), p))
+			rep, err := r.Call(context.Background(), p, &Call{Fn: "Prompt", Task: &Task{Prompt: "abc"}})
+			require.NoError(t, err)
+			assert.Equal(t, "ABC", rep.Text)
+			assert.Equal(t, []bool{tc.lane}, lanes(r))
+		})
+	}
 }
