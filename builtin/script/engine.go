@@ -41,11 +41,14 @@ type Call struct {
 	// Top is the top of the agent's workspace, when it has one: Root is
 	// then opened from it, so that a directory below it that a command
 	// replaced is not followed.
-	Top    string         `json:"top,omitempty"`
-	Task   *Task          `json:"task,omitempty"`
-	Output string         `json:"output,omitempty"`
-	Tool   *ToolCall      `json:"tool,omitempty"`
-	Args   map[string]any `json:"args,omitempty"`
+	Top    string `json:"top,omitempty"`
+	Task   *Task  `json:"task,omitempty"`
+	Output string `json:"output,omitempty"`
+	// Tool names the tool call a BeforeTool hook is asked about.
+	Tool string `json:"tool,omitempty"`
+	// Args are the arguments of that tool call, or of a Run call, as the
+	// model sent them: they are decoded once, where the script runs.
+	Args json.RawMessage `json:"args,omitempty"`
 }
 
 // Reply is what a call gave back.
@@ -301,15 +304,16 @@ func (inst *instance) call(c *Call) (r Reply, err error) {
 			r.Data = data
 		}
 	case "BeforeTool":
-		var tc ToolCall
-		if c.Tool != nil {
-			tc = *c.Tool
-		}
-		herr = fn.Interface().(func(ToolCall) error)(tc)
+		var args map[string]any
+		_ = json.Unmarshal(c.Args, &args) // arguments that are not an object come as none
+		herr = fn.Interface().(func(ToolCall) error)(ToolCall{Name: c.Tool, Args: args})
 	case "Run":
-		args := c.Args
-		if args == nil {
-			args = map[string]any{}
+		args := map[string]any{}
+		if len(c.Args) > 0 {
+			if jerr := json.Unmarshal(c.Args, &args); jerr != nil {
+				r.Err = fmt.Sprintf("the arguments are not a JSON object: %v", jerr)
+				return r, nil
+			}
 		}
 		r.Text, herr = fn.Interface().(func(map[string]any) (string, error))(args)
 	}

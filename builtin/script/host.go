@@ -197,11 +197,10 @@ func (h *Host) bindHooks(typeName string, r Runner, p *Program, s *agenttypes.Sc
 	}
 	if _, ok := c.has["BeforeTool"]; ok {
 		hooks.BeforeTool = func(ctx context.Context, name string, args json.RawMessage) error {
-			var m map[string]any
-			if len(args) > 0 {
-				_ = json.Unmarshal(args, &m) // a tool refuses arguments that are not an object itself
+			if !json.Valid(args) {
+				args = nil // the hook sees no arguments; the tool refuses them itself
 			}
-			rep, err := h.call(ctx, typeName, r, p, &Call{Fn: "BeforeTool", Tool: &ToolCall{Name: name, Args: m}})
+			rep, err := h.call(ctx, typeName, r, p, &Call{Fn: "BeforeTool", Tool: name, Args: args})
 			if err != nil {
 				return err
 			}
@@ -225,18 +224,13 @@ type scriptTool struct {
 func (t *scriptTool) Spec() agenttypes.ToolSpec { return t.spec }
 
 // Call checks the arguments against the tool's declared parameters before
-// the script sees them, so a script's Run may trust their shape.
+// the script sees them, so a script's Run may trust their shape. They
+// cross as the model sent them, and are decoded where the script runs.
 func (t *scriptTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	if err := agenttypes.ValidateArgs(ctx, t.spec.Parameters, args); err != nil {
 		return "", err
 	}
-	var m map[string]any
-	if len(args) > 0 {
-		if err := json.Unmarshal(args, &m); err != nil {
-			return "", fmt.Errorf("the arguments are not a JSON object: %v", err)
-		}
-	}
-	rep, err := t.h.call(ctx, t.typeName, t.r, t.p, &Call{Fn: "Run", Args: m})
+	rep, err := t.h.call(ctx, t.typeName, t.r, t.p, &Call{Fn: "Run", Args: args})
 	if err != nil {
 		return "", err
 	}
