@@ -55,6 +55,21 @@ func BenchmarkBoundary(b *testing.B) {
 			}
 		})
 	})
+	// A turn's four tool calls to one plugin, made at once as the manager
+	// makes them: what batching them into one round trip could save.
+	b.Run("plugin-4-at-once", func(b *testing.B) {
+		var wg sync.WaitGroup
+		percentiles(b, func() {
+			for range 4 {
+				wg.Go(func() {
+					if _, err := pid(); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	})
 	b.Run("floor-script-size", func(b *testing.B) {
 		req := floorRequest(scriptHookRequest, scriptHookReply)
 		percentiles(b, func() {
