@@ -78,6 +78,7 @@ func (l *pluginLoop) Run(ctx context.Context, s agenttypes.Session, task string)
 	resp, err := r.conn.Plugin.RunLoop(ctx, &pluginv1.RunLoopRequest{
 		Type: l.typ, Task: task, Agent: &pluginv1.Agent{Id: env.AgentID, Dir: env.Dir},
 		HostBrokerId: r.serveHost(), RunId: id, DeadlineUnixMs: wire.Deadline(ctx),
+		HostLane: r.lane != nil,
 	})
 	if err != nil {
 		return "", l.p.callFailed(ctx, r, err)

@@ -310,8 +310,9 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 		r.kill()
 		return nil, err
 	}
-	if d.GetLane() {
+	if d.GetLaneVersion() == wire.LaneVersion {
 		r.lane = lane
+		lane.ServeHost(&hostService{r: r})
 	} else {
 		closeLane(lane)
 	}

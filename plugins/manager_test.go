@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"syscall"
@@ -65,8 +66,23 @@ func run(t *testing.T, mgr *manager.Manager, req manager.SpawnRequest) manager.R
 	return res
 }
 
+// Both ways a loop's calls reach the host: the lane, and go-plugin's
+// broker, which a plugin older than the lane calls it through.
 func TestAPluginsOwnLoopRunsThroughTheManagersAccounting(t *testing.T) {
-	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	for _, lane := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lane=%v", lane), func(t *testing.T) {
+			var env []string
+			if !lane {
+				env = []string{"TESTPLUGIN_NO_LANE=1"}
+			}
+			h, _ := newHost(t, plugins.Config{Env: env}, pluginDir(t, "test"))
+			loopRunsThroughTheManagersAccounting(t, h)
+			assert.Equal(t, lane, plugins.UsesLane(h, "test"))
+		})
+	}
+}
+
+func loopRunsThroughTheManagersAccounting(t *testing.T, h *plugins.Host) {
 	model := scripted.New(
 		scripted.Step{Text: "calling", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"hi"}`}, {Name: "shout", Args: `{"text":"yo"}`}}, InputTokens: 30, OutputTokens: 5},
 		scripted.Step{Text: "the plugin's answer", InputTokens: 50, OutputTokens: 7},

@@ -396,7 +396,7 @@ func (pr *proc) takeLane() error {
 	if err != nil {
 		return err
 	}
-	if !d.GetLane() {
+	if d.GetLaneVersion() != wire.LaneVersion {
 		_ = pr.lane.Close()
 		pr.lane = nil
 	}

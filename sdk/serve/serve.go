@@ -149,6 +149,10 @@ type server struct {
 	// stuck is called when a call outlives its cancellation by grace.
 	stuck func(what string)
 
+	// lane carries the host's tool calls, and the loops' calls to a host
+	// that serves Host there too; nil when the host passed none.
+	lane *wire.LaneServer
+
 	broker *plugin.GRPCBroker
 	mu     sync.Mutex
 	hosts  map[uint32]pluginv1.HostClient
@@ -190,7 +194,8 @@ func (s *server) serveLane(logger *slog.Logger) {
 	if lane == nil {
 		return
 	}
-	s.desc.Lane = true
+	s.desc.LaneVersion = wire.LaneVersion
+	s.lane = lane
 	go func() {
 		if err := lane.Serve(s.laneCall); err != nil {
 			logger.Error("the lane failed", "error", err)
@@ -241,7 +246,7 @@ func (s *server) RunLoop(ctx context.Context, req *pluginv1.RunLoopRequest) (*pl
 	if !ok || t.Loop == nil {
 		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no type %q with its own loop", s.p.Name, req.GetType()))}, nil
 	}
-	host, err := s.host(req.GetHostBrokerId())
+	host, err := s.host(req)
 	if err != nil {
 		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeUnavailable, "cannot reach the host: %v", err))}, nil
 	}
@@ -262,9 +267,14 @@ func (s *server) RunLoop(ctx context.Context, req *pluginv1.RunLoopRequest) (*pl
 	return &pluginv1.RunLoopResponse{Output: resp.Output}, nil
 }
 
-// host returns the client of the host's Host service on broker id,
-// dialled once and then shared.
-func (s *server) host(id uint32) (pluginv1.HostClient, error) {
+// host returns the client of the host's Host service for a loop: on the
+// lane when the host serves it there, else on the broker connection the
+// request names, dialled once and then shared.
+func (s *server) host(req *pluginv1.RunLoopRequest) (pluginv1.HostClient, error) {
+	if req.GetHostLane() && s.lane != nil {
+		return s.lane.Host(), nil
+	}
+	id := req.GetHostBrokerId()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.hosts[id]; ok {

@@ -25,8 +25,9 @@ func servedLane(t *testing.T, call func(context.Context, *pluginv1.CallToolReque
 	t.Helper()
 	lane, end, err := NewLane()
 	require.NoError(t, err)
-	srv, err := laneServer(end)
+	p, err := peerOf(end)
 	require.NoError(t, err)
+	srv := &LaneServer{p: p}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(call) }()
 	t.Cleanup(func() {
@@ -94,17 +95,22 @@ func TestACancelledCallEndsOnBothSides(t *testing.T) {
 }
 
 func TestMessagesLargerThanTheProtocolAllowsDoNotCross(t *testing.T) {
-	lane, _ := servedLane(t, func(_ context.Context, req *pluginv1.CallToolRequest) *pluginv1.CallToolResponse {
-		return &pluginv1.CallToolResponse{Text: strings.Repeat("x", MaxMessageSize+1)}
+	lane, _ := servedLane(t, func(ctx context.Context, req *pluginv1.CallToolRequest) *pluginv1.CallToolResponse {
+		if req.GetName() == "big" {
+			return &pluginv1.CallToolResponse{Text: strings.Repeat("x", MaxMessageSize+1)}
+		}
+		return echo(ctx, req)
 	})
 	_, err := lane.CallTool(context.Background(), &pluginv1.CallToolRequest{Args: make([]byte, MaxMessageSize+1)})
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
 
-	resp, err := lane.CallTool(context.Background(), &pluginv1.CallToolRequest{})
-	require.NoError(t, err)
-	assert.Empty(t, resp.GetText())
-	assert.Equal(t, "invalid_argument", resp.GetError().GetCode())
-	assert.Contains(t, resp.GetError().GetMessage(), "at most")
+	_, err = lane.CallTool(context.Background(), &pluginv1.CallToolRequest{Name: "big"})
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+	assert.Contains(t, err.Error(), "at most")
+
+	resp, err := lane.CallTool(context.Background(), &pluginv1.CallToolRequest{Name: "small"})
+	require.NoError(t, err, "the lane serves on")
+	assert.Equal(t, "small:", resp.GetText())
 }
 
 // A lane whose plugin end has gone fails its calls as Unavailable, as a
@@ -132,4 +138,67 @@ func TestClosingALaneEndsItsServer(t *testing.T) {
 	}
 	_, err = lane.CallTool(context.Background(), &pluginv1.CallToolRequest{Name: "x"})
 	assert.Equal(t, codes.Unavailable, status.Code(err))
+}
+
+// fakeHost answers Generate with its messages' text, and holds AskParent
+// until its context ends.
+type fakeHost struct {
+	pluginv1.UnimplementedHostServer
+	asked chan struct{}
+	ended chan error
+}
+
+func (fakeHost) Generate(_ context.Context, req *pluginv1.GenerateRequest) (*pluginv1.GenerateResponse, error) {
+	return &pluginv1.GenerateResponse{Text: req.GetRunId() + ":" + req.GetMessages()[0].GetText()}, nil
+}
+
+func (h fakeHost) AskParent(ctx context.Context, _ *pluginv1.AskParentRequest) (*pluginv1.AskParentResponse, error) {
+	close(h.asked)
+	<-ctx.Done()
+	h.ended <- ctx.Err()
+	return &pluginv1.AskParentResponse{}, nil
+}
+
+// The plugin calls the host's Host service on the same lane, and its
+// cancellations reach the host.
+func TestAPluginCallsItsHostOnTheLane(t *testing.T) {
+	lane, end, err := NewLane()
+	require.NoError(t, err)
+	p, err := peerOf(end)
+	require.NoError(t, err)
+	plugin := &LaneServer{p: p}
+	served := make(chan error, 1)
+	go func() { served <- plugin.Serve(echo) }()
+	h := fakeHost{asked: make(chan struct{}), ended: make(chan error, 1)}
+	lane.ServeHost(h)
+	defer func() {
+		require.NoError(t, lane.Close())
+		require.NoError(t, <-served)
+		goleak.VerifyNone(t)
+	}()
+
+	host := plugin.Host()
+	resp, err := host.Generate(context.Background(), &pluginv1.GenerateRequest{RunId: "r1", Messages: []*pluginv1.Message{{Text: "hi"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "r1:hi", resp.GetText())
+	tool, err := lane.CallTool(context.Background(), &pluginv1.CallToolRequest{Name: "both", Args: []byte("ways")})
+	require.NoError(t, err)
+	assert.Equal(t, "both:ways", tool.GetText(), "the host's calls cross the same lane")
+
+	_, err = host.Tools(context.Background(), &pluginv1.ToolsRequest{})
+	assert.Equal(t, codes.Unimplemented, status.Code(err), "the host's own error comes back as its status")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-h.asked
+		cancel()
+	}()
+	_, err = host.AskParent(ctx, &pluginv1.AskParentRequest{})
+	assert.Equal(t, codes.Canceled, status.Code(err))
+	select {
+	case err := <-h.ended:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host's side of the call was not cancelled")
+	}
 }

@@ -24,6 +24,9 @@ func (*Lane) CallTool(context.Context, *pluginv1.CallToolRequest) (*pluginv1.Cal
 	return nil, errNoLane
 }
 
+// ServeHost does nothing: there is no lane on this system.
+func (*Lane) ServeHost(pluginv1.HostServer) {}
+
 // Close does nothing.
 func (*Lane) Close() error { return nil }
 
@@ -38,6 +41,9 @@ func LaneFromEnv() (*LaneServer, error) {
 	}
 	return nil, nil
 }
+
+// Host is nil: there is no lane on this system.
+func (*LaneServer) Host() pluginv1.HostClient { return nil }
 
 // Serve fails: there is no lane on this system.
 func (*LaneServer) Serve(func(context.Context, *pluginv1.CallToolRequest) *pluginv1.CallToolResponse) error {

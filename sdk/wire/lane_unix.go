@@ -19,27 +19,32 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-
-	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
-// The lane carries tool calls beside gRPC, for speed: a gRPC call hands
-// each message from goroutine to goroutine on both sides (a writer, a
-// reader, a handler), which costs a round trip some thirty system calls
-// and a dozen context switches. On the lane the caller writes its request
-// and reads its answer itself, on a socket of its own, and the plugin
-// runs the call on the goroutine that read it.
+// The lane carries the calls a loop or an agent makes most often beside
+// gRPC, for speed: a gRPC call hands each message from goroutine to
+// goroutine on both sides (a writer, a reader, a handler), which costs a
+// round trip some thirty system calls and a dozen context switches. On
+// the lane the caller writes its request and reads its answer itself, on
+// a socket of its own, and the other side runs the call on the goroutine
+// that read it.
 //
 // The host makes a socket pair and passes one end to the plugin as it
 // starts it (EnvLaneFD). That pair, the control socket, carries messages
-// of laneMsgSize bytes, a kind and a socket's number: laneNew, which
-// brings the plugin a new socket (its descriptor rides along), one for
-// each call in flight at once, which the host keeps for later calls; and
-// laneCancel, which cancels the call in flight on a socket, which the host
-// then closes. No path names these sockets: no other process can reach
-// them. Each socket carries one call at a time, a frame each way, a frame
-// being a 4-byte big-endian length and that many bytes of a
-// CallToolRequest or a CallToolResponse.
+// of laneMsgSize bytes, a kind and a socket's number, either way:
+// laneNew brings the other side a new socket (its descriptor rides
+// along), one for each call in flight at once, which its sender keeps for
+// later calls; laneCancel cancels the call in flight on a socket its
+// sender opened, which the sender then closes. No path names these
+// sockets: no other process can reach them. Each carries one call at a
+// time, a frame each way, a frame being a 4-byte big-endian length and
+// that many bytes: a request is a method (one of the lane* methods) and
+// its request message; an answer is a gRPC status code, then the answer
+// message when it is OK, or the status's message when it is not.
+//
+// The host calls the plugin's CallTool on the lane; the plugin calls the
+// host's Host service on it for the loops it runs, when the host says it
+// serves it (RunLoopRequest.host_lane).
 
 // Kinds of the control socket's messages.
 const (
@@ -51,38 +56,47 @@ const (
 // number.
 const laneMsgSize = 5
 
-// Lane is the host's end of a plugin's lane. It is safe for concurrent
-// use.
-type Lane struct {
-	ctl  *net.UnixConn // see laneNew and laneCancel
-	next atomic.Uint32 // the number of the next socket
+// The methods a lane carries.
+const (
+	laneCallTool     byte = 1 // Plugin.CallTool
+	laneGenerate     byte = 2 // Host.Generate, and the rest of Host
+	laneHostCallTool byte = 3
+	laneTools        byte = 4
+	laneNote         byte = 5
+	laneAskParent    byte = 6
+	laneEvent        byte = 7
+)
+
+// maxIdleLaneConns bounds the sockets a lane keeps between calls.
+const maxIdleLaneConns = 16
+
+// keptBuffer bounds the buffers a socket keeps between calls.
+const keptBuffer = 64 << 10
+
+// handler answers one call that came over a lane: its method and its
+// request message's bytes.
+type handler func(ctx context.Context, method byte, req []byte) (proto.Message, error)
+
+// peer is one end of a lane: it calls the other side on sockets it opens,
+// and, once serving, answers the calls the other side makes on sockets
+// that side opened. It is safe for concurrent use.
+type peer struct {
+	ctl  *net.UnixConn
+	next atomic.Uint32 // the number of the next socket this end opens
 
 	mu     sync.Mutex
 	idle   []*laneConn
 	closed bool
+	served map[uint32]*laneCall // the other side's sockets, by number
 }
 
-// maxIdleLaneConns bounds the sockets a Lane keeps between calls.
-const maxIdleLaneConns = 16
-
-// laneConn is one socket of a lane, with its buffers.
+// laneConn is one socket this end opened, with its buffers.
 type laneConn struct {
 	id   uint32
 	c    *net.UnixConn
 	r    *bufio.Reader
 	rbuf []byte
 	wbuf []byte
-}
-
-// NewLane makes a lane, and returns the file the plugin gets as its end:
-// pass it in the plugin's cmd.ExtraFiles, with EnvLaneFD naming its
-// descriptor, and close it once the plugin has started.
-func NewLane() (*Lane, *os.File, error) {
-	ctl, end, err := socketPair()
-	if err != nil {
-		return nil, nil, err
-	}
-	return &Lane{ctl: ctl}, end, nil
 }
 
 // socketPair makes a connected pair of Unix sockets, neither inherited by
@@ -108,66 +122,112 @@ func socketPair() (*net.UnixConn, *os.File, error) {
 	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "lane"), nil
 }
 
-// CallTool makes one call over the lane. Its errors are gRPC status
-// errors, as the Plugin client's are: a call whose ctx ended fails with
-// ctx's code, a request too large with ResourceExhausted, and a lane that
-// broke (the plugin exited) with Unavailable.
-func (l *Lane) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
-	}
-	if n := proto.Size(req); n > MaxMessageSize {
-		return nil, status.Errorf(codes.ResourceExhausted, "the request is %d bytes; at most %d cross", n, MaxMessageSize)
-	}
-	c, err := l.get()
+// peerOf is the end of a lane whose control socket is f, which it closes.
+func peerOf(f *os.File) (*peer, error) {
+	c, err := net.FileConn(f)
+	_ = f.Close()
 	if err != nil {
-		return nil, status.Error(codes.Unavailable, err.Error())
+		return nil, fmt.Errorf("lane: %w", err)
 	}
-	// A call whose ctx ends is left at once, and cancelled in the plugin.
+	ctl, ok := c.(*net.UnixConn)
+	if !ok {
+		_ = c.Close()
+		return nil, errors.New("lane: not a Unix socket")
+	}
+	return &peer{ctl: ctl, served: map[uint32]*laneCall{}}, nil
+}
+
+// call makes one call of method on the lane, and reads its answer into
+// resp. Its errors are gRPC status errors, as a gRPC client's are: a call
+// whose ctx ended fails with ctx's code, a request too large with
+// ResourceExhausted, and a lane that broke (the other side exited) with
+// Unavailable.
+func (p *peer) call(ctx context.Context, method byte, req, resp proto.Message) error {
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	if n := proto.Size(req); n+1 > MaxMessageSize {
+		return status.Errorf(codes.ResourceExhausted, "the request is %d bytes; at most %d cross", n, MaxMessageSize)
+	}
+	c, err := p.get()
+	if err != nil {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	// A call whose ctx ends is left at once, and cancelled on the other
+	// side.
 	stop := context.AfterFunc(ctx, func() {
 		_ = c.c.SetDeadline(time.Unix(1, 0))
-		_, _ = l.ctl.Write(laneMsg(laneCancel, c.id))
+		_, _ = p.ctl.Write(laneMsg(laneCancel, c.id))
 	})
-	resp, err := c.roundtrip(req)
+	err = c.roundtrip(method, req, resp)
 	if !stop() {
 		_ = c.c.Close()
 		if err != nil || ctx.Err() != nil {
-			return nil, status.FromContextError(ctx.Err()).Err()
+			return status.FromContextError(ctx.Err()).Err()
 		}
-		return resp, nil
+		return nil
 	}
 	if err != nil {
 		_ = c.c.Close()
-		return nil, status.Error(codes.Unavailable, "the plugin's lane broke: "+err.Error())
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
+		return status.Error(codes.Unavailable, "the lane broke: "+err.Error())
 	}
-	l.put(c)
-	return resp, nil
+	p.put(c)
+	return nil
 }
 
-func (l *Lane) get() (*laneConn, error) {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil, errors.New("the plugin's lane is closed")
+func (p *peer) get() (*laneConn, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("the lane is closed")
 	}
-	if n := len(l.idle); n > 0 {
-		c := l.idle[n-1]
-		l.idle = l.idle[:n-1]
-		l.mu.Unlock()
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
 		return c, nil
 	}
-	l.mu.Unlock()
+	p.mu.Unlock()
 	mine, theirs, err := socketPair()
 	if err != nil {
 		return nil, err
 	}
 	defer theirs.Close()
-	id := l.next.Add(1)
-	if _, _, err := l.ctl.WriteMsgUnix(laneMsg(laneNew, id), syscall.UnixRights(int(theirs.Fd())), nil); err != nil {
+	id := p.next.Add(1)
+	if _, _, err := p.ctl.WriteMsgUnix(laneMsg(laneNew, id), syscall.UnixRights(int(theirs.Fd())), nil); err != nil {
 		_ = mine.Close()
-		return nil, fmt.Errorf("the plugin's lane broke: %w", err)
+		return nil, fmt.Errorf("the lane broke: %w", err)
 	}
 	return &laneConn{id: id, c: mine, r: bufio.NewReader(mine)}, nil
+}
+
+func (p *peer) put(c *laneConn) {
+	p.mu.Lock()
+	if p.closed || len(p.idle) >= maxIdleLaneConns {
+		p.mu.Unlock()
+		_ = c.c.Close()
+		return
+	}
+	p.idle = append(p.idle, c)
+	p.mu.Unlock()
+}
+
+// close closes the lane and the idle sockets this end opened; a call in
+// flight ends when the other side does, or closes its socket when it
+// returns. The other side's sockets end when it closes them.
+func (p *peer) close() error {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		_ = c.c.Close()
+	}
+	return p.ctl.Close()
 }
 
 // laneMsg is a control message.
@@ -178,67 +238,40 @@ func laneMsg(kind byte, id uint32) []byte {
 	return b
 }
 
-func (l *Lane) put(c *laneConn) {
-	l.mu.Lock()
-	if l.closed || len(l.idle) >= maxIdleLaneConns {
-		l.mu.Unlock()
-		_ = c.c.Close()
-		return
-	}
-	l.idle = append(l.idle, c)
-	l.mu.Unlock()
-}
-
-// Close closes the lane and its idle sockets; a call in flight ends when
-// the plugin does, or closes its socket when it returns.
-func (l *Lane) Close() error {
-	l.mu.Lock()
-	l.closed = true
-	idle := l.idle
-	l.idle = nil
-	l.mu.Unlock()
-	for _, c := range idle {
-		_ = c.c.Close()
-	}
-	return l.ctl.Close()
-}
-
-func (c *laneConn) roundtrip(req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+func (c *laneConn) roundtrip(method byte, req, resp proto.Message) error {
 	var err error
-	if c.wbuf, err = appendFrame(c.wbuf[:0], req); err != nil {
-		return nil, err
+	c.wbuf = append(c.wbuf[:0], 0, 0, 0, 0, method)
+	if c.wbuf, err = appendFrame(c.wbuf, req); err != nil {
+		return err
 	}
 	if _, err := c.c.Write(c.wbuf); err != nil {
-		return nil, err
+		return err
 	}
 	payload, err := readFrame(c.r, &c.rbuf)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	resp := &pluginv1.CallToolResponse{}
-	if err := proto.Unmarshal(payload, resp); err != nil {
-		return nil, err
+	if len(payload) == 0 {
+		return errors.New("an empty answer")
 	}
-	c.trim()
-	return resp, nil
-}
-
-// keptBuffer bounds the buffers a socket keeps between calls.
-const keptBuffer = 64 << 10
-
-// trim drops buffers a large message grew.
-func (c *laneConn) trim() {
+	if code := codes.Code(payload[0]); code != codes.OK {
+		return status.Error(code, string(payload[1:]))
+	}
+	if err := proto.Unmarshal(payload[1:], resp); err != nil {
+		return err
+	}
 	if cap(c.rbuf) > keptBuffer {
 		c.rbuf = nil
 	}
 	if cap(c.wbuf) > keptBuffer {
 		c.wbuf = nil
 	}
+	return nil
 }
 
-// appendFrame appends m to b as a frame.
+// appendFrame appends m to b, whose first 4 bytes are the frame's length,
+// and sets that length.
 func appendFrame(b []byte, m proto.Message) ([]byte, error) {
-	b = append(b, 0, 0, 0, 0)
 	b, err := proto.MarshalOptions{}.MarshalAppend(b, m)
 	if err != nil {
 		return nil, err
@@ -247,7 +280,7 @@ func appendFrame(b []byte, m proto.Message) ([]byte, error) {
 	return b, nil
 }
 
-// errFrameTooLarge is a frame longer than MaxMessageSize.
+// errFrameTooLarge is a frame longer than MaxMessageSize allows.
 var errFrameTooLarge = errors.New("lane: a frame is larger than the protocol allows")
 
 // readFrame reads one frame's payload into *buf.
@@ -257,7 +290,7 @@ func readFrame(r *bufio.Reader, buf *[]byte) ([]byte, error) {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(head[:])
-	if n > MaxMessageSize {
+	if n > MaxMessageSize+1 {
 		return nil, errFrameTooLarge
 	}
 	if cap(*buf) < int(n) {

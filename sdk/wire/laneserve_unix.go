@@ -15,29 +15,24 @@ import (
 	"sync"
 	"syscall"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/troupe-dev/troupe/sdk/fault"
 	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
-// LaneServer is a plugin's end of its lane (see NewLane).
-type LaneServer struct {
-	ctl *net.UnixConn
-
-	mu    sync.Mutex
-	calls map[uint32]*laneCall // by socket number
-}
-
-// laneCall is the call in flight on one socket of a lane, if any.
+// laneCall is one socket the other side opened, and its call in flight,
+// if any.
 type laneCall struct {
+	conn      net.Conn
 	mu        sync.Mutex
 	cancel    context.CancelFunc // the call in flight's
-	cancelled bool               // the host cancelled a call: the socket is done
+	cancelled bool               // a call was cancelled: the socket is done
 }
 
 // begin makes cancel the call in flight's, and reports false when the
-// host has cancelled already.
+// other side has cancelled already.
 func (c *laneCall) begin(cancel context.CancelFunc) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -63,56 +58,32 @@ func (c *laneCall) stop() {
 	}
 }
 
-// LaneFromEnv takes the plugin's end of the lane the host passed it, if
-// it passed one (EnvLaneFD); neither the descriptor nor the variable is
-// passed on to the processes the plugin starts. It returns nil, and no
-// error, when the host passed none.
-func LaneFromEnv() (*LaneServer, error) {
-	v, ok := os.LookupEnv(EnvLaneFD)
-	if !ok {
-		return nil, nil
-	}
-	_ = os.Unsetenv(EnvLaneFD)
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd < 3 {
-		return nil, fmt.Errorf("lane: %s=%q is not a descriptor", EnvLaneFD, v)
-	}
-	syscall.CloseOnExec(fd)
-	return laneServer(os.NewFile(uintptr(fd), "lane"))
-}
-
-// laneServer serves the lane whose plugin end is f, which it closes.
-func laneServer(f *os.File) (*LaneServer, error) {
-	c, err := net.FileConn(f)
-	_ = f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("lane: %w", err)
-	}
-	ctl, ok := c.(*net.UnixConn)
-	if !ok {
-		_ = c.Close()
-		return nil, errors.New("lane: not a Unix socket")
-	}
-	return &LaneServer{ctl: ctl, calls: map[uint32]*laneCall{}}, nil
-}
-
-// Serve serves the lane: each call that comes over it is given to call,
-// on the goroutine that read it, with a context that the host's
-// cancellation ends. It returns once the host closes the lane.
-func (s *LaneServer) Serve(call func(context.Context, *pluginv1.CallToolRequest) *pluginv1.CallToolResponse) error {
-	defer s.ctl.Close()
+// serve reads the control socket until it closes, takes the sockets the
+// other side opens and answers their calls with handle, each on the
+// goroutine that read it, and cancels the calls the other side cancels.
+// When the control socket closes, the calls in flight are cancelled and
+// their sockets closed; serve returns once they have returned.
+func (p *peer) serve(handle handler) error {
 	var fds []int // received, not yet claimed by their laneNew
+	var wg sync.WaitGroup
 	defer func() {
 		for _, fd := range fds {
 			_ = syscall.Close(fd)
 		}
+		p.mu.Lock()
+		for _, c := range p.served {
+			c.stop()
+			_ = c.conn.Close()
+		}
+		p.mu.Unlock()
+		wg.Wait()
 	}()
 	buf := make([]byte, 0, 64*laneMsgSize)
 	oob := make([]byte, syscall.CmsgSpace(4*8))
 	for {
-		n, oobn, _, _, err := s.ctl.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
-		fds = append(fds, receivedFDs(oob[:oobn])...)
-		buf = buf[:len(buf)+n]
+		n, oobn, _, _, err := p.ctl.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
+		fds = append(fds, receivedFDs(oob[:max(oobn, 0)])...)
+		buf = buf[:len(buf)+max(n, 0)]
 		for len(buf) >= laneMsgSize {
 			kind, id := buf[0], binary.BigEndian.Uint32(buf[1:laneMsgSize])
 			buf = buf[:copy(buf, buf[laneMsgSize:])]
@@ -120,13 +91,18 @@ func (s *LaneServer) Serve(call func(context.Context, *pluginv1.CallToolRequest)
 			case kind == laneNew && len(fds) > 0:
 				fd := fds[0]
 				fds = fds[1:]
-				s.accept(id, fd, call)
+				p.accept(&wg, id, fd, handle)
 			case kind == laneCancel:
-				s.cancel(id)
+				p.mu.Lock()
+				c := p.served[id]
+				p.mu.Unlock()
+				if c != nil {
+					c.stop()
+				}
 			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
 			return err
@@ -134,33 +110,24 @@ func (s *LaneServer) Serve(call func(context.Context, *pluginv1.CallToolRequest)
 	}
 }
 
-// accept serves the socket fd as socket id.
-func (s *LaneServer) accept(id uint32, fd int, call func(context.Context, *pluginv1.CallToolRequest) *pluginv1.CallToolResponse) {
+// accept serves the socket fd as the other side's socket id.
+func (p *peer) accept(wg *sync.WaitGroup, id uint32, fd int, handle handler) {
 	f := os.NewFile(uintptr(fd), "lane")
 	conn, err := net.FileConn(f)
 	_ = f.Close()
 	if err != nil {
 		return
 	}
-	c := &laneCall{}
-	s.mu.Lock()
-	s.calls[id] = c
-	s.mu.Unlock()
-	go func() {
-		serveLaneConn(conn, c, call)
-		s.mu.Lock()
-		delete(s.calls, id)
-		s.mu.Unlock()
-	}()
-}
-
-func (s *LaneServer) cancel(id uint32) {
-	s.mu.Lock()
-	c := s.calls[id]
-	s.mu.Unlock()
-	if c != nil {
-		c.stop()
-	}
+	c := &laneCall{conn: conn}
+	p.mu.Lock()
+	p.served[id] = c
+	p.mu.Unlock()
+	wg.Go(func() {
+		serveLaneConn(c, handle)
+		p.mu.Lock()
+		delete(p.served, id)
+		p.mu.Unlock()
+	})
 }
 
 // receivedFDs are the descriptors a control message carried.
@@ -186,19 +153,15 @@ func receivedFDs(oob []byte) []int {
 	return fds
 }
 
-// serveLaneConn serves the calls of one socket, one at a time, each on
-// this goroutine, until the host closes it or cancels a call.
-func serveLaneConn(conn net.Conn, c *laneCall, call func(context.Context, *pluginv1.CallToolRequest) *pluginv1.CallToolResponse) {
-	defer conn.Close()
-	r := bufio.NewReader(conn)
+// serveLaneConn answers the calls of one socket, one at a time, each on
+// this goroutine, until the other side closes it or cancels a call.
+func serveLaneConn(c *laneCall, handle handler) {
+	defer c.conn.Close()
+	r := bufio.NewReader(c.conn)
 	var rbuf, wbuf []byte
 	for {
 		payload, err := readFrame(r, &rbuf)
-		if err != nil {
-			return
-		}
-		req := &pluginv1.CallToolRequest{}
-		if err := proto.Unmarshal(payload, req); err != nil {
+		if err != nil || len(payload) == 0 {
 			return
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -206,10 +169,10 @@ func serveLaneConn(conn net.Conn, c *laneCall, call func(context.Context, *plugi
 			cancel()
 			return
 		}
-		resp := call(ctx, req)
+		resp, err := handle(ctx, payload[0], payload[1:])
 		c.end()
 		cancel()
-		if wbuf = answer(conn, wbuf, resp); wbuf == nil {
+		if wbuf = answer(c.conn, wbuf, resp, err); wbuf == nil {
 			return
 		}
 		if cap(rbuf) > keptBuffer {
@@ -218,16 +181,22 @@ func serveLaneConn(conn net.Conn, c *laneCall, call func(context.Context, *plugi
 	}
 }
 
-// answer writes resp as a frame to conn, or an error in its place when it
-// is larger than the protocol allows, and returns the buffer it used, or
-// nil when the write failed.
-func answer(conn net.Conn, buf []byte, resp *pluginv1.CallToolResponse) []byte {
-	if n := proto.Size(resp); n > MaxMessageSize {
-		resp = &pluginv1.CallToolResponse{Error: ErrorToWire(&fault.Error{Code: fault.InvalidArgument,
-			Message: fmt.Sprintf("the tool's answer is %d bytes; at most %d cross", n, MaxMessageSize)})}
+// answer writes a call's answer as a frame to conn: resp, or err's
+// status, or ResourceExhausted in resp's place when it is larger than the
+// protocol allows. It returns the buffer it used, or nil when the write
+// failed.
+func answer(conn net.Conn, buf []byte, resp proto.Message, err error) []byte {
+	if err == nil {
+		if n := proto.Size(resp); n+1 > MaxMessageSize {
+			err = status.Errorf(codes.ResourceExhausted, "the answer is %d bytes; at most %d cross", n, MaxMessageSize)
+		}
 	}
-	buf, err := appendFrame(buf[:0], resp)
 	if err != nil {
+		st := status.Convert(err)
+		buf = append(buf[:0], 0, 0, 0, 0, byte(st.Code()))
+		buf = append(buf, st.Message()...)
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	} else if buf, err = appendFrame(append(buf[:0], 0, 0, 0, 0, byte(codes.OK)), resp); err != nil {
 		return nil
 	}
 	if _, err := conn.Write(buf); err != nil {
@@ -238,3 +207,88 @@ func answer(conn net.Conn, buf []byte, resp *pluginv1.CallToolResponse) []byte {
 	}
 	return buf
 }
+
+// Lane is the host's end of a plugin's lane. It is safe for concurrent
+// use.
+type Lane struct {
+	p *peer
+}
+
+// NewLane makes a lane, and returns the file the plugin gets as its end:
+// pass it in the plugin's cmd.ExtraFiles, with EnvLaneFD naming its
+// descriptor, and close it once the plugin has started.
+func NewLane() (*Lane, *os.File, error) {
+	ctl, end, err := socketPair()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Lane{p: &peer{ctl: ctl, served: map[uint32]*laneCall{}}}, end, nil
+}
+
+// CallTool calls the plugin's CallTool on the lane. Its errors are gRPC
+// status errors, as the Plugin client's are.
+func (l *Lane) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+	resp := &pluginv1.CallToolResponse{}
+	if err := l.p.call(ctx, laneCallTool, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// ServeHost answers with srv, on a goroutine of its own, the calls of the
+// Host service that the plugin makes on the lane, until the lane closes.
+// Say so to the plugin in each RunLoopRequest (host_lane).
+func (l *Lane) ServeHost(srv pluginv1.HostServer) {
+	go func() { _ = l.p.serve(hostHandler(srv)) }()
+}
+
+// Close closes the lane, and the sockets of its calls: a call in flight
+// on the host's side fails, one on the plugin's side is cancelled.
+func (l *Lane) Close() error { return l.p.close() }
+
+// LaneServer is a plugin's end of its lane (see NewLane).
+type LaneServer struct {
+	p *peer
+}
+
+// LaneFromEnv takes the plugin's end of the lane the host passed it, if
+// it passed one (EnvLaneFD); neither the descriptor nor the variable is
+// passed on to the processes the plugin starts. It returns nil, and no
+// error, when the host passed none.
+func LaneFromEnv() (*LaneServer, error) {
+	v, ok := os.LookupEnv(EnvLaneFD)
+	if !ok {
+		return nil, nil
+	}
+	_ = os.Unsetenv(EnvLaneFD)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("lane: %s=%q is not a descriptor", EnvLaneFD, v)
+	}
+	syscall.CloseOnExec(fd)
+	p, err := peerOf(os.NewFile(uintptr(fd), "lane"))
+	if err != nil {
+		return nil, err
+	}
+	return &LaneServer{p: p}, nil
+}
+
+// Serve answers the calls of CallTool the host makes on the lane with
+// call, each on the goroutine that read it, with a context that the
+// host's cancellation ends. It returns once the host closes the lane.
+func (s *LaneServer) Serve(call func(context.Context, *pluginv1.CallToolRequest) *pluginv1.CallToolResponse) error {
+	return s.p.serve(func(ctx context.Context, method byte, b []byte) (proto.Message, error) {
+		if method != laneCallTool {
+			return nil, status.Errorf(codes.Unimplemented, "the plugin's lane has no method %d", method)
+		}
+		req := &pluginv1.CallToolRequest{}
+		if err := proto.Unmarshal(b, req); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		return call(ctx, req), nil
+	})
+}
+
+// Host is a client of the host's Host service on the lane, for a host
+// that serves it there.
+func (s *LaneServer) Host() pluginv1.HostClient { return laneHost{s.p} }

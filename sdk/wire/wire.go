@@ -42,6 +42,10 @@ const (
 	EnvLaneFD = "TROUPE_PLUGIN_LANE_FD"
 )
 
+// LaneVersion is the version of the lane (see NewLane) this build
+// speaks; a plugin says in Describe which it serves.
+const LaneVersion = 1
+
 // MaxMessageSize bounds every gRPC message either side reads.
 const MaxMessageSize = 8 << 20
 

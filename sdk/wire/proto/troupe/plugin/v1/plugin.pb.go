@@ -150,14 +150,13 @@ type DescribeResponse struct {
 	ProtocolVersion int32                  `protobuf:"varint,3,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	Types           []*Type                `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`
 	Tools           []*ToolSpec            `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
-	// lane is true when the plugin serves CallTool on the lane the host
-	// passed it (the descriptor named by TROUPE_PLUGIN_LANE_FD): a socket
-	// over which the host sends further sockets, each carrying one call at
-	// a time as a length-prefixed CallToolRequest, answered by a
-	// length-prefixed CallToolResponse. A call cancelled by the host ends
-	// with its socket. A plugin that leaves it false (or is older than the
-	// lane) gets every call over gRPC.
-	Lane          bool `protobuf:"varint,6,opt,name=lane,proto3" json:"lane,omitempty"`
+	// lane_version is the version of the lane the plugin serves CallTool
+	// on (sdk/wire's LaneVersion), or 0 when it serves none: the host
+	// passes the plugin a socket for it as it starts it (the descriptor
+	// TROUPE_PLUGIN_LANE_FD names), and sends tool calls there, rather than
+	// over gRPC, when it speaks that version too. sdk/wire's lane_unix.go
+	// describes it.
+	LaneVersion   int32 `protobuf:"varint,6,opt,name=lane_version,json=laneVersion,proto3" json:"lane_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -227,11 +226,11 @@ func (x *DescribeResponse) GetTools() []*ToolSpec {
 	return nil
 }
 
-func (x *DescribeResponse) GetLane() bool {
+func (x *DescribeResponse) GetLaneVersion() int32 {
 	if x != nil {
-		return x.Lane
+		return x.LaneVersion
 	}
-	return false
+	return 0
 }
 
 type Budget struct {
@@ -776,8 +775,11 @@ type RunLoopRequest struct {
 	// run_id names this run in the loop's calls to Host.
 	RunId          string `protobuf:"bytes,5,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	DeadlineUnixMs int64  `protobuf:"varint,6,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// host_lane is true when the host serves Host on the plugin's lane too:
+	// the loop's calls then go there rather than to host_broker_id.
+	HostLane      bool `protobuf:"varint,7,opt,name=host_lane,json=hostLane,proto3" json:"host_lane,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunLoopRequest) Reset() {
@@ -850,6 +852,13 @@ func (x *RunLoopRequest) GetDeadlineUnixMs() int64 {
 		return x.DeadlineUnixMs
 	}
 	return 0
+}
+
+func (x *RunLoopRequest) GetHostLane() bool {
+	if x != nil {
+		return x.HostLane
+	}
+	return false
 }
 
 type RunLoopResponse struct {
@@ -1672,14 +1681,14 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
 	"\tretryable\x18\x03 \x01(\bR\tretryable\"<\n" +
 	"\x0fDescribeRequest\x12)\n" +
-	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\"\xdf\x01\n" +
+	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\"\xee\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12)\n" +
 	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\x12,\n" +
 	"\x05types\x18\x04 \x03(\v2\x16.troupe.plugin.v1.TypeR\x05types\x120\n" +
-	"\x05tools\x18\x05 \x03(\v2\x1a.troupe.plugin.v1.ToolSpecR\x05tools\x12\x12\n" +
-	"\x04lane\x18\x06 \x01(\bR\x04lane\"\xac\x01\n" +
+	"\x05tools\x18\x05 \x03(\v2\x1a.troupe.plugin.v1.ToolSpecR\x05tools\x12!\n" +
+	"\flane_version\x18\x06 \x01(\x05R\vlaneVersion\"\xac\x01\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12\x1e\n" +
@@ -1725,14 +1734,15 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10deadline_unix_ms\x18\x04 \x01(\x03R\x0edeadlineUnixMs\"U\n" +
 	"\x10CallToolResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12-\n" +
-	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\"\xce\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\"\xeb\x01\n" +
 	"\x0eRunLoopRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12-\n" +
 	"\x05agent\x18\x03 \x01(\v2\x17.troupe.plugin.v1.AgentR\x05agent\x12$\n" +
 	"\x0ehost_broker_id\x18\x04 \x01(\rR\fhostBrokerId\x12\x15\n" +
 	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12(\n" +
-	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\"X\n" +
+	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\x12\x1b\n" +
+	"\thost_lane\x18\a \x01(\bR\bhostLane\"X\n" +
 	"\x0fRunLoopResponse\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\tR\x06output\x12-\n" +
 	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\"B\n" +
