@@ -91,7 +91,7 @@ $(FUNCLEN):
 # two tables: the targets (.ci/benchtable/targets.go), each beside what the
 # same run measured next to it, then every figure, benchmark by benchmark;
 # see docs/benchmarks.md for the last run.
-BENCH_CALLS ?= ^Benchmark(Spawn|StepOverhead|EventJSON|ReadDir|ColdStart|ColdStartChecked|ToolCall|LoopStep|HookInProcess|HookOutOfProcess|ToolInProcess|ToolOutOfProcess|StdioCall)$$
+BENCH_CALLS ?= ^Benchmark(Spawn|StepOverhead|EventJSON|ReadDir|ColdStart|ColdStartChecked|ToolCall|LoopStep|Boundary|HookInProcess|HookOutOfProcess|ToolInProcess|ToolOutOfProcess|StdioCall)$$
 BENCH_GREP  ?= ^BenchmarkGrep$$
 bench:
 	@set -eo pipefail; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
