@@ -15,8 +15,10 @@
 // A plugin's tool becomes an agenttypes.Tool whose calls go to the
 // process; a plugin type with its own loop becomes an agenttypes.Loop
 // whose Run asks the plugin to run it and serves the loop's model and
-// tool calls from the agent's Session, over go-plugin's broker, so the
-// manager counts and budgets them as for any agent.
+// tool calls from the agent's Session, so the manager counts and budgets
+// them as for any agent. Both travel on the plugin's lane (wire.Lane),
+// a few sockets that cost a call a fraction of a gRPC round trip, when
+// the plugin serves it, and over gRPC and go-plugin's broker otherwise.
 //
 // Failure stays with the plugin: a process that exits fails only the
 // calls in flight on it (errors wrapping agenttypes.ErrPluginExited, so an

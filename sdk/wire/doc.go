@@ -2,7 +2,9 @@
 // its plugins agree on: the generated gRPC code (package pluginv1 below
 // it), the go-plugin handshake and the plugin set for each protocol
 // version, the message size limits, the environment the host gives a
-// plugin, and the crossing of errors and deadlines.
+// plugin, the crossing of errors and deadlines, and the lane (NewLane),
+// the sockets beside gRPC on which the host calls a plugin's tools and a
+// plugin's loops call the host, at a fraction of gRPC's cost.
 //
 // The host (package plugins) and the plugin side (package sdk/serve) both
 // import it, and it imports neither: each side converts its own types to
