@@ -57,6 +57,13 @@ type Config struct {
 	// starts when an agent first uses it. Empty: every Load starts each
 	// plugin it has not described yet.
 	CacheDir string
+	// Digests remembers the checksums of the binaries that are checked
+	// (a project's, and every one when there is a lock file) by their
+	// files' identity, so that an unchanged binary is not read and
+	// hashed at every Load (see process.Digests). Its zero value hashes
+	// every time. Keep it where the user's consent is kept: it vouches
+	// for what the consent is pinned to.
+	Digests process.Digests
 	// MaxCrashes in CrashWindow disable a plugin until the next Load.
 	// Defaults 3 and 60 s.
 	MaxCrashes  int
@@ -440,7 +447,7 @@ func (p *proc) command(lock *Lock) (cmd *exec.Cmd, done func(), err error) {
 	p.img = nil
 	p.mu.Unlock()
 	if im == nil {
-		if im, err = process.Open(p.bin.Path); err != nil {
+		if im, err = p.h.cfg.Digests.Open(p.bin.Path); err != nil {
 			return nil, nil, fmt.Errorf("%w: plugin %s: %v", ErrStart, p.bin.Name, err)
 		}
 	}
@@ -448,6 +455,7 @@ func (p *proc) command(lock *Lock) (cmd *exec.Cmd, done func(), err error) {
 		im.Close()
 		return nil, nil, err
 	}
+	p.h.cfg.Digests.Remember(im)
 	return im.Command(), func() { _ = im.Close() }, nil
 }
 

@@ -231,7 +231,7 @@ func (h *Host) yieldUntrusted(bins []Binary) []Binary {
 			continue
 		}
 		if h.cfg.TrustProject != nil {
-			if sum, err := Checksum(b.Path); err == nil && h.trusts(b, sum) {
+			if sum, err := h.cfg.Digests.Checksum(b.Path); err == nil && h.trusts(b, sum) {
 				continue
 			}
 		}
@@ -291,6 +291,9 @@ func (p *proc) info(ctx context.Context, lock *Lock) Info {
 			in.Status = StatusLocked
 		}
 	}
+	if in.SHA256 != "" && (in.Status == StatusLocked || in.Status == StatusUnlocked) {
+		p.rememberImage()
+	}
 	// A plugin the lock file refuses gets no description from the cache:
 	// get refuses it, without running it, and says why. What the cache
 	// holds of it only names, in errors, what it would have offered.
@@ -338,12 +341,24 @@ func (p *proc) image() (*process.Image, error) {
 	if p.img != nil {
 		return p.img, nil
 	}
-	im, err := process.Open(p.bin.Path)
+	im, err := p.h.cfg.Digests.Open(p.bin.Path)
 	if err != nil {
 		return nil, err
 	}
 	p.img = im
 	return im, nil
+}
+
+// rememberImage keeps the checksum of p's image, which passed the user's
+// trust and the lock file, so that the next command need not hash the
+// unchanged binary again (see Config.Digests). A refused binary leaves
+// nothing behind.
+func (p *proc) rememberImage() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.img != nil {
+		p.h.cfg.Digests.Remember(p.img)
+	}
 }
 
 // typeOf is the registry's form of a type the plugin offers. Load then

@@ -35,13 +35,18 @@ type Image struct {
 	file *os.File
 	exe  string
 	dir  string
+
+	// info is what the descriptor that was hashed said of the file, and
+	// recalled whether the checksum came from a Digests memo instead.
+	info     os.FileInfo
+	recalled bool
 }
 
 // Open reads the executable at path into an image. Anything but a regular
 // file, and a file over MaxImageSize, is refused; opening never blocks on
 // a named pipe in the file's place.
 func Open(path string) (*Image, error) {
-	f, err := openExecutable(path)
+	f, _, err := openExecutable(path)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +56,7 @@ func Open(path string) (*Image, error) {
 // Checksum returns the hex SHA-256 of the executable at path, read as
 // Open reads it.
 func Checksum(path string) (string, error) {
-	f, err := openExecutable(path)
+	f, _, err := openExecutable(path)
 	if err != nil {
 		return "", err
 	}
@@ -60,20 +65,21 @@ func Checksum(path string) (string, error) {
 }
 
 // openExecutable opens a regular file of at most MaxImageSize bytes,
-// without blocking on a named pipe in its place.
-func openExecutable(path string) (*os.File, error) {
+// without blocking on a named pipe in its place, and returns what the
+// open descriptor says of it.
+func openExecutable(path string) (*os.File, os.FileInfo, error) {
 	f, fi, err := fsroot.OpenRegular(nil, path)
 	if errors.Is(err, fsroot.ErrNotRegular) {
-		return nil, fmt.Errorf("%s is a %s, not an executable file", path, fsroot.Kind(fi.Mode()))
+		return nil, nil, fmt.Errorf("%s is a %s, not an executable file", path, fsroot.Kind(fi.Mode()))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fi.Size() > MaxImageSize {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is over %d MiB", ErrTooLarge, path, MaxImageSize>>20)
+		return nil, nil, fmt.Errorf("%w: %s is over %d MiB", ErrTooLarge, path, MaxImageSize>>20)
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // Command returns a command that runs the image with args after argv[0],

@@ -31,6 +31,7 @@ func (a *app) plugins(root string) *plugins.Host {
 				return p != nil && p.root == root && p.allows(trust.KindPlugin, name, sum)
 			},
 			CacheDir: a.pluginCacheDir(),
+			Digests:  a.digests(),
 			Logger:   a.logger(),
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin"
 	"github.com/troupe-dev/troupe/builtin/models"
+	"github.com/troupe-dev/troupe/builtin/process"
 	"github.com/troupe-dev/troupe/builtin/trust"
 	"github.com/troupe-dev/troupe/plugins"
 )
@@ -91,6 +92,17 @@ func grantItem(g agenttypes.Grant) trust.Item {
 	return trust.Item{Kind: g.Kind, Name: g.Type, Path: g.File, Digest: g.Digest, Detail: g.Detail}
 }
 
+// digests remembers the checksums of plugin binaries beside the user's
+// consent, which is pinned to them: an unchanged binary is not read and
+// hashed again at every command. None when there is no state directory.
+func (a *app) digests() process.Digests {
+	path, err := trust.DefaultPath(a.getenv)
+	if err != nil {
+		return process.Digests{}
+	}
+	return process.Digests{Dir: filepath.Join(filepath.Dir(path), "digests")}
+}
+
 // trustStore is where the user's consent is kept.
 func (a *app) trustStore() (trust.Store, error) {
 	path, err := trust.DefaultPath(a.getenv)
@@ -149,7 +161,7 @@ func (a *app) pluginItems(root string) []trust.Item {
 		if b.Layer != plugins.LayerProject {
 			continue
 		}
-		sum, err := plugins.Checksum(b.Path)
+		sum, err := a.digests().Checksum(b.Path)
 		if err != nil {
 			continue // never trusted; the host reports why it cannot run
 		}
