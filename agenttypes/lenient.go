@@ -3,6 +3,7 @@ package agenttypes
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -13,7 +14,9 @@ import (
 // delimiters, never the body, and reads it as top-level "key: value" lines;
 // any other line continues the value of the key before it.
 
-var lenientKeyLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]+(.*)|[ \t]*)$`)
+var lenientKeyLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]+(.*)|[ \t]*)$`)
+})
 
 // chatWords are words that open lines inside the <example> blocks of
 // descriptions ("user: ...", "Context: ..."); at the start of a line they
@@ -59,7 +62,7 @@ func parseLenient(fm string) (*yaml.Node, []int) {
 		if strings.HasPrefix(line, "#") {
 			continue
 		}
-		if m := lenientKeyLine.FindStringSubmatch(line); m != nil && isLenientKey(m[1]) {
+		if m := lenientKeyLine().FindStringSubmatch(line); m != nil && isLenientKey(m[1]) {
 			value := strings.TrimRight(m[2], " \t")
 			colon := strings.IndexByte(line, ':')
 			after := line[colon+1:]

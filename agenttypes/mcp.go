@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MCP server transports (MCPServer.Type).
@@ -56,10 +57,9 @@ type MCPServer struct {
 	Untrusted bool `json:"untrusted,omitempty"`
 }
 
-var (
-	mcpServerName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
-	toolNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
-)
+// toolNameUnsafe matches what a tool's name may not hold; compiled at
+// first use.
+var toolNameUnsafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]`) })
 
 // Transport is the server's transport, Type or the default.
 func (s MCPServer) Transport() string {
@@ -123,7 +123,7 @@ func (s MCPServer) clone() MCPServer {
 // way every time: a readable prefix and a short hash of the whole name.
 func MCPToolName(server, tool string) string {
 	full := MCPToolPrefix + server + "__" + tool
-	name := toolNameUnsafe.ReplaceAllString(full, "_")
+	name := toolNameUnsafe().ReplaceAllString(full, "_")
 	if len(name) <= MaxToolName && name == full {
 		return name
 	}

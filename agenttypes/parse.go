@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 	"unicode/utf8"
@@ -434,10 +435,10 @@ func parseYAML(text string) (*yaml.Node, error) {
 	return &doc, nil
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): `) })
 
 func yamlErrorLine(err error) int {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 		if n, e := strconv.Atoi(m[1]); e == nil {
 			return n
 		}
@@ -446,7 +447,7 @@ func yamlErrorLine(err error) int {
 }
 
 func yamlErrorText(err error) string {
-	s := yamlLine.ReplaceAllString(err.Error(), "")
+	s := yamlLine().ReplaceAllString(err.Error(), "")
 	return strings.TrimPrefix(s, "yaml: ")
 }
 
@@ -1160,7 +1161,7 @@ func escapeTemplate(s string) string {
 	return strings.ReplaceAll(s, "{{", "{{\"{{\"}}")
 }
 
-var slugBad = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var slugBad = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // slugify turns a would-be name into a valid one, for suggestions.
 func slugify(s string) string {
@@ -1174,7 +1175,7 @@ func slugify(s string) string {
 // hold replaced by '-': "Python Security Expert" is
 // "python-security-expert". It is "" when nothing of s is left.
 func slugOf(s string) string {
-	s = strings.Trim(slugBad.ReplaceAllString(strings.ToLower(strings.TrimSpace(s)), "-"), "-._")
+	s = strings.Trim(slugBad().ReplaceAllString(strings.ToLower(strings.TrimSpace(s)), "-"), "-._")
 	if len(s) > 64 {
 		s = strings.TrimRight(s[:64], "-._")
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -250,6 +249,3 @@ func (dc *decoder) scriptToolTwice(item *yaml.Node, name string) bool {
 // errNoCompiler is why a definition with a script does not load in a
 // program that serves no scripts.
 var errNoCompiler = errors.New("this program runs no scripts (the registry it loads definitions with has no script compiler: see Registry.SetScriptCompiler and builtin/script)")
-
-// toolName is what a script tool may be called.
-var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)

@@ -3,7 +3,6 @@ package agenttypes
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -99,8 +98,6 @@ type PromptData struct {
 	// Tools are the names of the tools the agent may call.
 	Tools []string
 }
-
-var typeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // Validate reports what makes t unusable, saying how to fix it.
 func (t *Type) Validate() error {

@@ -79,7 +79,16 @@ type Binary struct {
 	Shadows []string `json:"shadows,omitempty"`
 }
 
-var pluginName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+// pluginNameChars are the characters of a plugin's name, whose first is a
+// letter or digit and which is at most 64 long (see validPluginName).
+var pluginNameChars = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// validPluginName reports whether name is a plugin's name. The length is
+// checked apart: the pattern {0,63} compiles into 63 copies of its class,
+// at every start of the program.
+func validPluginName(name string) bool {
+	return len(name) <= 64 && pluginNameChars.MatchString(name)
+}
 
 // Discover lists the plugin binaries in dirs: executable regular files
 // (or links to them) named troupe-plugin-NAME. A name found in more than
@@ -108,7 +117,7 @@ func Discover(dirs []Dir) ([]Binary, []error) {
 				name = strings.TrimSuffix(name, ".exe")
 			}
 			path := filepath.Join(d.Path, base)
-			if !pluginName.MatchString(name) {
+			if !validPluginName(name) {
 				problems = append(problems, fmt.Errorf("plugin %s: the name after %q must be 1 to 64 lower-case letters, digits, '_' or '-'; rename the file", path, Prefix))
 				continue
 			}

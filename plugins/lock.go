@@ -1,13 +1,13 @@
 package plugins
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
@@ -30,7 +30,18 @@ type LockEntry struct {
 // maxLockSize bounds what ReadLock reads.
 const maxLockSize = 1 << 20
 
-var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+// isHexSHA256 reports whether s is a SHA-256 in lower-case hex.
+func isHexSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // ReadLock reads the lock file at path; it returns nil and no error when
 // there is none.
@@ -58,7 +69,7 @@ func ReadLock(path string) (*Lock, error) {
 		return nil, fmt.Errorf("%w: %s: %v; write it again", ErrLockFile, path, err)
 	}
 	for name, e := range l.Plugins {
-		if !hexSHA256.MatchString(e.SHA256) {
+		if !isHexSHA256(e.SHA256) {
 			return nil, fmt.Errorf("%w: %s: plugin %q has checksum %q, not 64 hex digits; write it again", ErrLockFile, path, name, e.SHA256)
 		}
 	}

@@ -6,12 +6,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // variableRef is ${VAR} or ${VAR:-default} in an entry's env or headers.
-var variableRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)
+var variableRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`) })
 
 // expand returns values with every ${VAR} replaced by VAR's value in
 // environ; a variable that is not set (and has no default) is an error
@@ -26,8 +27,8 @@ func expand(s agenttypes.MCPServer, what string, values map[string]string, envir
 	out := make(map[string]string, len(values))
 	for _, key := range slices.Sorted(maps.Keys(values)) {
 		var missing string
-		out[key] = variableRef.ReplaceAllStringFunc(values[key], func(ref string) string {
-			m := variableRef.FindStringSubmatch(ref)
+		out[key] = variableRef().ReplaceAllStringFunc(values[key], func(ref string) string {
+			m := variableRef().FindStringSubmatch(ref)
 			if v, ok := lookup[m[1]]; ok {
 				return v
 			}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -196,7 +197,7 @@ type exchange struct {
 // statusRe finds the status in langchaingo's "API returned unexpected
 // status code: 429: message" errors, for models that were not built with
 // the recording transport.
-var statusRe = regexp.MustCompile(`status code: (\d{3})(?::\s*(.*))?`)
+var statusRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`status code: (\d{3})(?::\s*(.*))?`) })
 
 // classify turns a failed call into a failure, or returns nil when the
 // failure is not one it recognises (a malformed response, say).
@@ -219,7 +220,7 @@ func classify(provider string, err error, ex *exchange, secrets []string) *failu
 		f.code = fault.Unreachable
 		f.message = ex.netErr.Error()
 	default:
-		if m := statusRe.FindStringSubmatch(err.Error()); m != nil {
+		if m := statusRe().FindStringSubmatch(err.Error()); m != nil {
 			f.status, _ = strconv.Atoi(m[1])
 			f.message = m[2]
 		} else if isNetErr(err) {
@@ -343,7 +344,9 @@ func clipMessage(s string) string {
 
 // keyShapes match API keys by their look, for keys troupe was not given
 // (a proxy that echoes another key, say).
-var keyShapes = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{8,}|sk-(?:proj-)?[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}`)
+var keyShapes = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{8,}|sk-(?:proj-)?[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}`)
+})
 
 // redact removes secrets and key-shaped strings from s.
 func redact(s string, secrets []string) string {
@@ -352,7 +355,7 @@ func redact(s string, secrets []string) string {
 			s = strings.ReplaceAll(s, k, "[redacted]")
 		}
 	}
-	return keyShapes.ReplaceAllString(s, "[redacted]")
+	return keyShapes().ReplaceAllString(s, "[redacted]")
 }
 
 // Redact removes the given secrets, and anything shaped like an OpenAI,

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/traefik/yaegi/interp"
@@ -124,7 +125,7 @@ var wantTypes = map[string]reflect.Type{
 	"Run":        reflect.TypeFor[func(map[string]any) (string, error)](),
 }
 
-var yaegiPos = regexp.MustCompile(`^(?:[^:\s]*:)?(\d+):(\d+): (.*)$`)
+var yaegiPos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[^:\s]*:)?(\d+):(\d+): (.*)$`) })
 
 // compile checks and evaluates a program in a fresh interpreter. The
 // package's top-level declarations run here, so it must run where a
@@ -243,7 +244,7 @@ func compileError(err error) error {
 		if line == "" {
 			continue
 		}
-		if m := yaegiPos.FindStringSubmatch(line); m != nil {
+		if m := yaegiPos().FindStringSubmatch(line); m != nil {
 			l, _ := strconv.Atoi(m[1])
 			c, _ := strconv.Atoi(m[2])
 			out = append(out, srcError{l, c, m[3]})

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
@@ -165,7 +166,7 @@ var (
 		"--contents":            "reads a file",
 		"--open-files-in-pager": "runs a program",
 	}
-	gitNumeric = regexp.MustCompile(`^-[0-9]+$`)
+	gitNumeric = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-[0-9]+$`) })
 )
 
 func merge(maps ...map[string]flagKind) map[string]flagKind {
@@ -322,7 +323,7 @@ func (s gitSubcommand) checkFlag(sub, arg string, rest []string) (int, error) {
 		case kind == flagBool && hasValue:
 			return 0, fmt.Errorf("%s takes no value", name)
 		case kind == flagValue && !hasValue:
-			if len(rest) == 0 || (strings.HasPrefix(rest[0], "-") && !gitNumeric.MatchString(rest[0])) {
+			if len(rest) == 0 || (strings.HasPrefix(rest[0], "-") && !gitNumeric().MatchString(rest[0])) {
 				return 0, fmt.Errorf("%s needs a value, as %s=VALUE or as the next argument", name, name)
 			}
 			return 1, nil
@@ -330,7 +331,7 @@ func (s gitSubcommand) checkFlag(sub, arg string, rest []string) (int, error) {
 		_ = value
 		return 0, nil
 	}
-	if s.numeric && gitNumeric.MatchString(arg) {
+	if s.numeric && gitNumeric().MatchString(arg) {
 		return 0, nil
 	}
 	for _, p := range s.prefixes {

@@ -110,7 +110,7 @@ func (p *Provider) applyTarget(ctx context.Context, ch *agenttypes.Changes) (app
 	if ch.Dir == "" {
 		return applyTarget{}, errors.New("the changes name no directory they were made from, so there is nothing to apply them to; look at them with their patch instead")
 	}
-	if !commitID.MatchString(ch.Base) || !commitID.MatchString(ch.Head) {
+	if !commitID().MatchString(ch.Base) || !commitID().MatchString(ch.Head) {
 		return applyTarget{}, fmt.Errorf("the changes' base %q or head %q is not a commit ID", ch.Base, ch.Head)
 	}
 	dir, err := filepath.EvalSymlinks(ch.Dir)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/gitsafe"
@@ -16,7 +17,7 @@ import (
 
 // troupeBranch is the form of every branch a workspace has:
 // troupe/RUN/AGENT, with a "-N" suffix when the name was taken.
-var troupeBranch = regexp.MustCompile(`^troupe/[A-Za-z0-9_-]+/[A-Za-z0-9_-]+$`)
+var troupeBranch = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^troupe/[A-Za-z0-9_-]+/[A-Za-z0-9_-]+$`) })
 
 // Discard drops an ended agent's changes: it deletes their branch and
 // their patch file. What is gone already is no error, so discarding
@@ -43,7 +44,7 @@ func (p *Provider) Discard(ctx context.Context, ch *agenttypes.Changes) error {
 
 // discardBranch deletes ch's branch if it is still at ch.Head.
 func (p *Provider) discardBranch(ctx context.Context, ch *agenttypes.Changes) error {
-	if !troupeBranch.MatchString(ch.Branch) {
+	if !troupeBranch().MatchString(ch.Branch) {
 		return fmt.Errorf("%q is not a branch troupe makes, and is left alone", ch.Branch)
 	}
 	repo, err := filepath.EvalSymlinks(ch.Repo)
@@ -171,7 +172,7 @@ func (p *Provider) discardLeft(ctx context.Context, rec record) error {
 		if exists(rec.Tree) {
 			errs = append(errs, w.removeTree(ctx, rg))
 		}
-		if troupeBranch.MatchString(rec.Branch) {
+		if troupeBranch().MatchString(rec.Branch) {
 			_, err := rg.Output(ctx, "update-ref", "--no-deref", "-d", "refs/heads/"+rec.Branch)
 			errs = append(errs, err)
 		}

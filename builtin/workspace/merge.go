@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/gitsafe"
@@ -24,7 +25,7 @@ const (
 	maxHunks = 16 << 10
 )
 
-var commitID = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+var commitID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`) })
 
 // Merge brings from, a finished child's changes, into the workspace with
 // a three-way merge, without a work tree of git's own: the workspace's
@@ -36,7 +37,7 @@ func (w *Workspace) Merge(ctx context.Context, from *agenttypes.Changes) (agentt
 	if from == nil || from.Head == "" || from.Head == from.Base {
 		return agenttypes.MergeResult{}, nil
 	}
-	if !commitID.MatchString(from.Head) {
+	if !commitID().MatchString(from.Head) {
 		return agenttypes.MergeResult{}, fmt.Errorf("%w: %q is not a commit ID", agenttypes.ErrWorkspace, from.Head)
 	}
 	w.mu.Lock()
