@@ -45,7 +45,7 @@ func allowedSymbols() interp.Exports {
 		symbols = interp.Exports{}
 		for _, path := range Allowed {
 			key := path + "/" + pathBase(path)
-			src, ok := stdsyms.Symbols[key]
+			src, ok := stdsyms.Load()[key]
 			if !ok {
 				panic("script: yaegi has no symbols for " + key)
 			}

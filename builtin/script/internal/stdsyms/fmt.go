@@ -11,48 +11,50 @@ import (
 )
 
 func init() {
-	Symbols["fmt/fmt"] = map[string]reflect.Value{
-		// function, constant and variable definitions
-		"Append":       reflect.ValueOf(fmt.Append),
-		"Appendf":      reflect.ValueOf(fmt.Appendf),
-		"Appendln":     reflect.ValueOf(fmt.Appendln),
-		"Errorf":       reflect.ValueOf(fmt.Errorf),
-		"FormatString": reflect.ValueOf(fmt.FormatString),
-		"Fprint":       reflect.ValueOf(fmt.Fprint),
-		"Fprintf":      reflect.ValueOf(fmt.Fprintf),
-		"Fprintln":     reflect.ValueOf(fmt.Fprintln),
-		"Fscan":        reflect.ValueOf(fmt.Fscan),
-		"Fscanf":       reflect.ValueOf(fmt.Fscanf),
-		"Fscanln":      reflect.ValueOf(fmt.Fscanln),
-		"Print":        reflect.ValueOf(fmt.Print),
-		"Printf":       reflect.ValueOf(fmt.Printf),
-		"Println":      reflect.ValueOf(fmt.Println),
-		"Scan":         reflect.ValueOf(fmt.Scan),
-		"Scanf":        reflect.ValueOf(fmt.Scanf),
-		"Scanln":       reflect.ValueOf(fmt.Scanln),
-		"Sprint":       reflect.ValueOf(fmt.Sprint),
-		"Sprintf":      reflect.ValueOf(fmt.Sprintf),
-		"Sprintln":     reflect.ValueOf(fmt.Sprintln),
-		"Sscan":        reflect.ValueOf(fmt.Sscan),
-		"Sscanf":       reflect.ValueOf(fmt.Sscanf),
-		"Sscanln":      reflect.ValueOf(fmt.Sscanln),
+	lazy = append(lazy, func() {
+		symbols["fmt/fmt"] = map[string]reflect.Value{
+			// function, constant and variable definitions
+			"Append":       reflect.ValueOf(fmt.Append),
+			"Appendf":      reflect.ValueOf(fmt.Appendf),
+			"Appendln":     reflect.ValueOf(fmt.Appendln),
+			"Errorf":       reflect.ValueOf(fmt.Errorf),
+			"FormatString": reflect.ValueOf(fmt.FormatString),
+			"Fprint":       reflect.ValueOf(fmt.Fprint),
+			"Fprintf":      reflect.ValueOf(fmt.Fprintf),
+			"Fprintln":     reflect.ValueOf(fmt.Fprintln),
+			"Fscan":        reflect.ValueOf(fmt.Fscan),
+			"Fscanf":       reflect.ValueOf(fmt.Fscanf),
+			"Fscanln":      reflect.ValueOf(fmt.Fscanln),
+			"Print":        reflect.ValueOf(fmt.Print),
+			"Printf":       reflect.ValueOf(fmt.Printf),
+			"Println":      reflect.ValueOf(fmt.Println),
+			"Scan":         reflect.ValueOf(fmt.Scan),
+			"Scanf":        reflect.ValueOf(fmt.Scanf),
+			"Scanln":       reflect.ValueOf(fmt.Scanln),
+			"Sprint":       reflect.ValueOf(fmt.Sprint),
+			"Sprintf":      reflect.ValueOf(fmt.Sprintf),
+			"Sprintln":     reflect.ValueOf(fmt.Sprintln),
+			"Sscan":        reflect.ValueOf(fmt.Sscan),
+			"Sscanf":       reflect.ValueOf(fmt.Sscanf),
+			"Sscanln":      reflect.ValueOf(fmt.Sscanln),
 
-		// type definitions
-		"Formatter":  reflect.ValueOf((*fmt.Formatter)(nil)),
-		"GoStringer": reflect.ValueOf((*fmt.GoStringer)(nil)),
-		"ScanState":  reflect.ValueOf((*fmt.ScanState)(nil)),
-		"Scanner":    reflect.ValueOf((*fmt.Scanner)(nil)),
-		"State":      reflect.ValueOf((*fmt.State)(nil)),
-		"Stringer":   reflect.ValueOf((*fmt.Stringer)(nil)),
+			// type definitions
+			"Formatter":  reflect.ValueOf((*fmt.Formatter)(nil)),
+			"GoStringer": reflect.ValueOf((*fmt.GoStringer)(nil)),
+			"ScanState":  reflect.ValueOf((*fmt.ScanState)(nil)),
+			"Scanner":    reflect.ValueOf((*fmt.Scanner)(nil)),
+			"State":      reflect.ValueOf((*fmt.State)(nil)),
+			"Stringer":   reflect.ValueOf((*fmt.Stringer)(nil)),
 
-		// interface wrapper definitions
-		"_Formatter":  reflect.ValueOf((*_fmt_Formatter)(nil)),
-		"_GoStringer": reflect.ValueOf((*_fmt_GoStringer)(nil)),
-		"_ScanState":  reflect.ValueOf((*_fmt_ScanState)(nil)),
-		"_Scanner":    reflect.ValueOf((*_fmt_Scanner)(nil)),
-		"_State":      reflect.ValueOf((*_fmt_State)(nil)),
-		"_Stringer":   reflect.ValueOf((*_fmt_Stringer)(nil)),
-	}
+			// interface wrapper definitions
+			"_Formatter":  reflect.ValueOf((*_fmt_Formatter)(nil)),
+			"_GoStringer": reflect.ValueOf((*_fmt_GoStringer)(nil)),
+			"_ScanState":  reflect.ValueOf((*_fmt_ScanState)(nil)),
+			"_Scanner":    reflect.ValueOf((*_fmt_Scanner)(nil)),
+			"_State":      reflect.ValueOf((*_fmt_State)(nil)),
+			"_Stringer":   reflect.ValueOf((*_fmt_Stringer)(nil)),
+		}
+	})
 }
 
 // _fmt_Formatter is an interface wrapper for Formatter type
