@@ -10,9 +10,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/troupe-dev/troupe/agenttypes/internal/jsonschema"
 )
 
 var printer = message.NewPrinter(language.English)
@@ -35,28 +36,13 @@ var schemaCache = struct {
 
 const maxCachedSchemas = 256
 
-// maxIdleInstances is how many compilations of one schema are kept for
-// reuse; more are made when more validations of it run at once.
-const maxIdleInstances = 4
-
-// A compiledSchema is a schema checked once and compiled as often as
-// validations of it overlap: each validation takes an instance of its own,
-// whose meter counts its work alone.
+// A compiledSchema is a schema checked and compiled once. Validations of
+// it may run at once: each has a meter of its own.
 type compiledSchema struct {
 	once sync.Once
 	raw  json.RawMessage
+	sch  *jsonschema.Schema
 	err  error
-
-	mu   sync.Mutex
-	idle []*schemaInstance
-}
-
-// noLoader refuses every URL, so a schema's $ref can reach neither the file
-// system nor the network.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("%s: output schemas may not refer to other documents; put the definitions under $defs", url)
 }
 
 // compileSchema checks raw (see checkSchemaSize) and compiles it, once per
@@ -74,7 +60,7 @@ func compileSchema(raw json.RawMessage) (*compiledSchema, error) {
 	}
 	schemaCache.Unlock()
 	c.once.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.raw))
+		doc, err := jsonschema.Unmarshal(bytes.NewReader(c.raw))
 		if err != nil {
 			c.err = fmt.Errorf("not valid JSON: %w", err)
 			return
@@ -82,70 +68,17 @@ func compileSchema(raw json.RawMessage) (*compiledSchema, error) {
 		if c.err = checkSchemaSize(doc); c.err != nil {
 			return
 		}
-		if c.err = compilePlain(doc); c.err != nil {
-			return
-		}
-		doc, _ = jsonschema.UnmarshalJSON(bytes.NewReader(c.raw)) // a compiler's own copy
-		in, err := compileInstance(doc)
-		if err != nil {
-			c.err = err
-			return
-		}
-		c.idle = append(c.idle, in)
+		c.sch, c.err = jsonschema.Compile(doc, schemaURL)
 	})
 	return c, c.err
-}
-
-// compilePlain compiles doc as the library does by default, to check it
-// against its draft's whole metaschema: the metered compilation asserts
-// vocabularies, and then checks a schema against its draft's vocabularies
-// alone, which leave out the deprecated keywords (definitions,
-// dependencies, $recursiveRef).
-func compilePlain(doc any) error {
-	comp := jsonschema.NewCompiler()
-	comp.UseLoader(noLoader{})
-	comp.DefaultDraft(jsonschema.Draft2020)
-	if err := comp.AddResource(schemaURL, doc); err != nil {
-		return err
-	}
-	_, err := comp.Compile(schemaURL)
-	return err
-}
-
-// validate checks v against the schema within ctx and the work budget;
-// see schemaInstance.validate.
-func (c *compiledSchema) validate(ctx context.Context, v any) (err, stop error) {
-	c.mu.Lock()
-	var in *schemaInstance
-	if n := len(c.idle); n > 0 {
-		in, c.idle = c.idle[n-1], c.idle[:n-1]
-	}
-	c.mu.Unlock()
-	if in == nil {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.raw))
-		if err == nil {
-			in, err = compileInstance(doc)
-		}
-		if err != nil { // it compiled once already
-			return fmt.Errorf("the schema does not compile again: %w", err), nil
-		}
-	}
-	defer func() {
-		c.mu.Lock()
-		if len(c.idle) < maxIdleInstances {
-			c.idle = append(c.idle, in)
-		}
-		c.mu.Unlock()
-	}()
-	return in.validate(ctx, v)
 }
 
 // checkSchema reports why raw is not a usable schema, in one line.
 func checkSchema(raw json.RawMessage) error {
 	if _, err := compileSchema(raw); err != nil {
-		var sve *jsonschema.SchemaValidationError
-		if errors.As(err, &sve) {
-			return fmt.Errorf("it breaks the rules of JSON Schema: %s", describeValidation(sve.Err))
+		var se *jsonschema.SchemaError
+		if errors.As(err, &se) {
+			return fmt.Errorf("it breaks the rules of JSON Schema: %s", oneLine(se.Error()))
 		}
 		return errors.New(oneLine(err.Error()))
 	}
@@ -177,7 +110,7 @@ func (o Output) Validate(ctx context.Context, v any) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadOutput, err)
 	}
-	err, stop := c.validate(ctx, v)
+	err, stop := validateMetered(ctx, c.sch, v)
 	switch {
 	case errors.Is(stop, errSchemaWork):
 		return fmt.Errorf("%w: the answer took too long to check against the schema; reply with a smaller, less deeply nested answer", ErrBadOutput)
@@ -203,7 +136,7 @@ func (o Output) Parse(ctx context.Context, answer string) (any, error) {
 		}
 		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+	v, err := jsonschema.Unmarshal(strings.NewReader(s))
 	if err != nil {
 		return nil, fmt.Errorf("%w: the answer is not valid JSON (%v); reply with only the JSON value", ErrBadOutput, err)
 	}
@@ -222,7 +155,7 @@ func ValidateArgs(ctx context.Context, params, args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	v, err := jsonschema.Unmarshal(bytes.NewReader(args))
 	if err != nil {
 		return fmt.Errorf("the arguments are not valid JSON: %v", err)
 	}
@@ -236,7 +169,7 @@ func ValidateArgs(ctx context.Context, params, args json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("the tool's parameters are not a usable schema: %s", oneLine(err.Error()))
 	}
-	err, stop := c.validate(ctx, v)
+	err, stop := validateMetered(ctx, c.sch, v)
 	switch {
 	case errors.Is(stop, errSchemaWork):
 		return errors.New("the arguments took too long to check against the tool's parameters; send smaller, less deeply nested arguments")
@@ -254,36 +187,27 @@ func plainJSON(v any) (any, error) {
 	case nil, bool, string, float64, float32, int, int64, int32, uint, uint64, json.Number, map[string]any, []any:
 		return x, nil
 	case json.RawMessage:
-		return jsonschema.UnmarshalJSON(bytes.NewReader(x))
+		return jsonschema.Unmarshal(bytes.NewReader(x))
 	case []byte:
-		return jsonschema.UnmarshalJSON(bytes.NewReader(x))
+		return jsonschema.Unmarshal(bytes.NewReader(x))
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("the answer cannot be written as JSON: %w", err)
 	}
-	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	return jsonschema.Unmarshal(bytes.NewReader(b))
 }
 
 // describeValidation lists the leaf failures as "at /path: message".
 func describeValidation(err error) string {
-	var ve *jsonschema.ValidationError
+	var ve *jsonschema.Error
 	if !errors.As(err, &ve) {
 		return oneLine(err.Error())
 	}
 	var parts []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			at := "/" + strings.Join(e.InstanceLocation, "/")
-			parts = append(parts, fmt.Sprintf("at %s: %s", at, e.ErrorKind.LocalizedString(printer)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
+	ve.Leaves(func(e *jsonschema.Error) {
+		parts = append(parts, fmt.Sprintf("at /%s: %s", strings.Join(e.Loc, "/"), e.Msg))
+	})
 	if len(parts) > 10 {
 		parts = append(parts[:10], fmt.Sprintf("and %d more", len(parts)-10))
 	}

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
@@ -21,10 +19,6 @@ type tool struct {
 	srv  *server
 	name string // the server's own name for it
 	spec agenttypes.ToolSpec
-
-	compile sync.Once
-	schema  *jsonschema.Schema
-	bad     error // why the schema does not compile
 }
 
 var _ agenttypes.Tool = (*tool)(nil)
@@ -51,7 +45,7 @@ func (t *tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	if err := t.validate(args); err != nil {
+	if err := t.validate(ctx, args); err != nil {
 		return "", err
 	}
 	sess, err := t.srv.session(ctx)
@@ -84,44 +78,18 @@ func (t *tool) callError(ctx context.Context, sess *session, err error) error {
 	return fmt.Errorf("%w: %s: %s stopped during the call (%v); troupe starts it again once per run, on the next call", ErrDown, t.spec.Name, describe(t.srv.entry), err)
 }
 
-// validate checks args against the server's input schema.
-func (t *tool) validate(args json.RawMessage) error {
-	t.compile.Do(func() { t.schema, t.bad = compileSchema(t.spec.Parameters) })
-	if t.bad != nil {
-		return fmt.Errorf("%w: %s: %s gives an input schema troupe cannot use (%v); the tool is not called", ErrInvalidArguments, t.spec.Name, describe(t.srv.entry), t.bad)
+// validate checks args against the server's input schema, as every
+// tool's arguments are checked (agenttypes.ValidateArgs): within ctx and
+// a work budget, the schema compiled once for all its tools.
+func (t *tool) validate(ctx context.Context, args json.RawMessage) error {
+	err := agenttypes.ValidateArgs(ctx, t.spec.Parameters, args)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return err
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return fmt.Errorf("%w: %s: the arguments are not JSON: %v", ErrInvalidArguments, t.spec.Name, err)
-	}
-	if err := t.schema.Validate(v); err != nil {
-		return fmt.Errorf("%w: %s: %v; call it again with arguments its parameters allow", ErrInvalidArguments, t.spec.Name, err)
-	}
-	return nil
-}
-
-const schemaURL = "mcp-tool-input.json"
-
-// noLoader refuses every URL: a server's schema reaches neither files
-// nor the network.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("%s: a tool's input schema may not refer to other documents", url)
-}
-
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	comp := jsonschema.NewCompiler()
-	comp.UseLoader(noLoader{})
-	comp.DefaultDraft(jsonschema.Draft2020)
-	if err := comp.AddResource(schemaURL, doc); err != nil {
-		return nil, err
-	}
-	return comp.Compile(schemaURL)
+	return fmt.Errorf("%w: %s: %v; call it again with arguments its parameters allow", ErrInvalidArguments, t.spec.Name, err)
 }
 
 // resultText is a tool result as text of at most max bytes (and a note

@@ -1,0 +1,119 @@
+package jsonschema_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes/internal/jsonschema"
+)
+
+func compile(t *testing.T, schema string) (*jsonschema.Schema, error) {
+	t.Helper()
+	doc, err := jsonschema.Unmarshal(strings.NewReader(schema))
+	require.NoError(t, err)
+	return jsonschema.Compile(doc, "mem:///s.json")
+}
+
+func check(t *testing.T, s *jsonschema.Schema, value string) error {
+	t.Helper()
+	v, err := jsonschema.Unmarshal(strings.NewReader(value))
+	require.NoError(t, err)
+	return s.Validate(v, func(int) {})
+}
+
+// Each draft's own rules apply, by the schema's $schema.
+func TestDraftsKeepTheirOwnRules(t *testing.T) {
+	tests := []struct {
+		name, schema, value, msg string // msg "" for valid
+	}{
+		{"draft 4's exclusiveMaximum is a flag", `{"$schema": "http://json-schema.org/draft-04/schema#", "maximum": 3, "exclusiveMaximum": true}`, `3`, "exclusiveMaximum: got 3, want 3"},
+		{"draft 4's id names a resource", `{"$schema": "http://json-schema.org/draft-04/schema#", "definitions": {"a": {"id": "a.json", "type": "integer"}}, "$ref": "a.json"}`, `"x"`, "got string, want integer"},
+		{"draft 7 ignores what stands beside a $ref", `{"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"n": {"type": "integer"}}, "$ref": "#/definitions/n", "minimum": 10}`, `3`, ""},
+		{"2020-12 applies it", `{"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "minimum": 10}`, `3`, "minimum: got 3, want 10"},
+		{"draft 7's items array and additionalItems", `{"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}], "additionalItems": false}`, `["a", 1]`, "last 1 additionalItem(s) not allowed"},
+		{"draft 7's dependencies", `{"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"a": ["b"]}}`, `{"a": 1}`, "properties 'b' required, if 'a' exists"},
+		{"2019-09's $recursiveRef follows the outermost anchor", `{"$schema": "https://json-schema.org/draft/2019-09/schema", "$id": "https://example.com/tree", "$recursiveAnchor": true,
+			"$ref": "https://example.com/base", "properties": {"x": {"type": "integer"}},
+			"$defs": {"base": {"$id": "https://example.com/base", "$recursiveAnchor": true, "properties": {"kid": {"$recursiveRef": "#"}}}}}`, `{"kid": {"x": "no"}}`, "at /kid/x: got string, want integer"},
+		{"format annotates and asserts nothing", `{"$schema": "http://json-schema.org/draft-07/schema#", "format": "email"}`, `"not an address"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := compile(t, tt.schema)
+			require.NoError(t, err)
+			err = check(t, s, tt.value)
+			if tt.msg == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+func TestCompileRefusesWhatCannotBeChecked(t *testing.T) {
+	for _, tt := range []struct{ schema, msg string }{
+		{`{"$ref": "other.json"}`, "names another document"},
+		{`{"$ref": "https://json-schema.org/draft/2020-12/schema"}`, "names another document"},
+		{`{"$ref": "#nowhere"}`, "names no anchor"},
+		{`{"$ref": "#/$defs/missing"}`, "names nothing in the schema"},
+		{`{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}`, "refers back to itself without going into a part of the value"},
+		{`{"not": {"$ref": "#"}}`, "refers back to itself"},
+		{`{"$schema": "http://example.com/my-meta"}`, "names no draft"},
+		{`{"type": "objekt"}`, "at /type: 'objekt' is not a JSON type"},
+		{`{"properties": {"a": 5}}`, "at /properties: 'a': got number, want a schema"},
+		{`{"required": ["a", "a"]}`, "at /required: got array, want an array of distinct names"},
+		{`{"minLength": -1}`, "at /minLength: got number, want a non-negative integer"},
+		{`{"pattern": "("}`, "is not a regular expression"},
+		{`{"multipleOf": 0}`, "want a number above 0"},
+	} {
+		_, err := compile(t, tt.schema)
+		require.Error(t, err, tt.schema)
+		assert.Contains(t, err.Error(), tt.msg, tt.schema)
+	}
+	_, err := compile(t, `{"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}`)
+	assert.NoError(t, err, "a reference back that goes into the value is recursion, not a loop")
+}
+
+func TestEveryEvaluationIsReportedToTheMeter(t *testing.T) {
+	s, err := compile(t, `{"$defs": {"n": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/n"}}, {"type": "string"}]}}, "$ref": "#/$defs/n"}`)
+	require.NoError(t, err)
+	v, err := jsonschema.Unmarshal(strings.NewReader(`[["a"], "b"]`))
+	require.NoError(t, err)
+	var depths []int
+	require.NoError(t, s.Validate(v, func(d int) { depths = append(depths, d) }))
+	assert.Contains(t, depths, 2, "the innermost string is evaluated at depth 2")
+	assert.Greater(t, len(depths), 6)
+}
+
+func TestNestingPastTheLimitIsAnError(t *testing.T) {
+	s, err := compile(t, `{"items": {"$ref": "#"}}`)
+	require.NoError(t, err)
+	deep := strings.Repeat("[", 6000) + strings.Repeat("]", 6000)
+	err = check(t, s, deep)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nest too deeply to check")
+	assert.NoError(t, check(t, s, strings.Repeat("[", 100)+strings.Repeat("]", 100)))
+}
+
+func TestUnmarshalKeepsNumbersAndRefusesTrailingData(t *testing.T) {
+	v, err := jsonschema.Unmarshal(strings.NewReader(`{"n": 12345678901234567890}`))
+	require.NoError(t, err)
+	assert.Equal(t, "12345678901234567890", string(v.(map[string]any)["n"].(interface{ String() string }).String()))
+	_, err = jsonschema.Unmarshal(strings.NewReader(`{} {}`))
+	assert.Error(t, err)
+}
+
+// A Go value that is no JSON value (a caller's struct inside a map)
+// fails to match, and never panics.
+func TestValuesThatAreNotJSONDoNotPanic(t *testing.T) {
+	s, err := compile(t, `{"enum": [[1]], "uniqueItems": true}`)
+	require.NoError(t, err)
+	type pair struct{ a []int }
+	v := []any{pair{[]int{1}}, pair{[]int{1}}}
+	assert.NotPanics(t, func() { assert.Error(t, s.Validate(v, func(int) {})) })
+}
