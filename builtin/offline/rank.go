@@ -363,7 +363,10 @@ type cand struct {
 	// from 1 (what decides whether it joins grep's definitions); 0 for
 	// the rest.
 	symRank int
-	score   float64
+	// symDoc is the first sentence of the doc comment, as the symbols
+	// tool gave it.
+	symDoc string
+	score  float64
 }
 
 // ranker ranks definitions for a query.
@@ -877,6 +880,11 @@ func (c *cand) readSpan(lines map[int]string) {
 		c.end = spanEnd(c.path, lines, c.line)
 	}
 	if doc := docAbove(lines, c.line); len(doc) > 0 || !c.spanKnown {
+		if c.docCut(lines, doc) {
+			// The read began inside a long doc comment: its start, which
+			// the symbols tool gave, says most.
+			doc = append([]string{c.symDoc}, doc...)
+		}
 		c.doc = doc
 	}
 	c.body = c.body[:0]
@@ -929,6 +937,19 @@ func signature(text string) string {
 		s = strings.TrimSuffix(s, ":")
 	}
 	return s
+}
+
+// docCut reports whether doc, the comment read above c, is the end of a
+// longer one whose start was not read, and the symbols tool gave that
+// start: the lines read begin with the comment, and its first words are
+// not those of the symbols tool's first sentence.
+func (c *cand) docCut(lines map[int]string, doc []string) bool {
+	if c.symDoc == "" || len(doc) == 0 || hasLine(lines, c.line-len(doc)-1) {
+		return false
+	}
+	words := strings.Fields(c.symDoc)
+	head := strings.Join(strings.Fields(strings.Join(doc[:min(2, len(doc))], " ")), " ")
+	return !strings.Contains(head, strings.Join(words[:min(3, len(words))], " "))
 }
 
 // docAbove is the comment block just above line l.

@@ -215,3 +215,62 @@ func TestAVocabularyWordCountsLessThanTheQuestionsOwn(t *testing.T) {
 	byGuess := r.scoreCand(&cand{path: "b.go", line: 1, name: "checkLimit", signature: "func checkLimit()"})
 	assert.Greater(t, byOwn, byGuess)
 }
+
+const longDocGo = `package feed
+
+// Replay sends every value kept so far to a subscriber that joins late,
+// the oldest first.
+//
+// It holds the lock while it copies the buffer, and sends outside it, so
+// that a slow reader does not hold up the writers. A reader that returns
+// an error stops the copy; what it was not sent stays in the buffer for
+// the next call. The buffer is a ring: once full, the oldest entry goes
+// to make room. Its size is fixed when the feed is made, and a size of
+// zero keeps nothing at all, which makes this call do nothing. Tests use
+// a fake clock to check the order. The order is the order of arrival,
+// not the order of the timestamps, which a clock that goes back in time
+// would break. See New for the options, and Close for what happens to
+// a reader that is still being sent to when the feed closes.
+func (f *Feed) Replay(r Reader) error {
+	f.mu.Lock()
+	buf := append([]Item(nil), f.buf...)
+	f.mu.Unlock()
+	for _, it := range buf {
+		if err := r.Read(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Join adds a reader.
+func (f *Feed) Join(r Reader) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// a late subscriber gets a value
+	f.readers = append(f.readers, r)
+}
+`
+
+// TestALongDocCommentKeepsItsFirstSentence: the read of a definition
+// starts a few lines above it, inside a long doc comment; the comment's
+// first sentence, which says most and which the symbols tool gave, still
+// counts once the definition is read.
+func TestALongDocCommentKeepsItsFirstSentence(t *testing.T) {
+	fs := askTree(t, map[string]string{"feed.go": longDocGo}, "how does a subscriber that joins late get every value kept so far?")
+	assert.Contains(t, fs[0].Symbol, "Replay", "%+v", fs)
+}
+
+// askTree runs the model with the real read, grep, glob and symbols
+// tools on a tree of files, as the explore type does.
+func askTree(t *testing.T, files map[string]string, question string) []Finding {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644))
+	}
+	fs, err := runModel(context.Background(), evalQuestion{ID: "t", Question: question}, dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, fs)
+	return fs
+}

@@ -121,7 +121,7 @@ func symbolCands(syms []tools.Symbol) map[string][]*cand {
 		c := &cand{path: s.Path, line: s.Line, end: max(s.End, s.Line), name: memberName(s.Name),
 			signature: s.Signature, kind: s.Kind, spanKnown: true, symRank: i + 1}
 		if s.Doc != "" {
-			c.doc = []string{s.Doc}
+			c.doc, c.symDoc = []string{s.Doc}, s.Doc
 		}
 		byFile[s.Path] = append(byFile[s.Path], c)
 	}
@@ -153,7 +153,7 @@ func (r *ranker) mergeSymbols(defs []*cand, syms []*cand) []*cand {
 			continue
 		}
 		d := defs[i]
-		d.end, d.kind, d.spanKnown = s.end, s.kind, true
+		d.end, d.kind, d.spanKnown, d.symDoc = s.end, s.kind, true, s.symDoc
 		if len(d.doc) == 0 {
 			d.doc = s.doc
 		}
