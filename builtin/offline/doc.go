@@ -46,7 +46,9 @@
 //  3. From the numbered lines read it takes each definition's span (Go by
 //     go/scanner tokens, Python by indentation and brackets, the rest by
 //     braces), its signature (Go's parsed with go/parser and printed on one
-//     line), doc comment and body, scores again, and answers with ranked
+//     line), doc comment and body (a TypeScript function's overload
+//     signatures and their doc comments are one definition with its
+//     implementation), scores again, and answers with ranked
 //     findings as Markdown: a first line saying that this is the offline
 //     retrieval model and how to configure a real one, then "## Findings" with
 //     one numbered item per definition — `path:line-end`, " in " its signature

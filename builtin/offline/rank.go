@@ -805,6 +805,7 @@ func (r *ranker) resolve(cs []*cand, reads map[string][]hit) []*cand {
 		}
 		out = append(out, c)
 	}
+	out = mergeOverloads(out, byLine)
 	for _, c := range out {
 		c.score = r.scoreCand(c)
 		if c.read {

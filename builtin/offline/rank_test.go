@@ -274,3 +274,36 @@ func askTree(t *testing.T, files map[string]string, question string) []Finding {
 	require.NotEmpty(t, fs)
 	return fs
 }
+
+const overloadsTS = `/** Shares one subscription to the source among many subscribers. */
+export function share<T>(): MonoTypeOperatorFunction<T>;
+/** Shares one subscription, with a subject made by the factory. */
+export function share<T>(options: ShareConfig<T>): MonoTypeOperatorFunction<T>;
+
+export function share<T>(options: ShareConfig<T> = {}): MonoTypeOperatorFunction<T> {
+  const { connector = () => new Subject<T>(), resetOnError = true } = options;
+  let connection: Subscriber<T> | null = null;
+  let refCount = 0;
+  return (source) => {
+    refCount++;
+    return connector();
+  };
+}
+
+export function count(): number {
+  return 0;
+}
+`
+
+// TestOverloadSignaturesAreOneFindingWithTheirImplementation: the
+// overload signatures of a TypeScript function and its implementation
+// are one definition, found at the implementation, whose findings are
+// not repeated for each signature.
+func TestOverloadSignaturesAreOneFindingWithTheirImplementation(t *testing.T) {
+	fs := askTree(t, map[string]string{"share.ts": overloadsTS}, "how is one subscription to the source shared among many subscribers?")
+	require.NotEmpty(t, fs)
+	assert.Equal(t, 6, fs[0].Line, "the implementation: %+v", fs)
+	for _, f := range fs[1:] {
+		assert.NotContains(t, f.Symbol, "share", "one finding for share: %+v", fs)
+	}
+}
