@@ -304,6 +304,9 @@ func defNameOf(p, text string) string {
 		}
 	}
 	if m := arrowRe.FindStringSubmatch(text); m != nil {
+		if localVariable(text) {
+			return "" // a closure is part of the function it is in
+		}
 		return m[1]
 	}
 	if name := defName(text); name != "" {
@@ -331,8 +334,8 @@ func defNameOf(p, text string) string {
 
 // localVariable reports whether a line declares a variable inside a
 // body: an indented var or const (Go, JavaScript, TypeScript) or let
-// (JavaScript, TypeScript, Rust). A function bound to a name (an arrow
-// function) is found before this is asked.
+// (JavaScript, TypeScript, Rust), an arrow function bound to a local
+// name among them: its lines are the body of the function it is in.
 func localVariable(text string) bool {
 	if text == strings.TrimLeft(text, " \t") {
 		return false

@@ -40,6 +40,8 @@ func TestDefNameOf(t *testing.T) {
 		{"a.ts", "    const json = _json as JSONSchema.BooleanSchema;", ""},
 		{"a.ts", "  let last = 0;", ""},
 		{"a.ts", "export const email: RegExp =", "email"},
+		{"a.ts", "  const init = (subscriber: Subscriber<never>) => subscriber.error(errorFactory());", ""},
+		{"a.ts", "    let startBuffer = () => {", ""},
 		{"a.rs", "        let start = self.tokens.substr_offset(s);", ""},
 		{"a.rs", "    pub const MAX: usize = 4;", "MAX"},
 		{"a.rs", "impl Map<String, Value> {", ""},
