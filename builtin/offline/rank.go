@@ -203,17 +203,21 @@ type lineWords struct {
 }
 
 var (
-	wordRe   = lazyRE(`[\p{L}\p{N}_]+`)
-	stringRe = lazyRE("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
+	// errorLineRe matches a line that raises an error: its message says
+	// in words what failed, as a question asks it.
+	errorLineRe = lazyRE(`\b(?:raise|throw|panic)\b|Errorf?\(|errors\.New\(`)
+	wordRe      = lazyRE(`[\p{L}\p{N}_]+`)
+	stringRe    = lazyRE("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
 )
 
 func wordsOf(text string) lineWords {
 	lw := lineWords{lower: strings.ToLower(text), stems: make(map[string]int)}
 	// Words inside string literals are prose, often the question's own
 	// (an example, a message); they count only through exact matches.
-	// (Python docstrings stay: they are doc.)
+	// (Python docstrings stay: they are doc; so do the messages of the
+	// errors a line raises, which say what failed.)
 	prose := text
-	if !strings.Contains(text, `"""`) {
+	if !strings.Contains(text, `"""`) && !errorLineRe.MatchString(text) {
 		prose = stringRe.ReplaceAllString(text, `""`)
 	}
 	for _, tok := range wordRe.FindAllString(prose, -1) {

@@ -309,3 +309,26 @@ func TestOverloadSignaturesAreOneFindingWithTheirImplementation(t *testing.T) {
 		assert.NotContains(t, f.Symbol, "share", "one finding for share: %+v", fs)
 	}
 }
+
+const composerPy = `class Composer:
+    def compose_node(self, event):
+        anchor = event.anchor
+        if anchor not in self.anchors:
+            raise ComposerError("found undefined alias %r" % anchor)
+        return self.anchors[anchor]
+
+
+def alias_text(alias):
+    """The alias as text."""
+    return str(alias)
+`
+
+// TestAnErrorMessageSaysWhatFailed: the words of a string literal count
+// on a line that raises an error, whose message says what failed in
+// the words a question uses; elsewhere a string is data.
+func TestAnErrorMessageSaysWhatFailed(t *testing.T) {
+	fs := askTree(t, map[string]string{"composer.py": composerPy}, "where does it fail on an undefined alias?")
+	assert.Contains(t, fs[0].Symbol, "compose_node", "%+v", fs)
+	assert.Equal(t, 1.0, wordsOf(`raise ComposerError("found undefined alias")`).count(qword{stems: []string{codeStem("undefined")}}))
+	assert.Zero(t, wordsOf(`names = ["undefined", "alias"]`).count(qword{stems: []string{codeStem("undefined")}}))
+}
