@@ -39,6 +39,7 @@ var targets = []target{
 	startup("troupe types list, small repository", "types-list-ms"),
 	startup("troupe run explore, small repository", "run-explore-ms"),
 	startup("troupe types list, a repository with a trusted plugin", "types-list-plugin-ms"),
+	startup("troupe version, built with cgo (a plain go install where a C compiler is found)", "version-cgo-ms"),
 	{
 		what:   "plugin tool call, round trip, p50",
 		target: "≤ 100 µs",

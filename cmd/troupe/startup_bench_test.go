@@ -27,20 +27,28 @@ import (
 //     the offline model's few milliseconds besides);
 //   - types-list-plugin: `types list` in a copy of that repository with
 //     one plugin of its own, which the user trusted: checking that trust
-//     and describing the plugin from the cache, without starting it.
+//     and describing the plugin from the cache, without starting it;
+//   - version-cgo: `troupe version` built with cgo, as a plain go build
+//     makes it where a C compiler is found: linked against the C library,
+//     which the loader maps and resolves at every start.
+//
+// troupe is built as make build and the README's install build it
+// (CGO_ENABLED=0: a static binary, as the empty program is).
 //
 // Target: every troupe case within twice empty-go plus 10 ms, both of
 // the same run (make bench's table holds each to it); a user should not
 // notice start-up.
 func BenchmarkStartup(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "troupe")
-	goBuild(b, bin, ".")
+	goBuild(b, bin, ".", "CGO_ENABLED=0")
+	withCgo := filepath.Join(b.TempDir(), "troupe-cgo")
+	goBuild(b, withCgo, ".", "CGO_ENABLED=1")
 	empty := filepath.Join(b.TempDir(), "empty")
 	src := filepath.Join(b.TempDir(), "empty.go")
 	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	goBuild(b, empty, src)
+	goBuild(b, empty, src, "CGO_ENABLED=0")
 	home := b.TempDir()
 	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_STATE_HOME="+home, "XDG_DATA_HOME="+home,
 		"XDG_CACHE_HOME="+home, "TROUPE_MODEL=offline", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "TROUPE_PLUGIN_PATH=")
@@ -56,6 +64,7 @@ func BenchmarkStartup(b *testing.B) {
 		{"types-list", bin, []string{"types", "list", "--repo", shop}},
 		{"run-explore", bin, []string{"run", "explore", "--repo", shop, "--progress", "none", "ChargeWithRetry"}},
 		{"types-list-plugin", bin, []string{"types", "list", "--repo", withPlugin}},
+		{"version-cgo", withCgo, []string{"version"}},
 	}
 	for range b.N {
 		for _, c := range cases {
@@ -66,9 +75,10 @@ func BenchmarkStartup(b *testing.B) {
 	}
 }
 
-func goBuild(b *testing.B, out, pkg string) {
+func goBuild(b *testing.B, out, pkg string, env ...string) {
 	b.Helper()
 	build := exec.Command("go", "build", "-o", out, pkg)
+	build.Env = append(os.Environ(), env...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		b.Fatal(err)
