@@ -2,10 +2,10 @@ package manager
 
 import (
 	"sync"
-
-	"github.com/troupe-dev/troupe/agenttypes"
 	"sync/atomic"
 	"time"
+
+	"github.com/troupe-dev/troupe/agenttypes"
 )
 
 // EventKind names what an Event reports.
@@ -92,28 +92,37 @@ type Event struct {
 }
 
 // Subscription delivers events in publication order. Delivery never blocks
-// an agent: events queue up behind a slow reader, up to
-// Config.SubscriptionBuffer of them; past that, events are dropped and the
-// reader gets one EventDropped counting them where they would have been.
-// Read until C closes or call Close.
+// an agent: events wait for a slow reader in a ring the manager's
+// subscriptions share, which holds the last Config.SubscriptionBuffer of
+// them; a reader that falls further behind loses the oldest, and gets one
+// EventDropped counting them where they would have been. Read until C
+// closes or call Close.
 type Subscription struct {
-	c       chan Event
-	b       *broadcaster
-	mu      sync.Mutex
-	queue   []Event
-	dropped int    // events dropped since the queue was last taken
-	lastSeq uint64 // Seq of the last dropped event
-	wake    chan struct{}
-	quit    chan struct{}
-	closed  bool
-	done    chan struct{}
+	c    chan Event
+	b    *broadcaster
+	wake chan struct{}
+	// sleeping is set while the pump waits for an event: only then does a
+	// publisher wake it, so a reader keeping up costs publishers no
+	// channel operation.
+	sleeping atomic.Bool
+	quit     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex // guards closed
+	closed   bool
+
+	// The pump's own: the Seq it reads next, and the events it lost
+	// since it last delivered one.
+	cursor      uint64
+	dropped     int
+	lastDropped uint64
 }
 
 // C returns the channel events arrive on. It is closed after Close, or
-// after the manager is closed and every queued event was delivered.
+// after the manager is closed and every event still in the ring was
+// delivered.
 func (s *Subscription) C() <-chan Event { return s.c }
 
-// Close stops delivery and closes C. Events still queued are dropped.
+// Close stops delivery and closes C. Events not yet delivered are dropped.
 func (s *Subscription) Close() {
 	s.b.remove(s)
 	s.mu.Lock()
@@ -125,48 +134,27 @@ func (s *Subscription) Close() {
 	<-s.done
 }
 
-func (s *Subscription) push(e Event) {
-	s.mu.Lock()
-	switch {
-	case s.closed:
-	case len(s.queue) >= s.b.buffer || s.dropped > 0:
-		// Once dropping, keep dropping until the reader has taken the
-		// queue, so the marker stands exactly where the gap is.
-		s.dropped++
-		s.lastSeq = e.Seq
-	default:
-		s.queue = append(s.queue, e)
-	}
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-// pump moves queued events to C. drain is closed when no more events will
-// be pushed; pump then delivers what is queued and stops.
+// pump moves events from the ring to C, in Seq order. drain is closed
+// when no more events will be published; pump then delivers what the
+// ring holds for it and stops.
 func (s *Subscription) pump(drain <-chan struct{}) {
 	defer close(s.done)
 	defer close(s.c)
-	var batch []Event
 	for {
-		s.mu.Lock()
-		batch, s.queue = s.queue, batch[:0]
-		if s.dropped > 0 {
-			batch = append(batch, Event{Seq: s.lastSeq, Time: time.Now(), Kind: EventDropped, Dropped: s.dropped})
-			s.dropped = 0
-		}
-		s.mu.Unlock()
-		for _, e := range batch {
+		if e, ok := s.next(); ok {
 			select {
 			case s.c <- e:
 			case <-s.quit:
 				return
 			}
+			continue
 		}
-		if len(batch) > 0 {
-			clear(batch)
+		if drain == nil && s.cursor > s.b.seq.Load() {
+			return // drained: every event numbered was delivered or counted
+		}
+		s.sleeping.Store(true)
+		if s.b.published(s.cursor) {
+			s.sleeping.Store(false) // a token a publisher sent meanwhile only wakes us once more
 			continue
 		}
 		select {
@@ -174,32 +162,83 @@ func (s *Subscription) pump(drain <-chan struct{}) {
 		case <-s.quit:
 			return
 		case <-drain:
-			s.mu.Lock()
-			empty := len(s.queue) == 0 && s.dropped == 0
-			s.mu.Unlock()
-			if empty {
-				return
-			}
+			drain = nil // no more events come but those numbered already
+			s.sleeping.Store(false)
 		}
 	}
 }
 
-// broadcaster fans events out to subscriptions.
+// next takes the event at the cursor from the ring, or the marker of the
+// events lost before it; false when it has not been published yet.
+func (s *Subscription) next() (Event, bool) {
+	r := s.b.ring.Load()
+	n := uint64(len(r.slots))
+	for {
+		sl := &r.slots[s.cursor%n]
+		sl.mu.Lock()
+		switch {
+		case sl.seq == s.cursor && s.dropped == 0:
+			e := sl.e
+			if sl.left--; sl.left == 0 {
+				sl.e = Event{} // read by every subscription: let go of its text
+			}
+			sl.mu.Unlock()
+			s.cursor++
+			return e, true
+		case sl.seq > s.cursor:
+			// Overwritten: this reader fell a whole ring behind. It goes
+			// on from the oldest event the ring may still hold.
+			sl.mu.Unlock()
+			from := max(s.cursor+1, s.b.seq.Load()-n+1)
+			s.dropped += int(from - s.cursor)
+			s.lastDropped = from - 1
+			s.cursor = from
+			continue
+		}
+		sl.mu.Unlock()
+		if s.dropped == 0 {
+			return Event{}, false
+		}
+		e := Event{Seq: s.lastDropped, Time: time.Now(), Kind: EventDropped, Dropped: s.dropped}
+		s.dropped = 0
+		return e, true
+	}
+}
+
+// broadcaster numbers events and fans them out to subscriptions. Events
+// go into one ring, each in the slot its Seq names, under that slot's
+// lock only; each subscription reads the ring in Seq order at its own
+// pace. So publishers never wait on each other nor on a subscriber, and
+// an event costs one copy whatever the number of subscriptions.
 type broadcaster struct {
-	buffer int // events one subscription may hold
+	buffer int // the ring's size: events a subscription may fall behind by
 	seq    atomic.Uint64
-	count  atomic.Int32
-	mu     sync.RWMutex
-	subs   map[*Subscription]struct{}
+	subs   atomic.Pointer[[]*Subscription] // replaced, never changed
+	ring   atomic.Pointer[eventRing]       // made at the first subscription
+	mu     sync.Mutex                      // guards changes to subs, and shut
 	drain  chan struct{}
 	shut   bool
 }
 
-func newBroadcaster(buffer int) *broadcaster {
-	return &broadcaster{buffer: buffer, subs: map[*Subscription]struct{}{}, drain: make(chan struct{})}
+type eventRing struct{ slots []eventSlot }
+
+// eventSlot holds the event whose Seq is seq; left is how many
+// subscriptions have yet to read it, so the last one clears it.
+type eventSlot struct {
+	mu   sync.Mutex
+	seq  uint64
+	left int
+	e    Event
 }
 
-func (b *broadcaster) active() bool { return b.count.Load() > 0 }
+func newBroadcaster(buffer int) *broadcaster {
+	return &broadcaster{buffer: buffer, drain: make(chan struct{})}
+}
+
+func (b *broadcaster) active() bool {
+	p := b.subs.Load()
+	return p != nil && len(*p) > 0
+}
 
 func (b *broadcaster) subscribe() *Subscription {
 	s := &Subscription{
@@ -217,35 +256,81 @@ func (b *broadcaster) subscribe() *Subscription {
 		s.closed = true
 		return s
 	}
-	b.subs[s] = struct{}{}
-	b.count.Add(1)
+	if b.ring.Load() == nil {
+		b.ring.Store(&eventRing{slots: make([]eventSlot, b.buffer)})
+	}
+	b.setSubs(func(subs []*Subscription) []*Subscription { return append(subs, s) })
+	// Numbered after it joined: a publisher that takes a later Seq sees
+	// it among the subscriptions.
+	s.cursor = b.seq.Load() + 1
 	b.mu.Unlock()
 	go s.pump(b.drain)
 	return s
 }
 
+// setSubs replaces the subscriptions with change's copy of them; b.mu is
+// held.
+func (b *broadcaster) setSubs(change func([]*Subscription) []*Subscription) {
+	var old []*Subscription
+	if p := b.subs.Load(); p != nil {
+		old = *p
+	}
+	subs := change(append([]*Subscription(nil), old...))
+	b.subs.Store(&subs)
+}
+
 func (b *broadcaster) remove(s *Subscription) {
 	b.mu.Lock()
-	if _, ok := b.subs[s]; ok {
-		delete(b.subs, s)
-		b.count.Add(-1)
-	}
+	b.setSubs(func(subs []*Subscription) []*Subscription {
+		for i, x := range subs {
+			if x == s {
+				return append(subs[:i], subs[i+1:]...)
+			}
+		}
+		return subs
+	})
 	b.mu.Unlock()
 }
 
-// publish stamps e and delivers it to every subscription. Numbering and
-// queueing happen under one lock, so every subscription sees Seq rise.
+// publish numbers e and puts it in the ring for the subscriptions, waking
+// those that wait for it. An agent numbers its events and hands them over
+// under its own lock, so its events are in Seq order everywhere.
 func (b *broadcaster) publish(e *Event) {
-	b.mu.Lock()
 	e.Seq = b.seq.Add(1)
-	for s := range b.subs {
-		s.push(*e)
+	p := b.subs.Load()
+	if p == nil || len(*p) == 0 {
+		return
 	}
-	b.mu.Unlock()
+	subs := *p
+	r := b.ring.Load()
+	sl := &r.slots[e.Seq%uint64(len(r.slots))]
+	sl.mu.Lock()
+	if sl.seq < e.Seq { // else a later event took the slot while this one was on its way
+		sl.seq, sl.left, sl.e = e.Seq, len(subs), *e
+	}
+	sl.mu.Unlock()
+	for _, s := range subs {
+		if s.sleeping.Load() && s.sleeping.CompareAndSwap(true, false) {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// published reports whether the event numbered seq is in the ring, or
+// was overwritten by a later one.
+func (b *broadcaster) published(seq uint64) bool {
+	r := b.ring.Load()
+	sl := &r.slots[seq%uint64(len(r.slots))]
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.seq >= seq
 }
 
 // shutdown tells every subscription that no more events will come: each
-// delivers what it has queued and then closes its channel.
+// delivers what the ring holds for it and then closes its channel.
 func (b *broadcaster) shutdown() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -1,0 +1,134 @@
+package manager
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// publishAll publishes each publisher's events from its own goroutine, as
+// agents do (numbering under the agent's own lock), and returns once all
+// are published.
+func publishAll(b *broadcaster, publishers, each int) {
+	var wg sync.WaitGroup
+	for p := range publishers {
+		wg.Go(func() {
+			var mu sync.Mutex
+			for n := range each {
+				mu.Lock()
+				b.publish(&Event{AgentID: fmt.Sprint("p", p), Turn: n + 1})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Publishers at once, readers keeping up: every reader gets every event,
+// in Seq order, each publisher's in its own order.
+func TestRingDeliversEveryEventToEveryReaderInOrder(t *testing.T) {
+	const publishers, each, readers = 8, 3000, 3
+	b := newBroadcaster(publishers * each) // room for all: nothing may be dropped
+	got := make([][]Event, readers)
+	var read sync.WaitGroup
+	for r := range readers {
+		s := b.subscribe()
+		read.Go(func() {
+			for e := range s.C() {
+				got[r] = append(got[r], e)
+			}
+		})
+	}
+	publishAll(b, publishers, each)
+	b.shutdown()
+	read.Wait()
+	for r, events := range got {
+		require.Len(t, events, publishers*each, "reader %d", r)
+		turn := map[string]int{}
+		for i, e := range events {
+			require.NotEqual(t, EventDropped, e.Kind, "reader %d: nothing dropped", r)
+			if i > 0 {
+				require.Equal(t, events[i-1].Seq+1, e.Seq, "reader %d: Seq rises by one", r)
+			}
+			require.Equal(t, turn[e.AgentID]+1, e.Turn, "reader %d: %s's events in its order", r, e.AgentID)
+			turn[e.AgentID] = e.Turn
+		}
+	}
+}
+
+// A reader that reads nothing until the end holds up no publisher and no
+// other reader: it gets the last events the ring holds, and markers that
+// count every event it lost, where it lost them.
+func TestRingSlowReaderBlocksNobody(t *testing.T) {
+	const publishers, each, buffer = 4, 2000, 16
+	b := newBroadcaster(buffer)
+	slow := b.subscribe()
+	fast := b.subscribe()
+	var fastGot, fastLost int
+	var read sync.WaitGroup
+	read.Go(func() {
+		for e := range fast.C() {
+			if e.Kind == EventDropped {
+				fastLost += e.Dropped
+				continue
+			}
+			fastGot++
+		}
+	})
+	publishAll(b, publishers, each) // returns while slow has read nothing
+	b.shutdown()
+	read.Wait()
+	assert.Equal(t, publishers*each, fastGot+fastLost, "the fast reader gets or is told of every event")
+
+	delivered, lost, markers := 0, 0, 0
+	var last uint64
+	for e := range slow.C() {
+		require.GreaterOrEqual(t, e.Seq, last, "in Seq order around the gaps")
+		last = e.Seq
+		if e.Kind == EventDropped {
+			markers++
+			lost += e.Dropped
+			continue
+		}
+		delivered++
+	}
+	assert.Equal(t, publishers*each, delivered+lost, "every event is delivered or counted")
+	assert.LessOrEqual(t, delivered, buffer+cap(slow.c)+1, "a slow reader holds the ring, its channel and one in hand")
+	assert.GreaterOrEqual(t, markers, 1)
+}
+
+// A slot read by every subscription lets go of its event, so the ring
+// keeps no text alive once delivered.
+func TestRingLetsGoOfDeliveredEvents(t *testing.T) {
+	b := newBroadcaster(8)
+	s := b.subscribe()
+	b.publish(&Event{AgentID: "a", Text: "a large tool output"})
+	e := <-s.C()
+	assert.Equal(t, "a large tool output", e.Text)
+	s.Close()
+	r := b.ring.Load()
+	for i := range r.slots {
+		assert.Empty(t, r.slots[i].e.Text, "slot %d", i)
+	}
+}
+
+// A subscription closed while publishers run stops at once and is
+// published to no more.
+func TestRingCloseWhilePublishing(t *testing.T) {
+	b := newBroadcaster(4)
+	s := b.subscribe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		publishAll(b, 2, 500)
+	}()
+	<-s.C()
+	s.Close()
+	<-done
+	assert.False(t, b.active())
+	for range s.C() {
+	}
+}
