@@ -40,9 +40,7 @@ func TestTranscriptWriterOrderAndLoss(t *testing.T) {
 				id := fmt.Sprint("a", i)
 				for n := range uint64(each) {
 					w.add(&Event{Seq: n + 1, AgentID: id, Text: big})
-					w.mu.Lock()
-					closing := w.closing
-					w.mu.Unlock()
+					closing := w.closing.Load()
 					if !closing {
 						addedMu.Lock()
 						added[id] = n + 1
