@@ -94,12 +94,12 @@ type Agent struct {
 	elem       *list.Element
 	held       bool        // registered, but held back by its group's concurrency
 	waits      []*slotWait // waits on this agent by agents lending their slot
-	slot       bool
+	slot       atomic.Bool // written under m.mu; read without it by leaveTools
 	lent       int
 	resume     chan struct{}
 	resumeElem *list.Element
-	tooling    int  // tool phases in progress (0 or 1)
-	gone       bool // terminal: its slot released for good
+	tooling    atomic.Int32 // tool phases in progress (0 or 1), counted without m.mu
+	gone       bool         // terminal: its slot released for good
 	runCtx     context.Context
 
 	// budgetMu, on a tree's root, makes checking and taking a tree's
@@ -376,7 +376,7 @@ func (a *Agent) awaitTranscript() {
 	if a.m.transcripts == nil {
 		return
 	}
-	synced := a.m.transcripts.synced()
+	synced := a.m.transcripts.syncedFor(a.id)
 	t := time.NewTimer(transcriptEndWait)
 	defer t.Stop()
 	select {

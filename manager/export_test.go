@@ -22,7 +22,7 @@ func (m *Manager) Slots() SlotState {
 	defer m.mu.Unlock()
 	s := SlotState{Running: m.running, Queue: m.queue.Len(), Resumers: m.resumers.Len()}
 	for _, a := range m.agents {
-		if a.slot {
+		if a.slot.Load() {
 			s.Holders++
 			a.mu.Lock()
 			if a.state.Terminal() {

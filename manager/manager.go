@@ -355,7 +355,7 @@ func (m *Manager) admit(a *Agent) error {
 	start := m.running < m.cfg.MaxConcurrent
 	if start {
 		m.running++
-		a.slot = true
+		a.slot.Store(true)
 	} else {
 		if n := m.queue.Len(); n >= m.cfg.MaxQueue {
 			m.mu.Unlock()
@@ -414,7 +414,7 @@ func (m *Manager) releaseHeld(a *Agent) bool {
 	start := m.running < m.cfg.MaxConcurrent && m.queue.Len() == 0 && m.resumers.Len() == 0
 	if start {
 		m.running++
-		a.slot = true
+		a.slot.Store(true)
 	} else {
 		a.elem = m.queue.PushBack(a)
 	}
@@ -447,15 +447,14 @@ func (m *Manager) releaseSlot(a *Agent) {
 	waits := a.waits
 	a.waits = nil
 	a.gone = true // never lends or takes a slot again
-	if !a.slot {
+	if !a.slot.Swap(false) {
 		m.mu.Unlock()
 		return
 	}
-	a.slot = false
 	m.running--
 	for _, sw := range waits {
-		if w := sw.w; !sw.over && !w.gone && w.lent == 1 && !w.slot && w.resume == nil && allEnded(sw.on) {
-			w.slot = true
+		if w := sw.w; !sw.over && !w.gone && w.lent == 1 && !w.slot.Load() && w.resume == nil && allEnded(sw.on) {
+			w.slot.Store(true)
 			m.running++
 			break
 		}
@@ -495,7 +494,7 @@ func (m *Manager) handOffLocked() (start, drop []*Agent) {
 		if front := m.resumers.Front(); front != nil {
 			r := m.resumers.Remove(front).(*Agent)
 			r.resumeElem = nil
-			r.slot = true
+			r.slot.Store(true)
 			m.running++
 			close(r.resume)
 			r.resume = nil
@@ -512,7 +511,7 @@ func (m *Manager) handOffLocked() (start, drop []*Agent) {
 			drop = append(drop, next)
 			continue
 		}
-		next.slot = true
+		next.slot.Store(true)
 		m.running++
 		start = append(start, next)
 	}
@@ -522,9 +521,13 @@ func (m *Manager) handOffLocked() (start, drop []*Agent) {
 // lendSlot lets others use w's slot while w waits on agents.
 func (m *Manager) lendSlot(w *Agent, on []*Agent) *slotWait {
 	m.mu.Lock()
-	if w.gone || w.tooling == 0 {
+	// The slot is taken before tooling is read, and leaveTools counts
+	// tooling down before it reads slot: one of the two sees the other.
+	had := w.slot.Swap(false)
+	if w.gone || w.tooling.Load() == 0 {
 		// Only an agent inside a tool call lends: not one that has ended,
 		// nor one whose loop goes on (a wait left running in the background).
+		w.slot.Store(had)
 		m.mu.Unlock()
 		return nil
 	}
@@ -539,11 +542,10 @@ func (m *Manager) lendSlot(w *Agent, on []*Agent) *slotWait {
 		close(w.resume)
 		w.resume, w.resumeElem = nil, nil
 	}
-	if !w.slot { // already lent (it may have been handed back: lend it again)
+	if !had { // already lent (it may have been handed back: lend it again)
 		m.mu.Unlock()
 		return sw
 	}
-	w.slot = false
 	m.running--
 	start, drop := m.handOffLocked()
 	m.mu.Unlock()
@@ -562,7 +564,7 @@ func (m *Manager) reclaimSlot(sw *slotWait) {
 		a.waits = slices.DeleteFunc(a.waits, func(x *slotWait) bool { return x == sw })
 	}
 	w.lent--
-	if w.lent > 0 || w.slot || w.resume != nil || w.gone || w.tooling == 0 {
+	if w.lent > 0 || w.slot.Load() || w.resume != nil || w.gone || w.tooling.Load() == 0 {
 		m.mu.Unlock()
 		return
 	}
@@ -573,7 +575,7 @@ func (m *Manager) reclaimSlot(sw *slotWait) {
 // is free or w's run ends. m.mu is held and is released.
 func (m *Manager) acquireLocked(w *Agent) {
 	if m.running < m.cfg.MaxConcurrent && m.resumers.Len() == 0 {
-		w.slot = true
+		w.slot.Store(true)
 		m.running++
 		m.mu.Unlock()
 		return
@@ -599,16 +601,15 @@ func (m *Manager) acquireLocked(w *Agent) {
 // enterTools and leaveTools bracket a turn's tool calls, the only time an
 // agent lends its slot. Leaving, the agent takes a slot back even when a
 // wait started by a tool goes on in the background.
-func (m *Manager) enterTools(a *Agent) {
-	m.mu.Lock()
-	a.tooling++
-	m.mu.Unlock()
-}
+// An agent that held its slot throughout takes no lock.
+func (m *Manager) enterTools(a *Agent) { a.tooling.Add(1) }
 
 func (m *Manager) leaveTools(a *Agent) {
+	if a.tooling.Add(-1) > 0 || a.slot.Load() {
+		return
+	}
 	m.mu.Lock()
-	a.tooling--
-	if a.tooling > 0 || a.slot || a.gone || a.resume != nil {
+	if a.tooling.Load() > 0 || a.slot.Load() || a.gone || a.resume != nil {
 		m.mu.Unlock()
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
@@ -97,29 +98,56 @@ func classifyToolFailure(o toolOutcome) *runStop {
 }
 
 // executeTools runs the calls at the indexes in run, several at once up
-// to ToolConcurrency, and puts each outcome at its call's index. A tool
-// that waits on other agents lends the agent's slot meanwhile.
+// to ToolConcurrency, and puts each outcome at its call's index. The
+// agent's goroutine runs calls itself, taking them in order with up to
+// ToolConcurrency-1 helpers: a call that takes long leaves the next to a
+// helper, and a helper that starts once every call is taken has nothing
+// to do, so fast tools cost no goroutine's stack. A tool that waits on
+// other agents lends the agent's slot meanwhile.
 func (a *Agent) executeTools(ctx context.Context, calls []llms.ToolCall, run []int, out []toolOutcome) {
 	if len(run) == 0 {
 		return
 	}
 	a.m.enterTools(a)
 	defer a.m.leaveTools(a)
-	if len(run) == 1 {
-		out[run[0]] = a.runTool(ctx, calls[run[0]])
+	if len(run) == 1 || a.m.cfg.ToolConcurrency == 1 {
+		for _, i := range run {
+			out[i] = a.runTool(ctx, calls[i])
+		}
 		return
 	}
-	sem := make(chan struct{}, a.m.cfg.ToolConcurrency)
-	var wg sync.WaitGroup
-	for _, i := range run {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i] = a.runTool(ctx, calls[i])
-		}()
+	b := &toolBatch{a: a, ctx: ctx, calls: calls, run: run, out: out}
+	b.wg.Add(len(run))
+	for range min(len(run), a.m.cfg.ToolConcurrency) - 1 {
+		go b.work()
 	}
-	wg.Wait()
+	b.work()
+	b.wg.Wait()
+}
+
+// toolBatch is one turn's calls, taken in order by whoever is free.
+type toolBatch struct {
+	a     *Agent
+	ctx   context.Context
+	calls []llms.ToolCall
+	run   []int
+	out   []toolOutcome
+	next  atomic.Int32   // the next index of run to take
+	wg    sync.WaitGroup // one for each call, done once it has run
+}
+
+// work runs calls until none is left. Only a call taken is waited for:
+// a helper that finds none left touches nothing the turn owns.
+func (b *toolBatch) work() {
+	for {
+		k := int(b.next.Add(1)) - 1
+		if k >= len(b.run) {
+			return
+		}
+		i := b.run[k]
+		b.out[i] = b.a.runTool(b.ctx, b.calls[i])
+		b.wg.Done()
+	}
 }
 
 // beforeTool asks the type's BeforeTool hook about a call. A veto is the
