@@ -377,6 +377,11 @@ func (a *Agent) awaitTranscript() {
 		return
 	}
 	synced := a.m.transcripts.syncedFor(a.id)
+	select {
+	case <-synced:
+		return
+	default:
+	}
 	t := time.NewTimer(transcriptEndWait)
 	defer t.Stop()
 	select {

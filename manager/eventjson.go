@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -13,10 +14,20 @@ import (
 // encoding/json's reflection was most of its time. A test checks the two
 // agree on every field.
 func appendEventJSON(b []byte, e *Event) []byte {
+	return appendEventJSONWith(b, e, nil)
+}
+
+// appendEventJSONWith is appendEventJSON with the time's formatting
+// cached in tc (nil: none).
+func appendEventJSONWith(b []byte, e *Event, tc *timeCache) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, e.Seq, 10)
 	b = append(b, `,"time":"`...)
-	b = e.Time.AppendFormat(b, time.RFC3339Nano)
+	if tc != nil {
+		b = tc.appendTime(b, e.Time)
+	} else {
+		b = e.Time.AppendFormat(b, time.RFC3339Nano)
+	}
 	b = append(b, `","kind":`...)
 	b = appendJSONString(b, string(e.Kind))
 	b = append(b, `,"agent":`...)
@@ -82,6 +93,43 @@ func appendEventJSON(b []byte, e *Event) []byte {
 	return append(appendEventEnd(b, e), '}')
 }
 
+// timeCache formats times as RFC 3339 with nanoseconds, reusing what
+// the last time's second and zone formatted to: events come many a
+// second, and formatting the date was a good part of encoding one.
+type timeCache struct {
+	sec    int64
+	loc    *time.Location
+	prefix []byte // the date and time of day, to the second
+	zone   []byte // "Z" or "+hh:mm"
+}
+
+func (c *timeCache) appendTime(b []byte, t time.Time) []byte {
+	sec, loc := t.Unix(), t.Location()
+	if c.prefix == nil || sec != c.sec || loc != c.loc {
+		whole := t.Truncate(time.Second).AppendFormat(nil, time.RFC3339Nano)
+		end := bytes.IndexByte(whole, 'T') + len("15:04:05") + 1
+		if end <= 0 || end > len(whole) {
+			return t.AppendFormat(b, time.RFC3339Nano)
+		}
+		c.sec, c.loc, c.prefix, c.zone = sec, loc, whole[:end], whole[end:]
+	}
+	b = append(b, c.prefix...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i >= 1; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, c.zone...)
+}
+
 // appendEventEnd appends the fields after usage.
 func appendEventEnd(b []byte, e *Event) []byte {
 	if e.Reason != "" {
@@ -104,6 +152,14 @@ func appendEventEnd(b []byte, e *Event) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainJSON marks the ASCII bytes a JSON string holds as they are.
+var plainJSON = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString quotes s as encoding/json does: control characters
 // escaped, <, > and & escaped for HTML, invalid UTF-8 replaced by U+FFFD,
 // and U+2028 and U+2029 escaped.
@@ -113,7 +169,7 @@ func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainJSON[c] {
 				i++
 				continue
 			}

@@ -26,6 +26,7 @@ func TestEventJSONMatchesEncodingJSON(t *testing.T) {
 	}
 	kinds := []EventKind{EventSpawned, EventState, EventModelCall, EventToolCall, EventToolResult, EventCompleted, EventDropped}
 	costs := []float64{0, 0.0005, 1.25, 1e-7, 3e-12, 123456789.5, 2e21, 0.1 + 0.2}
+	var tc timeCache
 	for i := range 5000 {
 		e := Event{
 			Seq: rng.Uint64() >> uint(rng.IntN(64)), Time: time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(time.FixedZone("z", rng.IntN(20)*1800-18000)),
@@ -42,6 +43,13 @@ func TestEventJSONMatchesEncodingJSON(t *testing.T) {
 		require.NoError(t, err)
 		got := appendEventJSON(nil, &e)
 		require.Equal(t, string(want), string(got), "event %d", i)
+		cached := appendEventJSONWith(nil, &e, &tc)
+		require.Equal(t, string(want), string(cached), "event %d, its time formatted through the cache", i)
+		// The next event, often in the same second and zone, as a run's are.
+		e.Time = e.Time.Add(time.Duration(rng.IntN(3)) * time.Duration(rng.Int64N(int64(time.Second))))
+		want, err = json.Marshal(&e)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendEventJSONWith(nil, &e, &tc)), "event %d, a little later", i)
 	}
 }
 
@@ -57,6 +65,15 @@ func BenchmarkEventJSON(b *testing.B) {
 		var buf []byte
 		for range b.N {
 			buf = appendEventJSON(buf[:0], &e)
+		}
+	})
+	// As the transcript writer encodes: the time's date and zone cached.
+	b.Run("append-cached-time", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		var tc timeCache
+		for range b.N {
+			buf = appendEventJSONWith(buf[:0], &e, &tc)
 		}
 	})
 }

@@ -82,13 +82,12 @@ func (l *loop) run() {
 			l.stopped()
 			return
 		}
-		r, err := a.generate(l.ctx, modelCall{msgs: l.msgs, input: l.tokens, tools: a.tools.specs, toolTokens: toolTokens, task: a.task, keepFinal: true})
+		r, err := a.generate(l.ctx, modelCall{msgs: l.msgs, input: l.tokens, tools: a.tools, toolTokens: toolTokens, task: a.task, keepFinal: true})
 		if r.choice != nil && r.choice.Content != "" {
 			l.lastText = r.choice.Content
 		}
-		var stop *runStop
-		switch {
-		case errors.As(err, &stop):
+		switch stop := asStop(err); {
+		case stop != nil:
 			l.end(stop)
 			return
 		case l.ctx.Err() != nil:
@@ -123,6 +122,18 @@ func (l *loop) run() {
 	}
 }
 
+// asStop is the step's stop err carries, if any.
+func asStop(err error) *runStop {
+	if err == nil {
+		return nil
+	}
+	var stop *runStop
+	if errors.As(err, &stop) {
+		return stop
+	}
+	return nil
+}
+
 // start puts the conversation's first messages in place: the system
 // prompt and the task, or the conversation of the agent this one resumes
 // followed by the task. false means the run ended.
@@ -138,6 +149,7 @@ func (l *loop) start() bool {
 		l.add(llms.TextParts(llms.ChatMessageTypeHuman, a.task), a.task)
 		return true
 	}
+	l.msgs = make([]llms.MessageContent, 0, 8)
 	system, err := a.setup.prompt.Render(l.ctx, agenttypes.PromptData{Type: a.typ.Name, Dir: a.dir, Tools: a.typ.Tools})
 	if err != nil {
 		if l.ctx.Err() != nil {
@@ -215,6 +227,16 @@ func (l *loop) add(m llms.MessageContent, text string) {
 	l.a.history = l.msgs
 	l.a.mu.Unlock()
 	l.tokens += countTokens(l.a.model, text) + perMessageTokens
+}
+
+// addChars is add for a message of chars characters, for a model that
+// does not count tokens itself.
+func (l *loop) addChars(m llms.MessageContent, chars int) {
+	l.msgs = append(l.msgs, m)
+	l.a.mu.Lock()
+	l.a.history = l.msgs
+	l.a.mu.Unlock()
+	l.tokens += estimateTokens(chars) + perMessageTokens
 }
 
 // perMessageTokens is what each message costs for its role and framing.
@@ -319,27 +341,31 @@ func (l *loop) parseOutput(content string) (any, error) {
 // tools runs the tool calls of one turn; false means the run ended.
 func (l *loop) tools(choice *llms.ContentChoice) bool {
 	calls := choice.ToolCalls
-	ai := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: make([]llms.ContentPart, 0, len(calls)+1)}
-	var text strings.Builder
+	// One array holds the parts of the turn's message and of its results.
+	parts := make([]llms.ContentPart, 0, 1+2*len(calls))
+	chars := len(choice.Content)
 	if choice.Content != "" {
-		ai.Parts = append(ai.Parts, llms.TextPart(choice.Content))
-		text.WriteString(choice.Content)
+		parts = append(parts, llms.TextPart(choice.Content))
 	}
 	for _, c := range calls {
-		ai.Parts = append(ai.Parts, c)
+		parts = append(parts, c)
 		if c.FunctionCall != nil {
-			text.WriteString(c.FunctionCall.Name)
-			text.WriteString(c.FunctionCall.Arguments)
+			chars += len(c.FunctionCall.Name) + len(c.FunctionCall.Arguments)
 		}
 	}
-	l.add(ai, text.String())
+	ai := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts[:len(parts):len(parts)]}
+	if _, counts := l.a.model.(modelcap.TokenCounter); counts {
+		l.add(ai, messageText(ai))
+	} else {
+		l.addChars(ai, chars) // the same estimate, without the text
+	}
 	outcomes, stop := l.a.runToolCalls(l.ctx, calls)
 	// The results stay in the conversation even when the run ends on
 	// them, so that a later agent resuming it sees them.
 	for i, o := range outcomes {
-		l.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-			llms.ToolCallResponse{ToolCallID: calls[i].ID, Name: o.name, Content: o.text},
-		}}, o.text)
+		parts = append(parts, llms.ToolCallResponse{ToolCallID: calls[i].ID, Name: o.name, Content: o.text})
+		n := len(parts)
+		l.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: parts[n-1 : n : n]}, o.text)
 	}
 	if stop != nil {
 		l.end(stop)

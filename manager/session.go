@@ -153,7 +153,7 @@ func (s *session) Generate(ctx context.Context, req agenttypes.GenerateRequest) 
 	s.mu.Unlock()
 	callCtx, cancel := within(s.ctx, ctx)
 	defer cancel()
-	r, err := a.generate(callCtx, modelCall{msgs: msgs, input: tokens, tools: ts.specs, toolTokens: toolTokens, maxOut: req.MaxTokens})
+	r, err := a.generate(callCtx, modelCall{msgs: msgs, input: tokens, tools: ts, toolTokens: toolTokens, maxOut: req.MaxTokens})
 	var stop *runStop
 	if errors.As(err, &stop) {
 		return nil, s.recordLocked(stop)

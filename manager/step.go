@@ -32,8 +32,8 @@ func (s *runStop) Unwrap() error { return s.err }
 // modelCall is what one call asks of the agent's model.
 type modelCall struct {
 	msgs  []llms.MessageContent
-	input int // the estimated input tokens: messages and tool definitions
-	tools []llms.Tool
+	input int      // the estimated input tokens: messages and tool definitions
+	tools *toolset // the tools offered; nil: none
 	// toolTokens is the part of input that the tool definitions take,
 	// for the error that says a budget cannot pay for the call.
 	toolTokens int
@@ -82,22 +82,22 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 	if c.maxOut > 0 && (maxOut == 0 || c.maxOut < maxOut) {
 		maxOut = c.maxOut
 	}
-	maxOut, release, t, err := a.reserveCall(ctx, c.input, maxOut)
+	maxOut, held, t, err := a.reserveCall(ctx, c.input, maxOut)
 	if err != nil {
 		return modelReply{}, err
 	}
-	if release == nil {
+	if !held.ok {
 		return modelReply{}, &runStop{reason: t.reason(), err: t.refusal(a, c)}
 	}
 	// Released once the call is charged, so the next reservation sees it.
-	defer release()
+	defer held.release()
 	turn, ok := a.takeTurn()
 	if !ok {
 		return modelReply{}, a.turnStop()
 	}
 	opts := make([]llms.CallOption, 0, 3)
-	if len(c.tools) > 0 {
-		opts = append(opts, llms.WithTools(c.tools))
+	if c.tools != nil && c.tools.offer != nil {
+		opts = append(opts, c.tools.offer)
 	}
 	if maxOut > 0 {
 		opts = append(opts, llms.WithMaxTokens(maxOut))

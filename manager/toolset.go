@@ -35,6 +35,9 @@ type toolset struct {
 	// token estimates; specTokens caches their count per model name.
 	specsJSON  string
 	specTokens sync.Map // model name → int
+	// offer is the call option that offers specs, made once: nil when
+	// there are none.
+	offer llms.CallOption
 }
 
 // setup returns the type's setup, building it on first use. Setups are
@@ -105,6 +108,7 @@ func (m *Manager) buildToolset(typ *agenttypes.Type, names []string) (*toolset, 
 			return nil, fmt.Errorf("type %q: tool definitions do not encode as JSON: %w", typ.Name, err)
 		}
 		ts.specsJSON = string(b)
+		ts.offer = llms.WithTools(ts.specs)
 	}
 	return ts, nil
 }

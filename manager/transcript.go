@@ -50,6 +50,7 @@ type transcriptShard struct {
 	cond    sync.Cond // signalled when a batch was written or the writer stops, for adders waiting for room
 	pending []byte    // lines not yet handed to the disk
 	queued  uint64    // bytes ever added
+	times   timeCache // the last event's time, formatted
 	_       [64]byte  // apart from the next shard's lock
 }
 
@@ -108,7 +109,10 @@ func (w *transcriptWriter) add(e *Event) {
 	w.awaitRoom(sh)
 	if !w.closing.Load() {
 		n := len(sh.pending)
-		sh.pending = append(appendEventJSON(sh.pending, e), '\n')
+		if sh.pending == nil {
+			sh.pending = make([]byte, 0, 16<<10)
+		}
+		sh.pending = append(appendEventJSONWith(sh.pending, e, &sh.times), '\n')
 		added := len(sh.pending) - n
 		sh.queued += uint64(added)
 		w.pending.Add(int64(added))

@@ -292,12 +292,12 @@ func (a *Agent) uncountLiving() {
 // all that is left; siblings calling at once each get their part and run
 // together, a parent waiting on its children keeps a part to read their
 // reports and answer, and the calls together overshoot a budget by no
-// more than their estimates were short. It returns the output cap to send and a
-// release to call once the call's usage is charged. When what is left is
+// more than their estimates were short. It returns the output cap to send and what it
+// holds, to release once the call's usage is charged. When what is left is
 // held by calls in flight, it waits for them; when too little is left even
-// so, release is nil and limit is the budget that ran out. An error is the
+// so, held is not ok and limit is the budget that ran out. An error is the
 // context's.
-func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, release func(), limit treeLimit, err error) {
+func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, held holding, limit treeLimit, err error) {
 	if o, ok := a.model.(modelcap.OutputLimiter); ok {
 		if n := o.OutputLimit(); n > 0 && (maxOut == 0 || n < maxOut) {
 			maxOut = n
@@ -314,17 +314,17 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 		switch {
 		case s.spent.agent == nil && !s.costLimited:
 			root.budgetMu.Unlock()
-			return maxOut, func() {}, treeLimit{}, nil
+			return maxOut, holding{ok: true}, treeLimit{}, nil
 		case s.spent.agent != nil && s.spent.left-in < a.m.cfg.MinOutputTokens:
 			root.budgetMu.Unlock()
-			return 0, nil, s.spent, nil
+			return 0, holding{}, s.spent, nil
 		case s.costOut.agent != nil:
 			root.budgetMu.Unlock()
-			return 0, nil, s.costOut, nil
+			return 0, holding{}, s.costOut, nil
 		case !s.short:
-			release := a.hold(in, s.out, pricer)
+			held := a.hold(in, s.out, pricer)
 			root.budgetMu.Unlock()
-			return s.out, release, treeLimit{}, nil
+			return s.out, held, treeLimit{}, nil
 		}
 		if root.freed == nil {
 			root.freed = make(chan struct{})
@@ -334,7 +334,7 @@ func (a *Agent) reserveCall(ctx context.Context, in, maxOut int) (out int, relea
 		select {
 		case <-freed:
 		case <-ctx.Done():
-			return 0, nil, treeLimit{}, ctx.Err()
+			return 0, holding{}, treeLimit{}, ctx.Err()
 		}
 	}
 }
@@ -396,23 +396,38 @@ func (a *Agent) shareFor(in, maxOut int, pricer modelcap.Pricer) callShare {
 }
 
 // hold lends a call's tokens (and dollars) from every budget of the chain,
-// with root.budgetMu held, and returns what gives them back.
-func (a *Agent) hold(in, out int, pricer modelcap.Pricer) (release func()) {
+// with root.budgetMu held; release gives them back.
+func (a *Agent) hold(in, out int, pricer modelcap.Pricer) holding {
 	n, usd := in+out, 0.0
 	if pricer != nil {
 		usd, _ = pricer.Cost(in, out)
 	}
 	a.chain(func(x *Agent) { x.reserved += n; x.reservedUSD += usd; x.calls++ })
-	root := a.root
-	return func() {
-		root.budgetMu.Lock()
-		a.chain(func(x *Agent) { x.reserved -= n; x.reservedUSD -= usd; x.calls-- })
-		if root.freed != nil {
-			close(root.freed)
-			root.freed = nil
-		}
-		root.budgetMu.Unlock()
+	return holding{ok: true, a: a, tokens: n, usd: usd}
+}
+
+// holding is what a call holds of its chain's budgets: nothing (a is nil)
+// when no budget bounds it. ok is false for a call that was refused.
+type holding struct {
+	ok     bool
+	a      *Agent
+	tokens int
+	usd    float64
+}
+
+func (h holding) release() {
+	a := h.a
+	if a == nil {
+		return
 	}
+	root := a.root
+	root.budgetMu.Lock()
+	a.chain(func(x *Agent) { x.reserved -= h.tokens; x.reservedUSD -= h.usd; x.calls-- })
+	if root.freed != nil {
+		close(root.freed)
+		root.freed = nil
+	}
+	root.budgetMu.Unlock()
 }
 
 // costSpent reports the first agent of the chain whose cost budget is used
