@@ -32,20 +32,25 @@ type Manager struct {
 	base     context.Context
 	shutdown context.CancelCauseFunc
 
-	mu        sync.Mutex
+	// mu guards the running slots and the queue; regMu, taken on its own,
+	// the agents known by ID. Two locks, so that spawning an agent and
+	// agents ending wait on each other as little as they can.
+	mu       sync.Mutex
+	queue    *list.List // of *Agent, pending in FIFO order
+	resumers *list.List // of *Agent, taking a slot back after a wait; before the queue
+	running  int
+	closed   bool
+	wg       sync.WaitGroup // one per agent not yet terminal
+
+	regMu     sync.Mutex
 	agents    map[string]*Agent
-	queue     *list.List // of *Agent, pending in FIFO order
-	resumers  *list.List // of *Agent, taking a slot back after a wait; before the queue
-	ended     []string   // IDs of ended agents, oldest first from endedHead
+	ended     []string // IDs of ended agents, oldest first from endedHead
 	endedHead int
-	running   int
-	closed    bool
-	wg        sync.WaitGroup // one per agent not yet terminal
+	talkers   []*Agent // ended agents whose conversation is kept, oldest first
 
 	callbacksMu    sync.RWMutex
 	callbacks      []func(Info)
 	groupCallbacks []func(*Group)
-	talkers        []*Agent // ended agents whose conversation is kept, oldest first
 
 	transcripts *transcriptWriter // nil when transcripts are off
 
@@ -345,11 +350,15 @@ func (m *Manager) discard(a *Agent) {
 	}
 }
 
-// admit registers a and starts it or queues it.
+// admit registers a and starts it or queues it. a is known by its ID
+// before it is counted, so Close, which cancels every agent it knows
+// once no more are counted, misses none.
 func (m *Manager) admit(a *Agent) error {
+	m.register(a)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
+		m.unregister(a)
 		return ErrClosed
 	}
 	start := m.running < m.cfg.MaxConcurrent
@@ -359,17 +368,20 @@ func (m *Manager) admit(a *Agent) error {
 	} else {
 		if n := m.queue.Len(); n >= m.cfg.MaxQueue {
 			m.mu.Unlock()
+			m.unregister(a)
 			return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, n)
 		}
 		a.elem = m.queue.PushBack(a)
-		// A queued agent has no loop to notice its context ending (its
-		// parent cancelled or ended, the manager closing): this does.
-		a.stopWatch = context.AfterFunc(a.ctx, a.endIfQueued)
 	}
-	m.agents[a.id] = a
 	m.wg.Add(1)
 	m.counts[Pending].Add(1)
 	m.mu.Unlock()
+	if !start {
+		// A queued agent has no loop to notice its context ending (its
+		// parent cancelled or ended, the manager closing): this does.
+		// Whoever reads stopWatch waits for ready first.
+		a.stopWatch = context.AfterFunc(a.ctx, a.endIfQueued)
+	}
 
 	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
 	close(a.ready)
@@ -382,24 +394,40 @@ func (m *Manager) admit(a *Agent) error {
 // admitHeld registers a as pending without starting or queueing it: its
 // group lets it go (releaseHeld) when the group's concurrency allows.
 func (m *Manager) admitHeld(a *Agent) error {
+	m.register(a)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
+		m.unregister(a)
 		return ErrClosed
 	}
 	if n := m.queue.Len(); n >= m.cfg.MaxQueue {
 		m.mu.Unlock()
+		m.unregister(a)
 		return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, n)
 	}
 	a.held = true
 	a.stopWatch = context.AfterFunc(a.ctx, a.endIfQueued)
-	m.agents[a.id] = a
 	m.wg.Add(1)
 	m.counts[Pending].Add(1)
 	m.mu.Unlock()
 	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
 	close(a.ready)
 	return nil
+}
+
+// register makes a known by its ID; unregister forgets an agent that was
+// not admitted.
+func (m *Manager) register(a *Agent) {
+	m.regMu.Lock()
+	m.agents[a.id] = a
+	m.regMu.Unlock()
+}
+
+func (m *Manager) unregister(a *Agent) {
+	m.regMu.Lock()
+	delete(m.agents, a.id)
+	m.regMu.Unlock()
 }
 
 // releaseHeld starts a held agent or queues it for a slot, and reports
@@ -652,8 +680,8 @@ func (m *Manager) await(ctx context.Context, agents []*Agent) ([]Result, error) 
 // retire remembers that a ended, forgetting the oldest ended agent when
 // more than KeepEnded are remembered, so a long-lived manager stays small.
 func (m *Manager) retire(a *Agent) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.regMu.Lock()
+	defer m.regMu.Unlock()
 	// Conversations are kept for resume, for the most recent
 	// KeepConversations ended agents only: they are the large part.
 	m.talkers = append(m.talkers, a)
@@ -730,9 +758,9 @@ func (m *Manager) model(ctx context.Context, name string) (llms.Model, error) {
 }
 
 func (m *Manager) lookup(id string) *Agent {
-	m.mu.Lock()
+	m.regMu.Lock()
 	a := m.agents[id]
-	m.mu.Unlock()
+	m.regMu.Unlock()
 	return a
 }
 
@@ -768,12 +796,12 @@ func (f Filter) match(i *Info) bool {
 
 // List returns snapshots of the agents f matches, oldest first.
 func (m *Manager) List(f Filter) []Info {
-	m.mu.Lock()
+	m.regMu.Lock()
 	all := make([]*Agent, 0, len(m.agents))
 	for _, a := range m.agents {
 		all = append(all, a)
 	}
-	m.mu.Unlock()
+	m.regMu.Unlock()
 	out := make([]Info, 0, len(all))
 	for _, a := range all {
 		if i := a.Info(); f.match(&i) {
@@ -881,12 +909,12 @@ func (m *Manager) Cancel(id string) error {
 
 // CancelAll cancels every agent that has not ended.
 func (m *Manager) CancelAll() {
-	m.mu.Lock()
+	m.regMu.Lock()
 	live := make([]*Agent, 0, len(m.agents))
 	for _, a := range m.agents {
 		live = append(live, a)
 	}
-	m.mu.Unlock()
+	m.regMu.Unlock()
 	for _, a := range live {
 		a.Cancel()
 	}
