@@ -316,3 +316,48 @@ func BenchmarkMemoryPendingBehindRunning(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoneAgentStep runs one agent at a time (no parent, no
+// children) through loneSteps steps of two no-op tool calls, once with
+// no budget and once with every budget a tree shares (tokens, tool
+// calls, turns, time). A lone agent's budgets go through the same tree
+// bookkeeping as a child's (its tree's lock, the walk up its chain, the
+// hold on its tokens), and there is no way to run a step without it, so
+// the difference between the two is what that bookkeeping, and checking
+// the budgets at all, cost it: compare their ns/step and allocs/op, run
+// side by side.
+func BenchmarkLoneAgentStep(b *testing.B) {
+	const loneSteps = 20
+	two := scripted.Step{Calls: []scripted.Call{{Name: "noop"}, {Name: "noop"}}}
+	steps := make([]scripted.Step, 0, loneSteps+1)
+	for range loneSteps {
+		steps = append(steps, two)
+	}
+	steps = append(steps, scripted.Step{Text: "done"})
+	for _, bc := range []struct {
+		name   string
+		budget agenttypes.Budget
+	}{
+		{"unlimited", agenttypes.Budget{}},
+		{"limited", agenttypes.Budget{MaxTokens: 1_000_000, MaxToolCalls: 1_000, MaxTurns: 100, MaxTime: time.Hour}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			mgr := benchManager(b, scripted.New(steps...).WithoutRecording(), 1, 1_000_000)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t", Budget: bc.budget})
+				if err != nil {
+					b.Fatal(err)
+				}
+				<-a.Done()
+			}
+			b.StopTimer()
+			if st := mgr.Stats(); st.Completed != b.N || st.ToolCalls != b.N*loneSteps*2 {
+				b.Fatalf("stats %+v", st)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(loneSteps+1)), "ns/step")
+		})
+	}
+}

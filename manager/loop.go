@@ -68,6 +68,7 @@ type loop struct {
 	tokens   int // estimated tokens of msgs and the tool definitions
 	lastText string
 	retried  bool // the one retry after an unparsable JSON answer
+	reuse    callReuse
 }
 
 func (l *loop) run() {
@@ -82,7 +83,7 @@ func (l *loop) run() {
 			l.stopped()
 			return
 		}
-		r, err := a.generate(l.ctx, modelCall{msgs: l.msgs, input: l.tokens, tools: a.tools, toolTokens: toolTokens, task: a.task, keepFinal: true})
+		r, err := a.generate(l.ctx, modelCall{msgs: l.msgs, input: l.tokens, tools: a.tools, toolTokens: toolTokens, task: a.task, keepFinal: true, reuse: &l.reuse})
 		if r.choice != nil && r.choice.Content != "" {
 			l.lastText = r.choice.Content
 		}

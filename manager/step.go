@@ -44,10 +44,34 @@ type modelCall struct {
 	task string
 	// maxOut is the call's own cap on output tokens; 0 leaves the agent's.
 	maxOut int
+	// reuse, when set, is what the calls of one loop, made one at a
+	// time, reuse rather than allocate for each.
+	reuse *callReuse
 	// keepFinal leaves the event of an answer without tool calls to the
 	// caller: the manager's loop stores a run's final answer once, in the
 	// completed event, and knows only after parsing it whether it is one.
 	keepFinal bool
+}
+
+// callReuse holds a loop's call options: the calls of the manager's loop
+// are made one at a time, and a model reads its options during the call.
+type callReuse struct {
+	opts   [3]llms.CallOption
+	maxOut int
+	setMax llms.CallOption // sets MaxTokens to maxOut
+}
+
+// withMaxTokens is llms.WithMaxTokens(n), made once per loop; a nil r
+// makes a new one.
+func (r *callReuse) withMaxTokens(n int) llms.CallOption {
+	if r == nil {
+		return llms.WithMaxTokens(n)
+	}
+	if r.setMax == nil {
+		r.setMax = func(o *llms.CallOptions) { o.MaxTokens = r.maxOut }
+	}
+	r.maxOut = n
+	return r.setMax
 }
 
 // modelReply is a call's answer and what it cost.
@@ -95,12 +119,17 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 	if !ok {
 		return modelReply{}, a.turnStop()
 	}
-	opts := make([]llms.CallOption, 0, 3)
+	var opts []llms.CallOption
+	if c.reuse != nil {
+		opts = c.reuse.opts[:0]
+	} else {
+		opts = make([]llms.CallOption, 0, 3)
+	}
 	if c.tools != nil && c.tools.offer != nil {
 		opts = append(opts, c.tools.offer)
 	}
 	if maxOut > 0 {
-		opts = append(opts, llms.WithMaxTokens(maxOut))
+		opts = append(opts, c.reuse.withMaxTokens(maxOut))
 	}
 	if a.m.cfg.Stream {
 		opts = append(opts, llms.WithStreamingFunc(a.streamTo(turn)))
