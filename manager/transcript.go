@@ -23,7 +23,10 @@ import (
 // naming its agent, in Seq order per agent. An agent encodes its event on
 // its own goroutine straight into one of the writer's buffers, its shard,
 // chosen by its ID; only the writer's goroutine writes, appending what has
-// gathered in every shard with one write, as soon as it can. So an agent
+// gathered in every shard with one write, as soon as it can, merged by
+// Seq so that of two events one of which happened before the other (a
+// parent's spawn, then its child's), the earlier's line comes first
+// whatever the agents' shards. So an agent
 // never writes to the disk, agents writing at once rarely wait for each
 // other, a crash leaves every line that reached the disk whole and loses
 // only what was still buffered, and a failing disk never fails a run. Only
@@ -49,6 +52,7 @@ type transcriptShard struct {
 	mu      sync.Mutex
 	cond    sync.Cond // signalled when a batch was written or the writer stops, for adders waiting for room
 	pending []byte    // lines not yet handed to the disk
+	lines   []lineEnd // where each line of pending ends, and its Seq
 	queued  uint64    // bytes ever added
 	times   timeCache // the last event's time, formatted
 	_       [64]byte  // apart from the next shard's lock
@@ -78,7 +82,7 @@ type transcriptWriter struct {
 	f        *os.File
 	failed   bool
 	batch    []byte
-	spare    [transcriptShards][]byte
+	spare    [transcriptShards]shardLines
 	warnOnce sync.Once
 }
 
@@ -113,6 +117,7 @@ func (w *transcriptWriter) add(e *Event) {
 			sh.pending = make([]byte, 0, 16<<10)
 		}
 		sh.pending = append(appendEventJSONWith(sh.pending, e, &sh.times), '\n')
+		sh.lines = append(sh.lines, lineEnd{end: len(sh.pending), seq: e.Seq})
 		added := len(sh.pending) - n
 		sh.queued += uint64(added)
 		w.pending.Add(int64(added))
@@ -157,44 +162,89 @@ func (w *transcriptWriter) poke() {
 	}
 }
 
+// lineEnd is where a line ends in its shard's buffer, and its event's Seq.
+type lineEnd struct {
+	end int
+	seq uint64
+}
+
+// shardLines is what the writer took of one shard.
+type shardLines struct {
+	text  []byte
+	lines []lineEnd
+}
+
 // flush writes what has gathered in every shard with one write. It
 // reports whether there was anything.
 func (w *transcriptWriter) flush() bool {
-	var took [transcriptShards]int
-	w.batch = w.batch[:0]
+	var took [transcriptShards]shardLines
+	size := 0
+	// Every shard is taken at one instant, all locked at once: a line
+	// added after one whose shard came later could otherwise be written
+	// before it.
+	for i := range w.shards {
+		w.shards[i].mu.Lock()
+	}
 	for i := range w.shards {
 		sh := &w.shards[i]
-		sh.mu.Lock()
-		lines := sh.pending
-		sh.pending = w.spare[i][:0]
-		sh.mu.Unlock()
-		took[i] = len(lines)
-		w.pending.Add(-int64(len(lines)))
-		w.batch = append(w.batch, lines...)
-		w.spare[i] = lines
+		took[i] = shardLines{text: sh.pending, lines: sh.lines}
+		sh.pending, sh.lines = w.spare[i].text[:0], w.spare[i].lines[:0]
+		size += len(took[i].text)
 	}
-	if len(w.batch) == 0 {
+	for i := range w.shards {
+		w.shards[i].mu.Unlock()
+	}
+	w.pending.Add(-int64(size))
+	if size == 0 {
+		w.spare = took // the shards hold what were the spares
 		return false
 	}
+	w.batch = mergeLines(w.batch[:0], &took)
 	w.write(w.batch)
 	w.waitMu.Lock()
-	for i, n := range took {
-		w.written[i] += uint64(n)
+	for i := range took {
+		w.written[i] += uint64(len(took[i].text))
 	}
 	w.wakeWaiters(false)
 	w.waitMu.Unlock()
 	if w.blocked.Load() > 0 {
 		w.wakeAdders()
 	}
-	for i := range took {
-		if cap(w.spare[i]) > 2*maxTranscriptBuffer/transcriptShards {
-			w.spare[i] = nil // a burst's buffer is not kept
+	for i, t := range took {
+		if cap(t.text) > 2*maxTranscriptBuffer/transcriptShards {
+			t = shardLines{} // a burst's buffer is not kept
 		}
+		w.spare[i] = t
 	}
 	if cap(w.batch) > 2*maxTranscriptBuffer {
 		w.batch = nil
 	}
 	return true
+}
+
+// mergeLines appends the shards' lines to b, taking each time the line
+// with the lowest Seq at the head of a shard. Each shard holds its lines
+// in the order they were added, so of two events one of which happened
+// before the other (a parent's spawn and its child's, say), whatever
+// their shards, the earlier's line comes first, as it did when there
+// was one buffer.
+func mergeLines(b []byte, shards *[transcriptShards]shardLines) []byte {
+	var next, start [transcriptShards]int
+	for {
+		pick := -1
+		for i := range shards {
+			if ls := shards[i].lines; next[i] < len(ls) && (pick < 0 || ls[next[i]].seq < shards[pick].lines[next[pick]].seq) {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			return b
+		}
+		end := shards[pick].lines[next[pick]].end
+		b = append(b, shards[pick].text[start[pick]:end]...)
+		start[pick] = end
+		next[pick]++
+	}
 }
 
 // waiting reports whether a shard has lines for the writer.

@@ -126,3 +126,28 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// Events one of which happened before the next (a parent's spawn, then
+// its child's), whatever the buffers their agents' lines go to, are on
+// disk in that order: here one goroutine adds every event, so the whole
+// file must be in Seq order.
+func TestTranscriptKeepsTheOrderEventsHappenedIn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	w := newTranscriptWriter(path, slog.New(slog.DiscardHandler))
+	const agents, each = 16, 1000
+	shards := map[int]bool{}
+	for i := range agents {
+		shards[shardOf(fmt.Sprint("agent-", i))] = true
+	}
+	require.Greater(t, len(shards), 1, "the agents' lines go to more than one buffer")
+	for n := range agents * each {
+		w.add(&Event{Seq: uint64(n + 1), AgentID: fmt.Sprint("agent-", n%agents), Text: "step"})
+	}
+	w.close()
+	events, err := ReadTranscript(path)
+	require.NoError(t, err)
+	require.Len(t, events, agents*each)
+	for i, e := range events {
+		require.Equal(t, uint64(i+1), e.Seq, "line %d", i+1)
+	}
+}
