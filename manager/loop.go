@@ -69,6 +69,7 @@ type loop struct {
 	lastText string
 	retried  bool // the one retry after an unparsable JSON answer
 	reuse    callReuse
+	scratch  toolScratch
 }
 
 func (l *loop) run() {
@@ -360,7 +361,7 @@ func (l *loop) tools(choice *llms.ContentChoice) bool {
 	} else {
 		l.addChars(ai, chars) // the same estimate, without the text
 	}
-	outcomes, stop := l.a.runToolCalls(l.ctx, calls)
+	outcomes, stop := l.a.runToolCallsIn(l.ctx, calls, &l.scratch)
 	// The results stay in the conversation even when the run ends on
 	// them, so that a later agent resuming it sees them.
 	for i, o := range outcomes {

@@ -41,8 +41,27 @@ type toolOutcome struct {
 // when it ended before any call ran (a failed hook), and a stop with no
 // reason means the run's context ended.
 func (a *Agent) runToolCalls(ctx context.Context, calls []llms.ToolCall) (outcomes []toolOutcome, stop *runStop) {
-	outcomes = make([]toolOutcome, len(calls))
-	run := make([]int, 0, len(calls))
+	return a.runToolCallsIn(ctx, calls, nil)
+}
+
+// toolScratch is what the turns of one loop, run one at a time, reuse.
+type toolScratch struct {
+	outcomes []toolOutcome
+	run      []int
+}
+
+// runToolCallsIn is runToolCalls with its slices taken from scratch (nil:
+// made anew); the outcomes are then good until the next turn.
+func (a *Agent) runToolCallsIn(ctx context.Context, calls []llms.ToolCall, scratch *toolScratch) (outcomes []toolOutcome, stop *runStop) {
+	var run []int
+	if scratch != nil {
+		outcomes = append(scratch.outcomes[:0], make([]toolOutcome, len(calls))...)
+		run = scratch.run[:0]
+		defer func() { scratch.outcomes, scratch.run = outcomes[:0], run[:0] }()
+	} else {
+		outcomes = make([]toolOutcome, len(calls))
+		run = make([]int, 0, len(calls))
+	}
 	for i, c := range calls {
 		name := ""
 		if c.FunctionCall != nil {
