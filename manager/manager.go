@@ -31,6 +31,10 @@ type Manager struct {
 
 	base     context.Context
 	shutdown context.CancelCauseFunc
+	// roots is base without its cancel: the context top-level (and
+	// detached) agents derive from. Close cancels each of them itself, so
+	// that creating and ending one takes no lock shared by all.
+	roots context.Context
 
 	// mu guards the running slots and the queue; regMu, taken on its own,
 	// the agents known by ID. Two locks, so that spawning an agent and
@@ -93,6 +97,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg:          cfg,
 		events:       newBroadcaster(cfg.SubscriptionBuffer),
 		base:         base,
+		roots:        context.WithoutCancel(base),
 		shutdown:     cancel,
 		agents:       map[string]*Agent{},
 		queue:        list.New(),
@@ -267,7 +272,7 @@ type placement struct {
 
 // place finds a request's parent, refusing one that is ending or too deep.
 func (m *Manager) place(req SpawnRequest) (placement, error) {
-	at := placement{ctx: m.base}
+	at := placement{ctx: m.roots}
 	if req.ParentID == "" {
 		return at, nil
 	}
@@ -909,15 +914,27 @@ func (m *Manager) Cancel(id string) error {
 
 // CancelAll cancels every agent that has not ended.
 func (m *Manager) CancelAll() {
-	m.regMu.Lock()
-	live := make([]*Agent, 0, len(m.agents))
-	for _, a := range m.agents {
-		live = append(live, a)
-	}
-	m.regMu.Unlock()
-	for _, a := range live {
+	for _, a := range m.known() {
 		a.Cancel()
 	}
+}
+
+// cancelAll cancels every agent's context with cause.
+func (m *Manager) cancelAll(cause error) {
+	for _, a := range m.known() {
+		a.cancel(cause)
+	}
+}
+
+// known returns the agents known by ID.
+func (m *Manager) known() []*Agent {
+	m.regMu.Lock()
+	defer m.regMu.Unlock()
+	all := make([]*Agent, 0, len(m.agents))
+	for _, a := range m.agents {
+		all = append(all, a)
+	}
+	return all
 }
 
 // OnComplete registers fn to be called once for every agent that reaches
@@ -973,7 +990,10 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
-	m.shutdown(errShutdown) // before CancelAll, so running agents end with ReasonShutdown
+	m.shutdown(errShutdown)
+	// Before CancelAll, so running agents end with ReasonShutdown. Every
+	// agent admitted is known by now: none is admitted once closed is set.
+	m.cancelAll(errShutdown)
 	m.CancelAll()
 	done := make(chan struct{})
 	go func() {
