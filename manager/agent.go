@@ -120,7 +120,8 @@ type Agent struct {
 	usage     Usage // its own model calls
 	toolCalls int   // its own tool calls
 	// subtree and subToolCalls count it and every descendant: what its
-	// budget bounds.
+	// budget bounds. They change only with its root's budgetMu held too,
+	// and whoever holds that reads them without mu.
 	subtree      Usage
 	subToolCalls int
 	// Guarded by its root's budgetMu, not mu: the tokens held by model

@@ -121,16 +121,19 @@ func clampInt(limit, left int) int {
 	return limit
 }
 
-// charge adds a model call's usage to a and to every ancestor's subtree.
+// charge adds a model call's usage to a and to every ancestor's subtree,
+// with root.budgetMu held. The counts change under each agent's mu as
+// well, for snapshots; whoever holds budgetMu reads them without it.
 func (a *Agent) charge(u Usage) {
 	a.mu.Lock()
 	a.usage = a.usage.Add(u)
+	a.subtree = a.subtree.Add(u)
 	a.mu.Unlock()
-	a.chain(func(x *Agent) {
+	for x := a.parent; x != nil; x = x.parent {
 		x.mu.Lock()
 		x.subtree = x.subtree.Add(u)
 		x.mu.Unlock()
-	})
+	}
 }
 
 // takeToolCalls takes up to want tool calls for a from what a and its
@@ -146,9 +149,7 @@ func (a *Agent) takeToolCalls(want int) (took int, limit treeLimit) {
 		if x.budget.MaxToolCalls <= 0 {
 			return
 		}
-		x.mu.Lock()
-		left := x.budget.MaxToolCalls - x.subToolCalls
-		x.mu.Unlock()
+		left := x.budget.MaxToolCalls - x.subToolCalls // written only under budgetMu
 		if left < took {
 			took = max(left, 0)
 			limit = treeLimit{agent: x, left: left, limit: x.budget.MaxToolCalls}
@@ -159,12 +160,13 @@ func (a *Agent) takeToolCalls(want int) (took int, limit treeLimit) {
 	}
 	a.mu.Lock()
 	a.toolCalls += took
+	a.subToolCalls += took
 	a.mu.Unlock()
-	a.chain(func(x *Agent) {
+	for x := a.parent; x != nil; x = x.parent {
 		x.mu.Lock()
 		x.subToolCalls += took
 		x.mu.Unlock()
-	})
+	}
 	return took, limit
 }
 
@@ -222,9 +224,7 @@ func (a *Agent) toolCallsLeft() int {
 		if x.budget.MaxToolCalls <= 0 {
 			return
 		}
-		x.mu.Lock()
-		n := max(x.budget.MaxToolCalls-x.subToolCalls, 0)
-		x.mu.Unlock()
+		n := max(x.budget.MaxToolCalls-x.subToolCalls, 0) // written only under budgetMu
 		if left == modelcap.Unlimited || n < left {
 			left = n
 		}
@@ -238,16 +238,14 @@ func costBudgetError(a, x *Agent) error {
 }
 
 // tokenBudgets calls fn for a and each of its ancestors that has a token
-// budget, with what that budget has left.
+// budget, with what that budget has left; root.budgetMu is held, so the
+// counts, written only under it, are read without each agent's mu.
 func (a *Agent) tokenBudgets(fn func(x *Agent, left int)) {
 	a.chain(func(x *Agent) {
 		if x.budget.MaxTokens <= 0 {
 			return
 		}
-		x.mu.Lock()
-		left := x.budget.MaxTokens - x.subtree.Total()
-		x.mu.Unlock()
-		fn(x, left)
+		fn(x, x.budget.MaxTokens-x.subtree.Total())
 	})
 }
 
