@@ -317,15 +317,16 @@ func BenchmarkMemoryPendingBehindRunning(b *testing.B) {
 	}
 }
 
-// BenchmarkLoneAgentStep runs one agent at a time (no parent, no
-// children) through loneSteps steps of two no-op tool calls, once with
-// no budget and once with every budget a tree shares (tokens, tool
-// calls, turns, time). A lone agent's budgets go through the same tree
-// bookkeeping as a child's (its tree's lock, the walk up its chain, the
-// hold on its tokens), and there is no way to run a step without it, so
-// the difference between the two is what that bookkeeping, and checking
-// the budgets at all, cost it: compare their ns/step and allocs/op, run
-// side by side.
+// BenchmarkLoneAgentStep runs lone agents (no parent, no children), one
+// at a time, through loneSteps steps of two no-op tool calls each,
+// alternately with no budget and with every budget a tree shares
+// (tokens, tool calls, turns, time), and reports each one's time and
+// allocations per step and their ratio. A lone agent's budgets go through
+// the same tree bookkeeping as a child's (its tree's lock, the walk up its
+// chain, the hold on its tokens), and no step runs without it, so the
+// difference between the two bounds what that bookkeeping, and checking
+// the budgets at all, cost it. Each pair runs back to back, in turn in
+// either order, so both see the same machine.
 func BenchmarkLoneAgentStep(b *testing.B) {
 	const loneSteps = 20
 	two := scripted.Step{Calls: []scripted.Call{{Name: "noop"}, {Name: "noop"}}}
@@ -334,30 +335,46 @@ func BenchmarkLoneAgentStep(b *testing.B) {
 		steps = append(steps, two)
 	}
 	steps = append(steps, scripted.Step{Text: "done"})
-	for _, bc := range []struct {
-		name   string
-		budget agenttypes.Budget
-	}{
-		{"unlimited", agenttypes.Budget{}},
-		{"limited", agenttypes.Budget{MaxTokens: 1_000_000, MaxToolCalls: 1_000, MaxTurns: 100, MaxTime: time.Hour}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			mgr := benchManager(b, scripted.New(steps...).WithoutRecording(), 1, 1_000_000)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				a, err := mgr.Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t", Budget: bc.budget})
-				if err != nil {
-					b.Fatal(err)
-				}
-				<-a.Done()
-			}
-			b.StopTimer()
-			if st := mgr.Stats(); st.Completed != b.N || st.ToolCalls != b.N*loneSteps*2 {
-				b.Fatalf("stats %+v", st)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(loneSteps+1)), "ns/step")
-		})
+	budgets := [2]agenttypes.Budget{{}, {MaxTokens: 1_000_000, MaxToolCalls: 1_000, MaxTurns: 100, MaxTime: time.Hour}}
+	var mgrs [2]*manager.Manager
+	for i := range mgrs {
+		mgrs[i] = benchManager(b, scripted.New(steps...).WithoutRecording(), 1, 1_000_000)
 	}
+	ctx := context.Background()
+	run := func(i int) {
+		a, err := mgrs[i].Spawn(ctx, manager.SpawnRequest{Type: "bench", Task: "t", Budget: budgets[i]})
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-a.Done()
+	}
+	var took [2]time.Duration
+	b.ResetTimer()
+	for n := range b.N {
+		for k := range 2 {
+			i := k ^ n&1
+			start := time.Now()
+			run(i)
+			took[i] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	// Allocations, counted apart: reading them stops the world.
+	const counted = 50
+	var allocs [2]uint64
+	var before, after runtime.MemStats
+	for i := range 2 {
+		runtime.ReadMemStats(&before)
+		for range counted {
+			run(i)
+		}
+		runtime.ReadMemStats(&after)
+		allocs[i] = after.Mallocs - before.Mallocs
+	}
+	perStep := float64(b.N * (loneSteps + 1))
+	b.ReportMetric(float64(took[0].Nanoseconds())/perStep, "unlimited-ns/step")
+	b.ReportMetric(float64(took[1].Nanoseconds())/perStep, "limited-ns/step")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "limited/unlimited")
+	b.ReportMetric(float64(allocs[0])/counted, "unlimited-allocs/agent")
+	b.ReportMetric(float64(allocs[1])/counted, "limited-allocs/agent")
 }
