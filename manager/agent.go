@@ -91,16 +91,17 @@ type Agent struct {
 	// whether it holds a running slot, how many of its waits lend that
 	// slot out, and, while it waits to take a slot back, the channel
 	// closed when it has one and its place in the line of resuming agents.
-	elem       *list.Element
-	held       bool        // registered, but held back by its group's concurrency
-	waits      []*slotWait // waits on this agent by agents lending their slot
-	slot       atomic.Bool // written under m.mu; read without it by leaveTools
-	lent       int
-	resume     chan struct{}
-	resumeElem *list.Element
-	tooling    atomic.Int32 // tool phases in progress (0 or 1), counted without m.mu
-	gone       bool         // terminal: its slot released for good
-	runCtx     context.Context
+	queued       bool // in m.queue, linked through qprev and qnext
+	qprev, qnext *Agent
+	held         bool        // registered, but held back by its group's concurrency
+	waits        []*slotWait // waits on this agent by agents lending their slot
+	slot         atomic.Bool // written under m.mu; read without it by leaveTools
+	lent         int
+	resume       chan struct{}
+	resumeElem   *list.Element
+	tooling      atomic.Int32 // tool phases in progress (0 or 1), counted without m.mu
+	gone         bool         // terminal: its slot released for good
+	runCtx       context.Context
 
 	// budgetMu, on a tree's root, makes checking and taking a tree's
 	// tokens and tool calls one step; freed, when set, is closed when a

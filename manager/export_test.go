@@ -20,10 +20,8 @@ type SlotState struct {
 func (m *Manager) Slots() SlotState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.regMu.Lock()
-	defer m.regMu.Unlock()
-	s := SlotState{Running: m.running, Queue: m.queue.Len(), Resumers: m.resumers.Len()}
-	for _, a := range m.agents {
+	s := SlotState{Running: m.running, Queue: m.queue.n, Resumers: m.resumers.Len()}
+	for _, a := range m.knownAgents() {
 		if a.slot.Load() {
 			s.Holders++
 			a.mu.Lock()

@@ -36,18 +36,19 @@ type Manager struct {
 	// that creating and ending one takes no lock shared by all.
 	roots context.Context
 
-	// mu guards the running slots and the queue; regMu, taken on its own,
-	// the agents known by ID. Two locks, so that spawning an agent and
+	// mu guards the running slots and the queue; the agents known by ID
+	// are in shards with locks of their own, and retireMu guards the list
+	// of ended ones. Taken one at a time, so that spawning an agent and
 	// agents ending wait on each other as little as they can.
 	mu       sync.Mutex
-	queue    *list.List // of *Agent, pending in FIFO order
+	queue    agentQueue // pending agents, in FIFO order
 	resumers *list.List // of *Agent, taking a slot back after a wait; before the queue
 	running  int
 	closed   bool
 	wg       sync.WaitGroup // one per agent not yet terminal
 
-	regMu     sync.Mutex
-	agents    map[string]*Agent
+	known     [registryShards]registryShard
+	retireMu  sync.Mutex
 	ended     []string // IDs of ended agents, oldest first from endedHead
 	endedHead int
 	talkers   []*Agent // ended agents whose conversation is kept, oldest first
@@ -99,8 +100,6 @@ func New(cfg Config) (*Manager, error) {
 		base:         base,
 		roots:        context.WithoutCancel(base),
 		shutdown:     cancel,
-		agents:       map[string]*Agent{},
-		queue:        list.New(),
 		resumers:     list.New(),
 		mcpDescribed: map[string]*mcpDescription{},
 	}, nil
@@ -371,12 +370,12 @@ func (m *Manager) admit(a *Agent) error {
 		m.running++
 		a.slot.Store(true)
 	} else {
-		if n := m.queue.Len(); n >= m.cfg.MaxQueue {
+		if n := m.queue.n; n >= m.cfg.MaxQueue {
 			m.mu.Unlock()
 			m.unregister(a)
 			return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, n)
 		}
-		a.elem = m.queue.PushBack(a)
+		m.queue.pushBack(a)
 	}
 	m.wg.Add(1)
 	m.counts[Pending].Add(1)
@@ -406,7 +405,7 @@ func (m *Manager) admitHeld(a *Agent) error {
 		m.unregister(a)
 		return ErrClosed
 	}
-	if n := m.queue.Len(); n >= m.cfg.MaxQueue {
+	if n := m.queue.n; n >= m.cfg.MaxQueue {
 		m.mu.Unlock()
 		m.unregister(a)
 		return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, n)
@@ -424,15 +423,44 @@ func (m *Manager) admitHeld(a *Agent) error {
 // register makes a known by its ID; unregister forgets an agent that was
 // not admitted.
 func (m *Manager) register(a *Agent) {
-	m.regMu.Lock()
-	m.agents[a.id] = a
-	m.regMu.Unlock()
+	sh := m.shard(a.id)
+	sh.mu.Lock()
+	if sh.agents == nil {
+		sh.agents = map[string]*Agent{}
+	}
+	sh.agents[a.id] = a
+	sh.mu.Unlock()
 }
 
-func (m *Manager) unregister(a *Agent) {
-	m.regMu.Lock()
-	delete(m.agents, a.id)
-	m.regMu.Unlock()
+func (m *Manager) unregister(a *Agent) { m.forget(a.id) }
+
+func (m *Manager) forget(id string) {
+	sh := m.shard(id)
+	sh.mu.Lock()
+	delete(sh.agents, id)
+	sh.mu.Unlock()
+}
+
+// registryShards is how many parts the agents known by ID are kept in.
+const registryShards = 16
+
+type registryShard struct {
+	mu     sync.Mutex
+	agents map[string]*Agent
+	_      [48]byte // apart from the next shard's lock
+}
+
+func (m *Manager) shard(id string) *registryShard {
+	return &m.known[idHash(id)%registryShards]
+}
+
+// idHash hashes an agent's ID (FNV-1a) to spread agents over shards.
+func idHash(id string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint32(id[i])) * 16777619
+	}
+	return h
 }
 
 // releaseHeld starts a held agent or queues it for a slot, and reports
@@ -444,12 +472,12 @@ func (m *Manager) releaseHeld(a *Agent) bool {
 		return false
 	}
 	a.held = false
-	start := m.running < m.cfg.MaxConcurrent && m.queue.Len() == 0 && m.resumers.Len() == 0
+	start := m.running < m.cfg.MaxConcurrent && m.queue.n == 0 && m.resumers.Len() == 0
 	if start {
 		m.running++
 		a.slot.Store(true)
 	} else {
-		a.elem = m.queue.PushBack(a)
+		m.queue.pushBack(a)
 	}
 	m.mu.Unlock()
 	if start {
@@ -533,12 +561,11 @@ func (m *Manager) handOffLocked() (start, drop []*Agent) {
 			r.resume = nil
 			continue
 		}
-		front := m.queue.Front()
-		if front == nil {
+		next := m.queue.head
+		if next == nil {
 			break
 		}
-		next := m.queue.Remove(front).(*Agent)
-		next.elem = nil
+		m.queue.remove(next)
 		if next.ctx.Err() != nil {
 			// Cancelled in the queue (its parent ended, say): it never runs.
 			drop = append(drop, next)
@@ -685,8 +712,8 @@ func (m *Manager) await(ctx context.Context, agents []*Agent) ([]Result, error) 
 // retire remembers that a ended, forgetting the oldest ended agent when
 // more than KeepEnded are remembered, so a long-lived manager stays small.
 func (m *Manager) retire(a *Agent) {
-	m.regMu.Lock()
-	defer m.regMu.Unlock()
+	m.retireMu.Lock()
+	defer m.retireMu.Unlock()
 	// Conversations are kept for resume, for the most recent
 	// KeepConversations ended agents only: they are the large part.
 	m.talkers = append(m.talkers, a)
@@ -700,7 +727,7 @@ func (m *Manager) retire(a *Agent) {
 	}
 	m.ended = append(m.ended, a.id)
 	if len(m.ended)-m.endedHead > m.cfg.KeepEnded {
-		delete(m.agents, m.ended[m.endedHead])
+		m.forget(m.ended[m.endedHead])
 		m.ended[m.endedHead] = ""
 		m.endedHead++
 		// Compact once half the slice is spent: amortised O(1) a call.
@@ -709,6 +736,39 @@ func (m *Manager) retire(a *Agent) {
 			m.endedHead = 0
 		}
 	}
+}
+
+// agentQueue is a FIFO list of agents linked through their own fields,
+// so queueing one, under m.mu, allocates nothing.
+type agentQueue struct {
+	head, tail *Agent
+	n          int
+}
+
+func (q *agentQueue) pushBack(a *Agent) {
+	a.qprev, a.qnext, a.queued = q.tail, nil, true
+	if q.tail != nil {
+		q.tail.qnext = a
+	} else {
+		q.head = a
+	}
+	q.tail = a
+	q.n++
+}
+
+func (q *agentQueue) remove(a *Agent) {
+	if a.qprev != nil {
+		a.qprev.qnext = a.qnext
+	} else {
+		q.head = a.qnext
+	}
+	if a.qnext != nil {
+		a.qnext.qprev = a.qprev
+	} else {
+		q.tail = a.qprev
+	}
+	a.qprev, a.qnext, a.queued = nil, nil, false
+	q.n--
 }
 
 // dequeue removes a pending agent from the queue; false if it was not
@@ -720,11 +780,10 @@ func (m *Manager) dequeue(a *Agent) bool {
 		a.held = false
 		return true
 	}
-	if a.elem == nil {
+	if !a.queued {
 		return false
 	}
-	m.queue.Remove(a.elem)
-	a.elem = nil
+	m.queue.remove(a)
 	return true
 }
 
@@ -763,9 +822,10 @@ func (m *Manager) model(ctx context.Context, name string) (llms.Model, error) {
 }
 
 func (m *Manager) lookup(id string) *Agent {
-	m.regMu.Lock()
-	a := m.agents[id]
-	m.regMu.Unlock()
+	sh := m.shard(id)
+	sh.mu.Lock()
+	a := sh.agents[id]
+	sh.mu.Unlock()
 	return a
 }
 
@@ -801,12 +861,7 @@ func (f Filter) match(i *Info) bool {
 
 // List returns snapshots of the agents f matches, oldest first.
 func (m *Manager) List(f Filter) []Info {
-	m.regMu.Lock()
-	all := make([]*Agent, 0, len(m.agents))
-	for _, a := range m.agents {
-		all = append(all, a)
-	}
-	m.regMu.Unlock()
+	all := m.knownAgents()
 	out := make([]Info, 0, len(all))
 	for _, a := range all {
 		if i := a.Info(); f.match(&i) {
@@ -914,25 +969,28 @@ func (m *Manager) Cancel(id string) error {
 
 // CancelAll cancels every agent that has not ended.
 func (m *Manager) CancelAll() {
-	for _, a := range m.known() {
+	for _, a := range m.knownAgents() {
 		a.Cancel()
 	}
 }
 
 // cancelAll cancels every agent's context with cause.
 func (m *Manager) cancelAll(cause error) {
-	for _, a := range m.known() {
+	for _, a := range m.knownAgents() {
 		a.cancel(cause)
 	}
 }
 
-// known returns the agents known by ID.
-func (m *Manager) known() []*Agent {
-	m.regMu.Lock()
-	defer m.regMu.Unlock()
-	all := make([]*Agent, 0, len(m.agents))
-	for _, a := range m.agents {
-		all = append(all, a)
+// knownAgents returns the agents known by ID.
+func (m *Manager) knownAgents() []*Agent {
+	var all []*Agent
+	for i := range m.known {
+		sh := &m.known[i]
+		sh.mu.Lock()
+		for _, a := range sh.agents {
+			all = append(all, a)
+		}
+		sh.mu.Unlock()
 	}
 	return all
 }

@@ -98,11 +98,7 @@ func newTranscriptWriter(path string, log *slog.Logger) *transcriptWriter {
 // shardOf is the shard an agent's lines go to: always the same one, so
 // they stay in order.
 func shardOf(agentID string) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(agentID); i++ {
-		h = (h ^ uint32(agentID[i])) * 16777619
-	}
-	return int(h % transcriptShards)
+	return int(idHash(agentID) % transcriptShards)
 }
 
 // add encodes e and queues its line; the lines of one agent are written
