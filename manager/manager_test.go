@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,6 +178,46 @@ func TestConcurrentToolCallsKeepCallOrder(t *testing.T) {
 	for i := range n {
 		assert.Equal(t, fmt.Sprint(i), got[i].Content, "results go back in call order")
 	}
+}
+
+func TestToolConcurrencyBoundsCallsInFlight(t *testing.T) {
+	// Six calls, ToolConcurrency 2: the agent's goroutine and one helper
+	// take them in order. Each call returns once another is in flight
+	// beside it (or every call has started), so the test fails (rather
+	// than hangs) when calls run one at a time, and sees it when more
+	// than two run at once.
+	const n, limit = 6, 2
+	var inFlight, most, started atomic.Int32
+	pair := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "pair", Description: "returns once another call runs beside it"},
+		Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			now := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			started.Add(1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for inFlight.Load() < limit && started.Load() < n {
+				if time.Now().After(deadline) {
+					return "", errors.New("no other call ran beside this one")
+				}
+				runtime.Gosched()
+			}
+			return "ok", nil
+		},
+	}
+	calls := make([]scripted.Call, n)
+	for i := range calls {
+		calls[i] = scripted.Call{Name: "pair"}
+	}
+	model := scripted.New(scripted.Step{Calls: calls}, scripted.Step{Text: "done"})
+	f := newFixture(t, model, func(c *manager.Config) { c.ToolConcurrency = limit }, pair)
+	res := f.run(t, manager.SpawnRequest{})
+	require.Equal(t, manager.Completed, res.State)
+	for _, r := range scripted.ToolResults(model.Requests()[1].Messages) {
+		assert.Equal(t, "ok", r.Content)
+	}
+	assert.Equal(t, int32(limit), most.Load(), "at most ToolConcurrency calls at once, and that many")
 }
 
 func TestDisallowedToolIsRefusedNotExecuted(t *testing.T) {

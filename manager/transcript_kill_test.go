@@ -110,9 +110,15 @@ func TestTranscriptSurvivesSIGKILL(t *testing.T) {
 			var path string
 			ready := make(chan struct{})
 			go func() {
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					line := sc.Text()
+				// A line the kill cut short is no line: it could parse as
+				// one with its last number cut.
+				br := bufio.NewReader(stdout)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					line = strings.TrimSuffix(line, "\n")
 					if p, ok := strings.CutPrefix(line, "path "); ok {
 						path = p
 						close(ready)
