@@ -110,8 +110,10 @@ type Agent struct {
 	freed    chan struct{}
 
 	// emitMu makes numbering and writing one agent's events one step, so
-	// its transcript is in Seq order.
+	// its transcript is in Seq order; tshard is the transcript buffer its
+	// lines go to.
 	emitMu sync.Mutex
+	tshard int
 
 	mu        sync.Mutex
 	state     State
@@ -378,7 +380,7 @@ func (a *Agent) awaitTranscript() {
 	if a.m.transcripts == nil {
 		return
 	}
-	synced := a.m.transcripts.syncedFor(a.id)
+	synced := a.m.transcripts.syncedFor(a.tshard)
 	select {
 	case <-synced:
 		return
@@ -442,7 +444,7 @@ func (a *Agent) emit(e *Event) {
 	e.Time = a.m.cfg.now()
 	a.m.events.publish(e)
 	if a.m.transcripts != nil {
-		a.m.transcripts.add(e)
+		a.m.transcripts.addTo(a.tshard, e)
 	}
 }
 

@@ -228,6 +228,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		resumed: resumed, onQuestion: req.OnQuestion, narrowed: len(req.Tools) > 0,
 		done: make(chan struct{}), ready: make(chan struct{}), created: m.cfg.now(), state: Pending,
 	}
+	a.tshard = shardOf(a.id)
 	if err := a.join(at.ctx, !req.Detach); err != nil {
 		return nil, err
 	}

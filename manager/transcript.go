@@ -103,8 +103,11 @@ func shardOf(agentID string) int {
 
 // add encodes e and queues its line; the lines of one agent are written
 // in the order they are added. After close it does nothing.
-func (w *transcriptWriter) add(e *Event) {
-	sh := &w.shards[shardOf(e.AgentID)]
+func (w *transcriptWriter) add(e *Event) { w.addTo(shardOf(e.AgentID), e) }
+
+// addTo is add for an agent whose shard is known.
+func (w *transcriptWriter) addTo(shard int, e *Event) {
+	sh := &w.shards[shard]
 	sh.mu.Lock()
 	w.awaitRoom(sh)
 	if !w.closing.Load() {
@@ -272,8 +275,8 @@ func (w *transcriptWriter) synced() <-chan struct{} {
 	return w.syncedShards(1<<transcriptShards - 1)
 }
 
-func (w *transcriptWriter) syncedFor(agentID string) <-chan struct{} {
-	return w.syncedShards(1 << shardOf(agentID))
+func (w *transcriptWriter) syncedFor(shard int) <-chan struct{} {
+	return w.syncedShards(1 << shard)
 }
 
 func (w *transcriptWriter) syncedShards(mask uint) <-chan struct{} {
