@@ -390,6 +390,10 @@ func BenchmarkLoneAgentBudgets(b *testing.B) {
 	short, long := extra(mgrs), extra(managers(2*loneSteps))
 	// To a hundredth: a stray allocation of the runtime's in 200 agents
 	// is no allocation of a step.
-	b.ReportMetric(math.Round((long-short)/loneSteps*100)/100, "extra-allocs/step")
+	perStepExtra := math.Round((long-short)/loneSteps*100) / 100
+	if perStepExtra == 0 {
+		perStepExtra = 0 // not -0
+	}
+	b.ReportMetric(perStepExtra, "extra-allocs/step")
 	b.ReportMetric(math.Round(short-(long-short)), "extra-allocs/agent")
 }

@@ -143,7 +143,7 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 		if ctx.Err() != nil {
 			// Cut off in flight: the provider bills the input it was sent.
 			// What it did not report is estimated, and said to be.
-			a.chargeCall(Usage{InputTokens: c.input, Estimated: true})
+			a.chargeCall(Usage{InputTokens: c.input, Estimated: true}, &held)
 		}
 		return modelReply{turn: turn}, fmt.Errorf("model %s: %w", a.modelName, err)
 	}
@@ -152,7 +152,7 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 	}
 	r := modelReply{choice: resp.Choices[0], turn: turn}
 	r.usage = usageOf(r.choice, c.input)
-	r.limit, r.crossed = a.chargeCall(r.usage)
+	r.limit, r.crossed = a.chargeCall(r.usage, &held)
 	switch x := a.costSpent(); {
 	case r.limit.agent != nil && r.limit.left < 0:
 		r.past = &runStop{reason: ReasonBudgetTokens, err: r.limit.err(a)}
@@ -229,10 +229,12 @@ func (a *Agent) streamTo(turn int) func(context.Context, []byte) error {
 // step, reads the token budgets of the chain: limit is the tightest, and
 // crossed the one this call's tokens took past its limit (nil agent:
 // none). Two calls charged at once cannot both be blamed for one
-// overshoot: only the one that crossed the limit is.
-func (a *Agent) chargeCall(u Usage) (limit, crossed treeLimit) {
+// overshoot: only the one that crossed the limit is. What the call held
+// is given back in the same step.
+func (a *Agent) chargeCall(u Usage, held *holding) (limit, crossed treeLimit) {
 	a.root.budgetMu.Lock()
 	a.charge(u)
+	held.releaseLocked() // in the same step, so the next reservation sees both
 	a.tokenBudgets(func(x *Agent, left int) {
 		limit.tighter(x, left)
 		if left < 0 && left+u.Total() >= 0 && (crossed.agent == nil || left < crossed.left) {

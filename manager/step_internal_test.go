@@ -30,7 +30,7 @@ func TestOnlyTheCallThatCrossesABudgetIsBlamed(t *testing.T) {
 			go func() {
 				defer done.Done()
 				start.Wait()
-				_, crossed[i] = c.chargeCall(Usage{InputTokens: 1000, OutputTokens: 500})
+				_, crossed[i] = c.chargeCall(Usage{InputTokens: 1000, OutputTokens: 500}, &holding{})
 			}()
 		}
 		start.Done()

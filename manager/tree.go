@@ -413,19 +413,29 @@ type holding struct {
 	usd    float64
 }
 
-func (h holding) release() {
+func (h *holding) release() {
+	if h.a == nil {
+		return
+	}
+	root := h.a.root
+	root.budgetMu.Lock()
+	h.releaseLocked()
+	root.budgetMu.Unlock()
+}
+
+// releaseLocked is release with root.budgetMu held; later releases do
+// nothing.
+func (h *holding) releaseLocked() {
 	a := h.a
 	if a == nil {
 		return
 	}
-	root := a.root
-	root.budgetMu.Lock()
 	a.chain(func(x *Agent) { x.reserved -= h.tokens; x.reservedUSD -= h.usd; x.calls-- })
-	if root.freed != nil {
+	if root := a.root; root.freed != nil {
 		close(root.freed)
 		root.freed = nil
 	}
-	root.budgetMu.Unlock()
+	h.a = nil
 }
 
 // costSpent reports the first agent of the chain whose cost budget is used
