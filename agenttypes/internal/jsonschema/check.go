@@ -58,6 +58,9 @@ func checkShape(v any, ptr string, draft int) error {
 	}
 	var err error
 	forSubschemas(m, ptr, draft, true, func(sub any, p string) {
+		if _, isBool := sub.(bool); isBool && draft < Draft6 && (p == ptr+"/additionalProperties" || p == ptr+"/additionalItems") {
+			return // the two places draft 4 takes a boolean
+		}
 		if err == nil {
 			err = checkShape(sub, p, draft)
 		}

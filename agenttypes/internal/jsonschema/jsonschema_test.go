@@ -117,3 +117,32 @@ func TestValuesThatAreNotJSONDoNotPanic(t *testing.T) {
 	v := []any{pair{[]int{1}}, pair{[]int{1}}}
 	assert.NotPanics(t, func() { assert.Error(t, s.Validate(v, func(int) {})) })
 }
+
+// Draft 4 takes a boolean as the value of additionalProperties and
+// additionalItems, and nowhere else.
+func TestDraft4TakesABooleanForAdditionalPropertiesAndItems(t *testing.T) {
+	const draft4 = `"$schema": "http://json-schema.org/draft-04/schema#"`
+	props, err := compile(t, `{`+draft4+`, "type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false}`)
+	require.NoError(t, err)
+	assert.NoError(t, check(t, props, `{"a": "x"}`))
+	err = check(t, props, `{"a": "x", "b": 1}`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "additional properties 'b' not allowed")
+
+	items, err := compile(t, `{`+draft4+`, "items": [{"type": "string"}], "additionalItems": false}`)
+	require.NoError(t, err)
+	assert.NoError(t, check(t, items, `["a"]`))
+	err = check(t, items, `["a", 1]`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "last 1 additionalItem(s) not allowed")
+
+	for _, schema := range []string{
+		`{` + draft4 + `, "not": false}`,
+		`{` + draft4 + `, "properties": {"additionalProperties": false}}`,
+		`{` + draft4 + `, "items": true}`,
+	} {
+		_, err := compile(t, schema)
+		require.Error(t, err, schema)
+		assert.Contains(t, err.Error(), "want a schema (an object)", schema)
+	}
+}
