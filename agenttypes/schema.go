@@ -206,7 +206,7 @@ func describeValidation(err error) string {
 	}
 	var parts []string
 	ve.Leaves(func(e *jsonschema.Error) {
-		parts = append(parts, fmt.Sprintf("at /%s: %s", strings.Join(e.Loc, "/"), e.Msg))
+		parts = append(parts, fmt.Sprintf("at %s: %s", e.Location(), e.Msg))
 	})
 	if len(parts) > 10 {
 		parts = append(parts[:10], fmt.Sprintf("and %d more", len(parts)-10))

@@ -11,7 +11,12 @@ import (
 // evaluated costs 1 plus the depth of the value it is evaluated at, since
 // the validator copies the value's location into every failure it records
 // and keeps them all until it returns: a step at depth 1,000 costs a
-// thousand times one at the top, in time and in memory.
+// thousand times one at the top, in time and in memory. Work within a
+// step that grows with the value's size is charged besides, before it is
+// done (see jsonschema.Meter): matching a pattern costs the text's length
+// times the size of the pattern's program, over 4; uniqueItems, enum and
+// const cost a unit per 64 bytes of the items' canonical forms; going
+// through an object's properties costs for sorting them.
 //
 // A unit of work takes 50 to 250 ns, so the budget is spent in a quarter
 // of a second at most (see BenchmarkOutputParse). Checking an answer of a
@@ -47,16 +52,25 @@ func (m *meter) reset(ctx context.Context) {
 	m.ctx, m.work, m.nextCheck = ctx, 0, meterEvery
 }
 
-// step counts one subschema evaluated at the given depth of the value.
-func (m *meter) step(depth int) {
-	m.work += 1 + depth
-	if m.work >= m.nextCheck {
+// Step counts one subschema evaluated at the given depth of the value.
+func (m *meter) Step(depth int) { m.Work(1 + depth) }
+
+// Work counts units of work about to be done: within a step, in
+// proportion to the size of the value (matching a pattern, comparing
+// items, reading a long string or number). A charge that would pass the
+// budget stops the check before the work is done.
+func (m *meter) Work(units int) {
+	over := units > maxSchemaWork-m.work
+	if !over {
+		m.work += units
+	}
+	if over || m.work >= m.nextCheck {
 		m.nextCheck = m.work + meterEvery
 		if err := m.ctx.Err(); err != nil {
-			panic(meterStop{err})
+			panic(meterStop{err}) // a run out of time is told as such, even when its work ran out too
 		}
 	}
-	if m.work > maxSchemaWork {
+	if over {
 		panic(meterStop{errSchemaWork})
 	}
 }
@@ -80,5 +94,5 @@ func validateMetered(ctx context.Context, sch *jsonschema.Schema, v any) (err, s
 			err, stop = nil, s.err
 		}
 	}()
-	return sch.Validate(v, m.step), nil
+	return sch.Validate(v, m), nil
 }

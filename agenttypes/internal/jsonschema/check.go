@@ -3,7 +3,6 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"slices"
 )
 
@@ -53,7 +52,7 @@ func checkShape(v any, ptr string, draft int) error {
 			return err
 		}
 	}
-	if n := numberOf(m["multipleOf"]); n != nil && n.r.Sign() <= 0 {
+	if n := numberOf(m["multipleOf"]); n != nil && n.d.sign() <= 0 {
 		return &SchemaError{ptr + "/multipleOf", "want a number above 0"}
 	}
 	var err error
@@ -115,14 +114,12 @@ func checkKeyword(kw string, val any, draft int, bad func(kw, want string, msg .
 			return bad(kw, "a non-negative integer")
 		}
 	case kw == "minimum" || kw == "maximum" || kw == "multipleOf":
-		if numberOf(val) == nil {
-			return bad(kw, "a number")
-		}
+		return checkNumber(kw, val, bad)
 	case kw == "exclusiveMinimum" || kw == "exclusiveMaximum":
 		if _, ok := val.(bool); draft == Draft4 && !ok {
 			return bad(kw, "a boolean")
-		} else if draft > Draft4 && numberOf(val) == nil {
-			return bad(kw, "a number")
+		} else if draft > Draft4 {
+			return checkNumber(kw, val, bad)
 		}
 	case slices.Contains(stringKeywords, kw) || (kw == "id" && draft == Draft4):
 		if _, ok := val.(string); !ok {
@@ -144,6 +141,18 @@ func checkKeyword(kw string, val any, draft int, bad func(kw, want string, msg .
 		return checkType(val, bad)
 	}
 	return nil
+}
+
+func checkNumber(kw string, val any, bad func(kw, want string, msg ...any) error) error {
+	if numberOf(val) != nil {
+		return nil
+	}
+	if text, ok := val.(json.Number); ok {
+		if _, err := parseDecimal(string(text)); err != nil {
+			return bad(kw, "", "the number %s: %v", cut(string(text)), err)
+		}
+	}
+	return bad(kw, "a number")
 }
 
 func checkType(val any, bad func(kw, want string, msg ...any) error) error {
@@ -203,31 +212,4 @@ func typeOf(v any) string {
 		return "number"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// ratOf is v as a number, if it is one.
-func ratOf(v any) (*big.Rat, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		return new(big.Rat).SetString(string(x))
-	case float64:
-		if r := new(big.Rat); r.SetFloat64(x) != nil {
-			return r, true
-		}
-	case float32:
-		if r := new(big.Rat); r.SetFloat64(float64(x)) != nil {
-			return r, true
-		}
-	case int:
-		return new(big.Rat).SetInt64(int64(x)), true
-	case int64:
-		return new(big.Rat).SetInt64(x), true
-	case int32:
-		return new(big.Rat).SetInt64(int64(x)), true
-	case uint:
-		return new(big.Rat).SetUint64(uint64(x)), true
-	case uint64:
-		return new(big.Rat).SetUint64(x), true
-	}
-	return nil, false
 }

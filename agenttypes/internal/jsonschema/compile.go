@@ -3,7 +3,6 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"net/url"
 	"regexp"
 	"slices"
@@ -55,13 +54,15 @@ type node struct {
 	dynamicName       string // the anchor a $dynamicRef looks for, if dynamic
 
 	types                               []string
-	enum                                []any
-	constant                            *any
+	numberKind                          bool // types name number or integer
+	numberValue                         bool // a keyword needs a number's value
+	enum                                *enumValues
+	constant                            *constValue
+	keyLimit                            int // the longest key of enum and const
 	multipleOf, minimum, maximum        *number
 	exclusiveMinimum, exclusiveMaximum  *number
 	minLength, maxLength                int
-	pattern                             *regexp.Regexp
-	patternText                         string
+	pattern                             *pattern
 	minItems, maxItems                  int
 	uniqueItems                         bool
 	minContains, maxContains            int
@@ -81,13 +82,33 @@ type node struct {
 }
 
 type patternProperty struct {
-	re *regexp.Regexp
-	n  *node
+	p *pattern
+	n *node
+}
+
+// A pattern is a compiled regular expression and the size of its program,
+// which multiplies the cost of matching it.
+type pattern struct {
+	re    *regexp.Regexp
+	text  string
+	insts int
+}
+
+// An enumValues is an enum's values by their keys (see appendKey), and
+// what its failure says.
+type enumValues struct {
+	keys map[string]bool
+	msg  string
+}
+
+// A constValue is a const's key and what its failure says.
+type constValue struct {
+	key, msg string
 }
 
 // A number is a schema's number: its value, and its text for messages.
 type number struct {
-	r    *big.Rat
+	d    decimal
 	text string
 }
 
@@ -412,21 +433,27 @@ func (c *compiler) subMap(n *node, m map[string]any, kw string) (map[string]*nod
 	return out, nil
 }
 
+// numberOf is v as a schema's number; nil when it is none, or one that
+// cannot be checked (see maxExponentDigits).
 func numberOf(v any) *number {
 	n, ok := v.(json.Number)
 	if !ok {
 		return nil
 	}
-	r, ok := new(big.Rat).SetString(string(n))
-	if !ok {
+	d, err := parseDecimal(string(n))
+	if err != nil {
 		return nil
 	}
-	return &number{r: r, text: string(n)}
+	return &number{d: d, text: cut(string(n))}
 }
 
+// intOf is v as a count: -1 when it is not a non-negative integer that
+// fits an int64.
 func intOf(v any) int {
-	if n := numberOf(v); n != nil && n.r.IsInt() && n.r.Num().IsInt64() {
-		return int(min(n.r.Num().Int64(), 1<<31))
+	if n := numberOf(v); n != nil {
+		if i, ok := n.d.int64Value(); ok && i >= 0 {
+			return int(min(i, 1<<31))
+		}
 	}
 	return -1
 }

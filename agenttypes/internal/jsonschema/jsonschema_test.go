@@ -1,6 +1,7 @@
 package jsonschema_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -17,11 +18,20 @@ func compile(t *testing.T, schema string) (*jsonschema.Schema, error) {
 	return jsonschema.Compile(doc, "mem:///s.json")
 }
 
+// A countingMeter records the depth of each step and adds up the work.
+type countingMeter struct {
+	depths []int
+	work   int
+}
+
+func (m *countingMeter) Step(depth int) { m.depths = append(m.depths, depth) }
+func (m *countingMeter) Work(units int) { m.work += units }
+
 func check(t *testing.T, s *jsonschema.Schema, value string) error {
 	t.Helper()
 	v, err := jsonschema.Unmarshal(strings.NewReader(value))
 	require.NoError(t, err)
-	return s.Validate(v, func(int) {})
+	return s.Validate(v, &countingMeter{})
 }
 
 // Each draft's own rules apply, by the schema's $schema.
@@ -69,6 +79,8 @@ func TestCompileRefusesWhatCannotBeChecked(t *testing.T) {
 		{`{"required": ["a", "a"]}`, "at /required: got array, want an array of distinct names"},
 		{`{"minLength": -1}`, "at /minLength: got number, want a non-negative integer"},
 		{`{"pattern": "("}`, "is not a regular expression"},
+		{`{"pattern": "` + strings.Repeat(`\\p{L}{1000}`, 6) + `"}`, "compiles to 6002 instructions, over the limit of 5,000; use a simpler pattern"},
+		{`{"patternProperties": {"` + strings.Repeat(`\\p{L}{1000}`, 6) + `": {}}}`, "at /patternProperties: '"},
 		{`{"multipleOf": 0}`, "want a number above 0"},
 	} {
 		_, err := compile(t, tt.schema)
@@ -84,10 +96,10 @@ func TestEveryEvaluationIsReportedToTheMeter(t *testing.T) {
 	require.NoError(t, err)
 	v, err := jsonschema.Unmarshal(strings.NewReader(`[["a"], "b"]`))
 	require.NoError(t, err)
-	var depths []int
-	require.NoError(t, s.Validate(v, func(d int) { depths = append(depths, d) }))
-	assert.Contains(t, depths, 2, "the innermost string is evaluated at depth 2")
-	assert.Greater(t, len(depths), 6)
+	m := &countingMeter{}
+	require.NoError(t, s.Validate(v, m))
+	assert.Contains(t, m.depths, 2, "the innermost string is evaluated at depth 2")
+	assert.Greater(t, len(m.depths), 6)
 }
 
 func TestNestingPastTheLimitIsAnError(t *testing.T) {
@@ -115,7 +127,7 @@ func TestValuesThatAreNotJSONDoNotPanic(t *testing.T) {
 	require.NoError(t, err)
 	type pair struct{ a []int }
 	v := []any{pair{[]int{1}}, pair{[]int{1}}}
-	assert.NotPanics(t, func() { assert.Error(t, s.Validate(v, func(int) {})) })
+	assert.NotPanics(t, func() { assert.Error(t, s.Validate(v, &countingMeter{})) })
 }
 
 // Draft 4 takes a boolean as the value of additionalProperties and
@@ -145,4 +157,83 @@ func TestDraft4TakesABooleanForAdditionalPropertiesAndItems(t *testing.T) {
 		require.Error(t, err, schema)
 		assert.Contains(t, err.Error(), "want a schema (an object)", schema)
 	}
+}
+
+// Numbers are compared exactly, whatever their exponents, without being
+// built: 1e999999 is an integer, above every ordinary number.
+func TestNumbersWithHugeExponentsKeepTheirMeaning(t *testing.T) {
+	tests := []struct {
+		schema, value, msg string // msg "" for valid
+	}{
+		{`{"type": "integer", "minimum": 0}`, `1e999999`, ""},
+		{`{"type": "integer"}`, `1.5e999999`, ""},
+		{`{"type": "integer"}`, `1e-999999`, "got number, want integer"},
+		{`{"maximum": 10}`, `1e999999`, "maximum: got 1e999999, want 10"},
+		{`{"minimum": 0}`, `-1e999999`, "minimum: got -1e999999, want 0"},
+		{`{"exclusiveMinimum": 0}`, `1e-999999`, ""},
+		{`{"exclusiveMaximum": 1e999999}`, `1e999999`, "exclusiveMaximum"},
+		{`{"minimum": 1e999998}`, `1e999999`, ""},
+		{`{"multipleOf": 7}`, `7e999999`, ""},
+		{`{"multipleOf": 7}`, `1e999999`, "multipleOf: got 1e999999, want 7"},
+		{`{"multipleOf": 1e999998}`, `1e999999`, ""},
+		{`{"multipleOf": 1e999999}`, `1e999998`, "multipleOf"},
+		{`{"multipleOf": 0.01}`, `19.99`, ""},
+		{`{"multipleOf": 0.01}`, `19.999`, "multipleOf"},
+		{`{"multipleOf": 0.3}`, `0.9`, ""},
+		{`{"multipleOf": 4}`, `6`, "multipleOf"},
+		{`{"multipleOf": 4}`, `123456789012345678901234567890123456789012345678901234567890`, "multipleOf"},
+		{`{"multipleOf": 4}`, `123456789012345678901234567890123456789012345678901234567892`, ""},
+		{`{"const": 1}`, `1.0e0`, ""},
+		{`{"enum": [100, "a"]}`, `1e2`, ""},
+		{`{"const": {"a": [1, {"b": null}], "c": 2}}`, `{"c": 2.0, "a": [1, {"b": null}]}`, ""},
+		{`{"const": {"a": 1}}`, `{"a": 1, "b": 1}`, "'const' failed"},
+		{`{"type": "integer"}`, `1e1000000000000000`, "its exponent has more than 15 digits, so it cannot be checked"},
+		{`{"type": "number"}`, `1e1000000000000000`, ""},
+		{`{"minimum": 1e1000000000000000}`, `1`, "schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.schema+" "+tt.value, func(t *testing.T) {
+			s, err := compile(t, tt.schema)
+			if tt.msg == "schema" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "at /minimum: the number 1e1000000000000000: its exponent has more than 15 digits")
+				return
+			}
+			require.NoError(t, err)
+			err = check(t, s, tt.value)
+			if tt.msg == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+// A message quotes at most 100 characters of a value, and lists at most
+// ten names.
+func TestMessagesCutLongValuesShort(t *testing.T) {
+	s, err := compile(t, `{"properties": {"s": {"pattern": "^b"}}, "additionalProperties": false}`)
+	require.NoError(t, err)
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`"k%02d": 0`, i)
+	}
+	err = check(t, s, `{"s": "`+strings.Repeat("é", 100_000)+`", `+strings.Join(keys, ", ")+`}`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "at /s: '"+strings.Repeat("é", 100)+"…' does not match pattern '^b'")
+	assert.Contains(t, err.Error(), "additional properties 'k00', 'k01', 'k02', 'k03', 'k04', 'k05', 'k06', 'k07', 'k08', 'k09', and 20 more not allowed")
+	assert.Less(t, len(err.Error()), 1000)
+}
+
+// Matching a pattern is charged in proportion to the text's length times
+// the size of the pattern's program, before it is matched.
+func TestMatchingAPatternIsChargedByTheTextAndTheProgram(t *testing.T) {
+	s, err := compile(t, `{"pattern": "\\p{L}{1000}x"}`)
+	require.NoError(t, err)
+	v := strings.Repeat("a", 10_000)
+	m := &countingMeter{}
+	require.Error(t, s.Validate(v, m))
+	assert.GreaterOrEqual(t, m.work, 10_000*1000/4)
 }

@@ -3,6 +3,8 @@ package jsonschema
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strings"
 )
 
@@ -73,12 +75,7 @@ func (c *compiler) compileValues(n *node, m map[string]any) error {
 	case []any:
 		n.types = stringsOf(t)
 	}
-	if e, ok := m["enum"].([]any); ok {
-		n.enum = e
-	}
-	if v, ok := m["const"]; ok && c.draft >= Draft6 {
-		n.constant = &v
-	}
+	n.compileEqual(m, c.draft)
 	n.multipleOf, n.minimum, n.maximum = numberOf(m["multipleOf"]), numberOf(m["minimum"]), numberOf(m["maximum"])
 	if c.draft == Draft4 {
 		if b, _ := m["exclusiveMinimum"].(bool); b {
@@ -90,13 +87,15 @@ func (c *compiler) compileValues(n *node, m map[string]any) error {
 	} else {
 		n.exclusiveMinimum, n.exclusiveMaximum = numberOf(m["exclusiveMinimum"]), numberOf(m["exclusiveMaximum"])
 	}
+	n.numberKind = slices.Contains(n.types, "number") || slices.Contains(n.types, "integer")
+	n.numberValue = slices.Contains(n.types, "integer") || n.multipleOf != nil || n.minimum != nil || n.maximum != nil ||
+		n.exclusiveMinimum != nil || n.exclusiveMaximum != nil
 	n.minLength, n.maxLength = intOf(m["minLength"]), intOf(m["maxLength"])
 	if p, ok := m["pattern"].(string); ok {
-		re, err := regexp.Compile(p)
-		if err != nil {
-			return fmt.Errorf("at %s/pattern: %q is not a regular expression: %v", n.ptr, p, err)
+		var err error
+		if n.pattern, err = compilePattern(p); err != nil {
+			return fmt.Errorf("at %s/pattern: %w", n.ptr, err)
 		}
-		n.pattern, n.patternText = re, p
 	}
 	n.minItems, n.maxItems = intOf(m["minItems"]), intOf(m["maxItems"])
 	n.uniqueItems, _ = m["uniqueItems"].(bool)
@@ -182,9 +181,9 @@ func (c *compiler) compileApplicators(n *node, m map[string]any) error {
 	}
 	if pp, ok := m["patternProperties"].(map[string]any); ok {
 		for p := range pp {
-			re, rerr := regexp.Compile(p)
+			re, rerr := compilePattern(p)
 			if rerr != nil {
-				return fmt.Errorf("at %s/patternProperties: %q is not a regular expression: %v", n.ptr, p, rerr)
+				return fmt.Errorf("at %s/patternProperties: %w", n.ptr, rerr)
 			}
 			s, serr := c.sub(n, "patternProperties", p)
 			if serr != nil {
@@ -194,6 +193,54 @@ func (c *compiler) compileApplicators(n *node, m map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// compileEqual keys the values of enum and const (see appendKey).
+func (n *node) compileEqual(m map[string]any, draft int) {
+	if e, ok := m["enum"].([]any); ok {
+		n.enum = &enumValues{keys: make(map[string]bool, len(e)), msg: enumMessage(e)}
+		for _, v := range e {
+			k, _ := keyOf(v, -1)
+			n.enum.keys[k] = true
+			n.keyLimit = max(n.keyLimit, len(k))
+		}
+	}
+	if v, ok := m["const"]; ok && draft >= Draft6 {
+		k, _ := keyOf(v, -1)
+		n.constant = &constValue{key: k, msg: "'const' failed"}
+		if isPrimitive(v) {
+			n.constant.msg = "value must be " + display(v)
+		}
+		n.keyLimit = max(n.keyLimit, len(k))
+	}
+}
+
+// maxPatternInstructions bounds the size of a pattern's compiled program.
+// Matching a text costs at worst its length times the program's size, and
+// a repetition such as \p{L}{1000} is a thousand instructions: the
+// matching is charged to the meter by that product, and a pattern too
+// large for any but short texts is refused at once.
+const maxPatternInstructions = 5_000
+
+// compilePattern compiles a pattern and measures its program.
+func compilePattern(p string) (*pattern, error) {
+	parsed, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a regular expression: %v", quote(p), err)
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a regular expression: %v", quote(p), err)
+	}
+	if len(prog.Inst) > maxPatternInstructions {
+		return nil, fmt.Errorf("%s compiles to %d instructions, over the limit of 5,000; use a simpler pattern (fewer or shorter repetitions such as {1000})",
+			quote(p), len(prog.Inst))
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a regular expression: %v", quote(p), err)
+	}
+	return &pattern{re: re, text: p, insts: max(len(prog.Inst), 1)}, nil
 }
 
 func isList(v any) bool {

@@ -1,7 +1,10 @@
 package jsonschema
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -19,8 +22,20 @@ type Error struct {
 // Error lists the leaf failures as "at /loc: msg".
 func (e *Error) Error() string {
 	var parts []string
-	e.Leaves(func(l *Error) { parts = append(parts, "at /"+strings.Join(l.Loc, "/")+": "+l.Msg) })
+	e.Leaves(func(l *Error) { parts = append(parts, "at "+l.Location()+": "+l.Msg) })
 	return strings.Join(parts, "; ")
+}
+
+// Location is Loc as a path, "/a/0", each part of it cut short.
+func (e *Error) Location() string {
+	var b strings.Builder
+	for _, part := range e.Loc {
+		b.WriteString("/" + cut(part))
+	}
+	if b.Len() == 0 {
+		return "/"
+	}
+	return b.String()
 }
 
 // Leaves calls f with each failure that has no causes, in order.
@@ -34,12 +49,31 @@ func (e *Error) Leaves(f func(*Error)) {
 	}
 }
 
+// A Meter is told of the work a validation does, before it does it, and
+// may panic to stop the validation, which leaves nothing behind. A unit
+// of work is about what evaluating one subschema costs.
+type Meter interface {
+	// Step is one subschema evaluated at the given depth of the value.
+	Step(depth int)
+	// Work is work within a step whose cost grows with the size of the
+	// value, in units: matching a pattern, comparing values, reading long
+	// strings and numbers, going through an object's properties.
+	Work(units int)
+}
+
+// What work within a step costs, in units of a step's cost (about 100 ns):
+// reading or writing bytes of the value; matching a pattern, whose cost
+// is at worst the text's length times the size of the pattern's program,
+// each pair taking some 30 ns in the slowest case.
+const (
+	bytesPerUnit        = 64
+	patternStepsPerUnit = 4
+)
+
 // Validate checks v, decoded as Unmarshal does (or of Go's plain
-// numbers), against s. step is called for every subschema evaluated,
-// with the depth of the value it is evaluated at; it may panic to stop
-// the check, which leaves nothing behind. The error is an *Error.
-func (s *Schema) Validate(v any, step func(depth int)) error {
-	st := &state{step: step}
+// numbers), against s, reporting its work to m. The error is an *Error.
+func (s *Schema) Validate(v any, m Meter) error {
+	st := &state{meter: m}
 	_, errs := st.validate(s.root, v, nil, false)
 	switch len(errs) {
 	case 0:
@@ -51,9 +85,48 @@ func (s *Schema) Validate(v any, step func(depth int)) error {
 }
 
 type state struct {
-	step  func(int)
-	scope []*resource // the dynamic scope, outermost first
-	nest  int         // how many evaluations are open
+	meter   Meter
+	scope   []*resource // the dynamic scope, outermost first
+	nest    int         // how many evaluations are open
+	key     []byte      // room for the key of a value (see appendKey)
+	numbers map[string]parsedNumber
+}
+
+// charge reports units of work to the meter, before they are done.
+func (st *state) charge(units int) {
+	if units > 0 {
+		st.meter.Work(units)
+	}
+}
+
+// A parsedNumber is a long number's text read once per validation.
+type parsedNumber struct {
+	d     decimal
+	isNum bool
+	err   error
+}
+
+// longNumber is the length of a number's text past which it is read once
+// per validation and remembered, and its reading charged: shorter ones
+// take less time to read than to look up.
+const longNumber = 64
+
+// decimal is v as a number (see decimalOf).
+func (st *state) decimal(v any) (decimal, bool, error) {
+	text, ok := v.(json.Number)
+	if !ok || len(text) <= longNumber {
+		return decimalOf(v)
+	}
+	if p, ok := st.numbers[string(text)]; ok {
+		return p.d, p.isNum, p.err
+	}
+	st.charge(len(text) / bytesPerUnit)
+	d, isNum, err := decimalOf(v)
+	if st.numbers == nil {
+		st.numbers = map[string]parsedNumber{}
+	}
+	st.numbers[string(text)] = parsedNumber{d, isNum, err}
+	return d, isNum, err
 }
 
 // maxNesting bounds how deeply evaluations nest: a dynamic reference can
@@ -71,21 +144,25 @@ type evaluated struct {
 	indices  map[int]bool
 }
 
-func (e *evaluated) merge(o evaluated) {
-	for k := range o.props {
-		if e.props == nil {
-			e.props = map[string]bool{}
-		}
-		e.props[k] = true
+// merge adds what o covered to e. A map of o's is taken over rather than
+// copied when e has none: o is what an evaluation below returned, used
+// once. So what a long chain of in-place subschemas covered is passed up
+// it without being copied at every level; a copy is charged.
+func (st *state) merge(e *evaluated, o evaluated) {
+	if e.props == nil {
+		e.props = o.props
+	} else if len(o.props) > 0 {
+		st.charge(len(o.props) / 8)
+		maps.Copy(e.props, o.props)
 	}
 	e.allProps = e.allProps || o.allProps
 	e.items = max(e.items, o.items)
 	e.allItems = e.allItems || o.allItems
-	for i := range o.indices {
-		if e.indices == nil {
-			e.indices = map[int]bool{}
-		}
-		e.indices[i] = true
+	if e.indices == nil {
+		e.indices = o.indices
+	} else if len(o.indices) > 0 {
+		st.charge(len(o.indices) / 8)
+		maps.Copy(e.indices, o.indices)
 	}
 }
 
@@ -107,7 +184,7 @@ func child(loc []string, k string) []string {
 // validate checks v at loc against n. want asks for what the evaluation
 // covered; unevaluated* of n asks for it of n's in-place applicators.
 func (st *state) validate(n *node, v any, loc []string, want bool) (evaluated, []*Error) {
-	st.step(len(loc))
+	st.meter.Step(len(loc))
 	var ev evaluated
 	if st.nest++; st.nest > maxNesting {
 		return ev, []*Error{at(loc, "the schema and the value nest too deeply to check (over %d levels)", maxNesting)}
@@ -131,7 +208,7 @@ func (st *state) validate(n *node, v any, loc []string, want bool) (evaluated, [
 			errs = append(errs, es...)
 			return false
 		}
-		ev.merge(e)
+		st.merge(&ev, e)
 		return true
 	}
 	if n.ref != nil {
@@ -143,13 +220,13 @@ func (st *state) validate(n *node, v any, loc []string, want bool) (evaluated, [
 	if n.recursiveRef != nil {
 		inPlace(st.recursiveTarget(n.recursiveRef))
 	}
-	errs = append(errs, n.checkValue(v, loc)...)
+	errs = append(errs, st.checkValue(n, v, loc)...)
 	errs = append(errs, st.combine(n, v, loc, want, &ev)...)
 	switch x := v.(type) {
 	case map[string]any:
-		errs = append(errs, st.object(n, x, loc, &ev)...)
+		errs = append(errs, st.object(n, x, loc, want, &ev)...)
 	case []any:
-		errs = append(errs, st.array(n, x, loc, &ev)...)
+		errs = append(errs, st.array(n, x, loc, want, &ev)...)
 	}
 	return ev, errs
 }
@@ -184,35 +261,67 @@ func (st *state) recursiveTarget(target *node) *node {
 }
 
 // checkValue checks the keywords about v itself.
-func (n *node) checkValue(v any, loc []string) []*Error {
+func (st *state) checkValue(n *node, v any, loc []string) []*Error {
+	var num decimal
+	isNum := false
+	if n.numberKind || n.numberValue {
+		var err error
+		if num, isNum, err = st.decimal(v); err != nil && n.numberValue {
+			return []*Error{at(loc, "the number %s: %v", numberText(v), err)}
+		}
+	}
 	var errs []*Error
-	if len(n.types) > 0 && !slices.ContainsFunc(n.types, func(t string) bool { return isType(v, t) }) {
+	if len(n.types) > 0 && !slices.ContainsFunc(n.types, func(t string) bool { return isType(v, t, num, isNum) }) {
 		errs = append(errs, at(loc, "got %s, want %s", typeOf(v), strings.Join(n.types, " or ")))
 	}
-	if n.enum != nil && !slices.ContainsFunc(n.enum, func(e any) bool { return equal(e, v) }) {
-		errs = append(errs, at(loc, "%s", enumMessage(n.enum)))
-	}
-	if n.constant != nil && !equal(*n.constant, v) {
-		if isPrimitive(*n.constant) {
-			errs = append(errs, at(loc, "value must be %s", display(*n.constant)))
-		} else {
-			errs = append(errs, at(loc, "'const' failed"))
-		}
-	}
-	if r, ok := ratOf(v); ok {
-		errs = append(errs, n.checkNumber(r, v, loc)...)
+	errs = append(errs, st.checkEqual(n, v, loc)...)
+	if isNum && n.numberValue {
+		errs = append(errs, st.checkNumber(n, num, v, loc)...)
 	}
 	if s, ok := v.(string); ok {
-		if c := utf8.RuneCountInString(s); n.minLength >= 0 && c < n.minLength {
-			errs = append(errs, at(loc, "minLength: got %d, want %d", c, n.minLength))
-		} else if n.maxLength >= 0 && c > n.maxLength {
-			errs = append(errs, at(loc, "maxLength: got %d, want %d", c, n.maxLength))
+		if n.minLength >= 0 || n.maxLength >= 0 {
+			st.charge(len(s) / bytesPerUnit)
+			if c := utf8.RuneCountInString(s); n.minLength >= 0 && c < n.minLength {
+				errs = append(errs, at(loc, "minLength: got %d, want %d", c, n.minLength))
+			} else if n.maxLength >= 0 && c > n.maxLength {
+				errs = append(errs, at(loc, "maxLength: got %d, want %d", c, n.maxLength))
+			}
 		}
-		if n.pattern != nil && !n.pattern.MatchString(s) {
-			errs = append(errs, at(loc, "%s does not match pattern %s", quote(s), quote(n.patternText)))
+		if n.pattern != nil && !st.match(n.pattern, s) {
+			errs = append(errs, at(loc, "%s does not match pattern %s", quote(s), quote(n.pattern.text)))
 		}
 	}
 	return errs
+}
+
+// checkEqual applies enum and const, by looking v's key up among theirs:
+// its key is written no further than the longest of theirs, since a
+// longer one matches none.
+func (st *state) checkEqual(n *node, v any, loc []string) []*Error {
+	if n.enum == nil && n.constant == nil {
+		return nil
+	}
+	key, ok := appendKey(st.key[:0], v, n.keyLimit)
+	st.key = key
+	st.charge(len(key) / bytesPerUnit)
+	var errs []*Error
+	if n.enum != nil && !(ok && n.enum.keys[string(key)]) {
+		errs = append(errs, at(loc, "%s", n.enum.msg))
+	}
+	if n.constant != nil && !(ok && n.constant.key == string(key)) {
+		errs = append(errs, at(loc, "%s", n.constant.msg))
+	}
+	return errs
+}
+
+// match reports whether the pattern p matches s, after charging for it.
+func (st *state) match(p *pattern, s string) bool {
+	cost := math.MaxInt
+	if len(s) < math.MaxInt/p.insts {
+		cost = len(s) * p.insts / patternStepsPerUnit
+	}
+	st.charge(cost)
+	return p.re.MatchString(s)
 }
 
 // combine applies allOf, anyOf, oneOf, not and if/then/else.
@@ -225,7 +334,7 @@ func (st *state) combine(n *node, v any, loc []string, want bool, ev *evaluated)
 				causes = append(causes, es...)
 				continue
 			}
-			ev.merge(e)
+			st.merge(ev, e)
 			matched = append(matched, i)
 			if stopAtFirst && !want {
 				break
@@ -261,14 +370,14 @@ func (st *state) combine(n *node, v any, loc []string, want bool, ev *evaluated)
 		e, es := st.validate(n.ifSchema, v, loc, want)
 		next := n.elseSch
 		if len(es) == 0 {
-			ev.merge(e)
+			st.merge(ev, e)
 			next = n.thenSchema
 		}
 		if next != nil {
 			e, es := st.validate(next, v, loc, want)
 			errs = append(errs, es...)
 			if len(es) == 0 {
-				ev.merge(e)
+				st.merge(ev, e)
 			}
 		}
 	}

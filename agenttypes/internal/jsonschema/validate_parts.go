@@ -2,14 +2,16 @@ package jsonschema
 
 import (
 	"fmt"
-	"math/big"
+	"maps"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// object applies the keywords about objects.
-func (st *state) object(n *node, obj map[string]any, loc []string, ev *evaluated) []*Error {
+// object applies the keywords about objects; want asks it to record the
+// properties it evaluated in ev.
+func (st *state) object(n *node, obj map[string]any, loc []string, want bool, ev *evaluated) []*Error {
 	var errs []*Error
 	var missing []string
 	for _, r := range n.required {
@@ -30,11 +32,13 @@ func (st *state) object(n *node, obj map[string]any, loc []string, ev *evaluated
 	if n.maxProperties >= 0 && len(obj) > n.maxProperties {
 		errs = append(errs, at(loc, "maxProperties: got %d, want %d", len(obj), n.maxProperties))
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
+	if !n.looksAtEachProperty() {
+		return errs
 	}
-	slices.Sort(keys)
+	// Sorting the keys, for messages in a stable order, is the part that
+	// grows fastest with the object.
+	st.charge(len(obj) * bits.Len(uint(len(obj))) / 8)
+	keys := slices.Sorted(maps.Keys(obj))
 	for _, k := range keys {
 		if deps, ok := n.dependentRequired[k]; ok {
 			var lack []string
@@ -48,14 +52,14 @@ func (st *state) object(n *node, obj map[string]any, loc []string, ev *evaluated
 			}
 		}
 		if s, ok := n.dependentSchemas[k]; ok {
-			e, es := st.validate(s, obj, loc, true)
+			e, es := st.validate(s, obj, loc, want)
 			errs = append(errs, es...)
 			if len(es) == 0 {
-				ev.merge(e)
+				st.merge(ev, e)
 			}
 		}
 	}
-	errs = append(errs, st.properties(n, obj, keys, loc, ev)...)
+	errs = append(errs, st.properties(n, obj, keys, loc, want, ev)...)
 	if n.unevaluatedProperties != nil {
 		for _, k := range keys {
 			if ev.allProps || ev.props[k] {
@@ -69,29 +73,41 @@ func (st *state) object(n *node, obj map[string]any, loc []string, ev *evaluated
 	return errs
 }
 
+// looksAtEachProperty reports whether n has keywords that go through an
+// object's properties one by one.
+func (n *node) looksAtEachProperty() bool {
+	return n.dependentRequired != nil || n.dependentSchemas != nil || n.properties != nil || n.patternProperties != nil ||
+		n.additionalProperties != nil || n.propertyNames != nil || n.unevaluatedProperties != nil
+}
+
 // properties applies properties, patternProperties, additionalProperties
 // and propertyNames to obj, whose keys are sorted.
-func (st *state) properties(n *node, obj map[string]any, keys []string, loc []string, ev *evaluated) []*Error {
+func (st *state) properties(n *node, obj map[string]any, keys []string, loc []string, want bool, ev *evaluated) []*Error {
 	var errs []*Error
 	var extra []string
+	evaluated := func(k string) {
+		if want {
+			ev.prop(k)
+		}
+	}
 	for _, k := range keys {
 		matched := false
 		if s, ok := n.properties[k]; ok {
 			matched = true
-			ev.prop(k)
+			evaluated(k)
 			_, es := st.validate(s, obj[k], child(loc, k), false)
 			errs = append(errs, es...)
 		}
 		for _, pp := range n.patternProperties {
-			if pp.re.MatchString(k) {
+			if st.match(pp.p, k) {
 				matched = true
-				ev.prop(k)
+				evaluated(k)
 				_, es := st.validate(pp.n, obj[k], child(loc, k), false)
 				errs = append(errs, es...)
 			}
 		}
 		if !matched && n.additionalProperties != nil {
-			ev.prop(k)
+			evaluated(k)
 			if b := n.additionalProperties.boolean; b != nil && !*b {
 				extra = append(extra, k)
 				continue
@@ -111,8 +127,9 @@ func (st *state) properties(n *node, obj map[string]any, keys []string, loc []st
 	return errs
 }
 
-// array applies the keywords about arrays.
-func (st *state) array(n *node, arr []any, loc []string, ev *evaluated) []*Error {
+// array applies the keywords about arrays; want asks it to record the
+// items it evaluated in ev.
+func (st *state) array(n *node, arr []any, loc []string, want bool, ev *evaluated) []*Error {
 	var errs []*Error
 	if n.minItems >= 0 && len(arr) < n.minItems {
 		errs = append(errs, at(loc, "minItems: got %d, want %d", len(arr), n.minItems))
@@ -121,15 +138,7 @@ func (st *state) array(n *node, arr []any, loc []string, ev *evaluated) []*Error
 		errs = append(errs, at(loc, "maxItems: got %d, want %d", len(arr), n.maxItems))
 	}
 	if n.uniqueItems {
-	outer:
-		for i := range arr {
-			for j := range i {
-				if equal(arr[j], arr[i]) {
-					errs = append(errs, at(loc, "items at %d and %d are equal", j, i))
-					break outer
-				}
-			}
-		}
+		errs = append(errs, st.uniqueItems(arr, loc)...)
 	}
 	for i, s := range n.prefixItems {
 		if i >= len(arr) {
@@ -151,7 +160,7 @@ func (st *state) array(n *node, arr []any, loc []string, ev *evaluated) []*Error
 		ev.allItems = true
 	}
 	if n.contains != nil {
-		errs = append(errs, st.contains(n, arr, loc, ev)...)
+		errs = append(errs, st.contains(n, arr, loc, want, ev)...)
 	}
 	if n.unevaluatedItems != nil {
 		for i := range arr {
@@ -166,12 +175,34 @@ func (st *state) array(n *node, arr []any, loc []string, ev *evaluated) []*Error
 	return errs
 }
 
-func (st *state) contains(n *node, arr []any, loc []string, ev *evaluated) []*Error {
+// uniqueItems finds the first item equal to one before it, by the items'
+// keys (see appendKey): in time linear in the array's size.
+func (st *state) uniqueItems(arr []any, loc []string) []*Error {
+	if len(arr) < 2 {
+		return nil
+	}
+	seen := make(map[string]int, len(arr))
+	for i, item := range arr {
+		key, ok := appendKey(st.key[:0], item, -1)
+		st.key = key
+		st.charge(1 + len(key)/bytesPerUnit)
+		if !ok {
+			continue // no JSON value: equal to nothing
+		}
+		if j, dup := seen[string(key)]; dup {
+			return []*Error{at(loc, "items at %d and %d are equal", j, i)}
+		}
+		seen[string(key)] = i
+	}
+	return nil
+}
+
+func (st *state) contains(n *node, arr []any, loc []string, want bool, ev *evaluated) []*Error {
 	var matched []int
 	for i, item := range arr {
 		if _, es := st.validate(n.contains, item, child(loc, strconv.Itoa(i)), false); len(es) == 0 {
 			matched = append(matched, i)
-			if n.draft >= Draft2020 {
+			if n.draft >= Draft2020 && want {
 				if ev.indices == nil {
 					ev.indices = map[int]bool{}
 				}
@@ -196,80 +227,55 @@ func (st *state) contains(n *node, arr []any, loc []string, ev *evaluated) []*Er
 	return nil
 }
 
+// ints lists the first few of l.
 func ints(l []int) string {
-	s := fmt.Sprint(l)
-	return s[1 : len(s)-1]
+	s := fmt.Sprint(l[:min(len(l), maxListed)])
+	s = s[1 : len(s)-1]
+	if len(l) > maxListed {
+		s += fmt.Sprintf(" and %d more", len(l)-maxListed)
+	}
+	return s
 }
 
-// checkNumber applies the keywords about numbers to r, which is v.
-func (n *node) checkNumber(r *big.Rat, v any, loc []string) []*Error {
+// checkNumber applies the keywords about numbers to d, which is v.
+func (st *state) checkNumber(n *node, d decimal, v any, loc []string) []*Error {
 	var errs []*Error
-	got := numberText(v)
 	if n.multipleOf != nil {
-		if q := new(big.Rat).Quo(r, n.multipleOf.r); !q.IsInt() {
-			errs = append(errs, at(loc, "multipleOf: got %s, want %s", got, n.multipleOf.text))
+		st.charge(len(d.digits) / bytesPerUnit)
+		if !d.isMultipleOf(n.multipleOf.d) {
+			errs = append(errs, at(loc, "multipleOf: got %s, want %s", numberText(v), n.multipleOf.text))
 		}
 	}
-	if n.minimum != nil && r.Cmp(n.minimum.r) < 0 {
-		errs = append(errs, at(loc, "minimum: got %s, want %s", got, n.minimum.text))
-	}
-	if n.maximum != nil && r.Cmp(n.maximum.r) > 0 {
-		errs = append(errs, at(loc, "maximum: got %s, want %s", got, n.maximum.text))
-	}
-	if n.exclusiveMinimum != nil && r.Cmp(n.exclusiveMinimum.r) <= 0 {
-		errs = append(errs, at(loc, "exclusiveMinimum: got %s, want %s", got, n.exclusiveMinimum.text))
-	}
-	if n.exclusiveMaximum != nil && r.Cmp(n.exclusiveMaximum.r) >= 0 {
-		errs = append(errs, at(loc, "exclusiveMaximum: got %s, want %s", got, n.exclusiveMaximum.text))
+	for _, bound := range []struct {
+		name string
+		n    *number
+		bad  func(c int) bool
+	}{
+		{"minimum", n.minimum, func(c int) bool { return c < 0 }},
+		{"maximum", n.maximum, func(c int) bool { return c > 0 }},
+		{"exclusiveMinimum", n.exclusiveMinimum, func(c int) bool { return c <= 0 }},
+		{"exclusiveMaximum", n.exclusiveMaximum, func(c int) bool { return c >= 0 }},
+	} {
+		if bound.n != nil && bound.bad(d.cmp(bound.n.d)) {
+			errs = append(errs, at(loc, "%s: got %s, want %s", bound.name, numberText(v), bound.n.text))
+		}
 	}
 	return errs
 }
 
-func numberText(v any) string { return fmt.Sprint(v) }
+// numberText is v as messages show it, cut short.
+func numberText(v any) string { return cut(fmt.Sprint(v)) }
 
 // isType reports whether v is of the JSON type t; an integer is a
-// number with no fraction.
-func isType(v any, t string) bool {
+// number with no fraction. d is v's value when isNum.
+func isType(v any, t string, d decimal, isNum bool) bool {
 	switch t {
 	case "integer":
-		r, ok := ratOf(v)
-		return ok && r.IsInt()
+		return isNum && d.isInt()
 	case "number":
-		_, ok := ratOf(v)
-		return ok
+		return isNum
 	}
 	return typeOf(v) == t
-}
-
-// equal reports whether a and b are the same JSON value; numbers are
-// equal by value.
-func equal(a, b any) bool {
-	if ra, ok := ratOf(a); ok {
-		rb, ok := ratOf(b)
-		return ok && ra.Cmp(rb) == 0
-	}
-	switch x := a.(type) {
-	case []any:
-		y, ok := b.([]any)
-		return ok && slices.EqualFunc(x, y, equal)
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !equal(xv, yv) {
-				return false
-			}
-		}
-		return true
-	}
-	switch a.(type) {
-	case string, bool, nil:
-		return a == b
-	}
-	return false // not a JSON value: equal to nothing, and never compared with ==, which may panic
 }
 
 func isPrimitive(v any) bool {
@@ -280,18 +286,22 @@ func isPrimitive(v any) bool {
 	return true
 }
 
+// enumMessage says what an enum wants, naming at most maxListed values.
 func enumMessage(enum []any) string {
-	if !slices.ContainsFunc(enum, func(e any) bool { return !isPrimitive(e) }) {
-		if len(enum) == 1 {
-			return "value must be " + display(enum[0])
-		}
-		want := make([]string, len(enum))
-		for i, e := range enum {
-			want[i] = display(e)
-		}
-		return "value must be one of " + strings.Join(want, ", ")
+	if slices.ContainsFunc(enum, func(e any) bool { return !isPrimitive(e) }) {
+		return "'enum' failed"
 	}
-	return "'enum' failed"
+	if len(enum) == 1 {
+		return "value must be " + display(enum[0])
+	}
+	want := make([]string, 0, maxListed+1)
+	for _, e := range enum[:min(len(enum), maxListed)] {
+		want = append(want, display(e))
+	}
+	if len(enum) > maxListed {
+		want = append(want, fmt.Sprintf("or %d more", len(enum)-maxListed))
+	}
+	return "value must be one of " + strings.Join(want, ", ")
 }
 
 func display(v any) string {
@@ -301,20 +311,46 @@ func display(v any) string {
 	case nil:
 		return "null"
 	}
-	return fmt.Sprint(v)
+	return numberText(v)
+}
+
+// Messages quote at most maxQuoted characters of a value and list at
+// most maxListed names: what a model needs to see what is wrong, however
+// large the value it sent.
+const (
+	maxQuoted = 100
+	maxListed = 10
+)
+
+// cut is s, or its first maxQuoted characters and "…".
+func cut(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == maxQuoted {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
 }
 
 func quote(s string) string {
-	s = strconv.Quote(s)
+	s = strconv.Quote(cut(s))
 	s = strings.ReplaceAll(s, `\"`, `"`)
 	s = strings.ReplaceAll(s, `'`, `\'`)
 	return "'" + s[1:len(s)-1] + "'"
 }
 
 func joinQuoted(l []string) string {
-	q := make([]string, len(l))
-	for i, s := range l {
-		q[i] = quote(s)
+	q := make([]string, 0, maxListed+1)
+	for _, s := range l[:min(len(l), maxListed)] {
+		q = append(q, quote(s))
+	}
+	if len(l) > maxListed {
+		q = append(q, fmt.Sprintf("and %d more", len(l)-maxListed))
 	}
 	return strings.Join(q, ", ")
 }
