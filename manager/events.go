@@ -281,6 +281,7 @@ func (b *broadcaster) setSubs(change func([]*Subscription) []*Subscription) {
 
 func (b *broadcaster) remove(s *Subscription) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.setSubs(func(subs []*Subscription) []*Subscription {
 		for i, x := range subs {
 			if x == s {
@@ -289,7 +290,23 @@ func (b *broadcaster) remove(s *Subscription) {
 		}
 		return subs
 	})
-	b.mu.Unlock()
+	if p := b.subs.Load(); p != nil && len(*p) > 0 {
+		return
+	}
+	// Nobody reads the ring any more, and with nobody subscribed nothing
+	// is published into it to take the slots over: let go of the events
+	// the last subscriptions had not read, so their text is not kept for
+	// the manager's life. (A slot's left count may also be one too many
+	// for a subscription that joined while its event was on its way; this
+	// is where such a slot is let go of.)
+	if r := b.ring.Load(); r != nil {
+		for i := range r.slots {
+			sl := &r.slots[i]
+			sl.mu.Lock()
+			sl.e, sl.left = Event{}, 0
+			sl.mu.Unlock()
+		}
+	}
 }
 
 // publish numbers e and puts it in the ring for the subscriptions, waking

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -131,4 +132,26 @@ func TestRingCloseWhilePublishing(t *testing.T) {
 	assert.False(t, b.active())
 	for range s.C() {
 	}
+}
+
+// TestRingLetsGoOfTextWhenTheLastSubscriptionCloses: a subscription that
+// closes before reading what was published leaves nothing behind once no
+// subscription is left, when nothing published would take the slots over.
+func TestRingLetsGoOfTextWhenTheLastSubscriptionCloses(t *testing.T) {
+	b := newBroadcaster(64)
+	s := b.subscribe()
+	big := strings.Repeat("x", 64<<10)
+	for range 64 {
+		b.publish(&Event{AgentID: "a", Text: big})
+	}
+	s.Close()
+	for range 1000 {
+		b.publish(&Event{AgentID: "a"}) // nobody subscribed: none reaches the ring
+	}
+	kept := 0
+	r := b.ring.Load()
+	for i := range r.slots {
+		kept += len(r.slots[i].e.Text)
+	}
+	assert.Zero(t, kept, "bytes of event text the ring keeps with no subscription")
 }

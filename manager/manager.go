@@ -356,14 +356,14 @@ func (m *Manager) discard(a *Agent) {
 }
 
 // admit registers a and starts it or queues it. a is known by its ID
-// before it is counted, so Close, which cancels every agent it knows
-// once no more are counted, misses none.
+// only once it is admitted, so a refused Spawn is never listed nor
+// waited on; and before the manager's lock is let go, so Close, which
+// sets closed under that lock and then cancels every agent it knows,
+// misses none.
 func (m *Manager) admit(a *Agent) error {
-	m.register(a)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		m.unregister(a)
 		return ErrClosed
 	}
 	start := m.running < m.cfg.MaxConcurrent
@@ -373,11 +373,11 @@ func (m *Manager) admit(a *Agent) error {
 	} else {
 		if n := m.queue.n; n >= m.cfg.MaxQueue {
 			m.mu.Unlock()
-			m.unregister(a)
 			return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, n)
 		}
 		m.queue.pushBack(a)
 	}
+	m.register(a)
 	m.wg.Add(1)
 	m.counts[Pending].Add(1)
 	m.mu.Unlock()
@@ -399,18 +399,16 @@ func (m *Manager) admit(a *Agent) error {
 // admitHeld registers a as pending without starting or queueing it: its
 // group lets it go (releaseHeld) when the group's concurrency allows.
 func (m *Manager) admitHeld(a *Agent) error {
-	m.register(a)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		m.unregister(a)
 		return ErrClosed
 	}
 	if n := m.queue.n; n >= m.cfg.MaxQueue {
 		m.mu.Unlock()
-		m.unregister(a)
 		return fmt.Errorf("%w: %d agents are pending; wait for some to finish or raise MaxQueue", ErrQueueFull, n)
 	}
+	m.register(a)
 	a.held = true
 	a.stopWatch = context.AfterFunc(a.ctx, a.endIfQueued)
 	m.wg.Add(1)
@@ -432,8 +430,6 @@ func (m *Manager) register(a *Agent) {
 	sh.agents[a.id] = a
 	sh.mu.Unlock()
 }
-
-func (m *Manager) unregister(a *Agent) { m.forget(a.id) }
 
 func (m *Manager) forget(id string) {
 	sh := m.shard(id)
