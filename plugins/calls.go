@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -44,10 +45,14 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 }
 
 // callTool makes a tool call on the plugin's lane when it serves one,
-// else over gRPC; the errors are gRPC's either way.
+// else over gRPC, as it does a call the lane could not send; the errors
+// are gRPC's either way.
 func (r *running) callTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
 	if r.lane != nil {
-		return r.lane.CallTool(ctx, req)
+		resp, err := r.lane.CallTool(ctx, req)
+		if !errors.Is(err, wire.ErrLaneBusy) {
+			return resp, err
+		}
 	}
 	return r.conn.Plugin.CallTool(ctx, req)
 }

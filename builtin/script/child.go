@@ -404,10 +404,14 @@ func (pr *proc) takeLane() error {
 }
 
 // callTool makes one call of the script host's tools, on its lane when it
-// has one; the errors are gRPC's either way.
+// has one, else over gRPC, as it does a call the lane could not send;
+// the errors are gRPC's either way.
 func (pr *proc) callTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
 	if pr.lane != nil {
-		return pr.lane.CallTool(ctx, req)
+		resp, err := pr.lane.CallTool(ctx, req)
+		if !errors.Is(err, wire.ErrLaneBusy) {
+			return resp, err
+		}
 	}
 	return pr.conn.CallTool(ctx, req)
 }

@@ -70,6 +70,16 @@ const (
 // maxIdleLaneConns bounds the sockets a lane keeps between calls.
 const maxIdleLaneConns = 16
 
+// maxLaneConns bounds the sockets one end has open at once, for calls
+// in flight and kept; a call past it waits for one. maxServedLaneConns
+// bounds the other side's sockets an end serves at once: more are
+// closed as they come. It leaves room for sockets the other side closed
+// that this end has not yet seen close.
+const (
+	maxLaneConns       = 128
+	maxServedLaneConns = 2 * maxLaneConns
+)
+
 // keptBuffer bounds the buffers a socket keeps between calls.
 const keptBuffer = 64 << 10
 
@@ -82,12 +92,31 @@ type handler func(ctx context.Context, method byte, req []byte) (proto.Message, 
 // that side opened. It is safe for concurrent use.
 type peer struct {
 	ctl  *net.UnixConn
-	next atomic.Uint32 // the number of the next socket this end opens
+	raw  syscall.RawConn // ctl's, for sends that never wait
+	next atomic.Uint32   // the number of the next socket this end opens
+
+	// idle are the sockets kept between calls; open holds a token for
+	// each socket this end has open (see maxLaneConns); done is closed
+	// with the lane.
+	idle chan *laneConn
+	open chan struct{}
+	done chan struct{}
 
 	mu     sync.Mutex
-	idle   []*laneConn
 	closed bool
 	served map[uint32]*laneCall // the other side's sockets, by number
+}
+
+func newPeer(ctl *net.UnixConn) (*peer, error) {
+	raw, err := ctl.SyscallConn()
+	if err != nil {
+		_ = ctl.Close()
+		return nil, fmt.Errorf("lane: %w", err)
+	}
+	return &peer{ctl: ctl, raw: raw, served: map[uint32]*laneCall{},
+		idle: make(chan *laneConn, maxIdleLaneConns),
+		open: make(chan struct{}, maxLaneConns),
+		done: make(chan struct{})}, nil
 }
 
 // laneConn is one socket this end opened, with its buffers.
@@ -134,14 +163,14 @@ func peerOf(f *os.File) (*peer, error) {
 		_ = c.Close()
 		return nil, errors.New("lane: not a Unix socket")
 	}
-	return &peer{ctl: ctl, served: map[uint32]*laneCall{}}, nil
+	return newPeer(ctl)
 }
 
 // call makes one call of method on the lane, and reads its answer into
 // resp. Its errors are gRPC status errors, as a gRPC client's are: a call
 // whose ctx ended fails with ctx's code, a request too large with
-// ResourceExhausted, and a lane that broke (the other side exited) with
-// Unavailable.
+// ResourceExhausted, and a lane that broke (the other side exited), or
+// whose other side does not read it (ErrLaneBusy), with Unavailable.
 func (p *peer) call(ctx context.Context, method byte, req, resp proto.Message) error {
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
@@ -149,26 +178,28 @@ func (p *peer) call(ctx context.Context, method byte, req, resp proto.Message) e
 	if n := proto.Size(req); n+1 > MaxMessageSize {
 		return status.Errorf(codes.ResourceExhausted, "the request is %d bytes; at most %d cross", n, MaxMessageSize)
 	}
-	c, err := p.get()
+	c, err := p.get(ctx)
 	if err != nil {
-		return status.Error(codes.Unavailable, err.Error())
+		return err
 	}
 	// A call whose ctx ends is left at once, and cancelled on the other
-	// side.
+	// side when the control socket has room: a cancel that cannot be sent
+	// is dropped, and the other side finds the socket closed when it
+	// answers.
 	stop := context.AfterFunc(ctx, func() {
 		_ = c.c.SetDeadline(time.Unix(1, 0))
-		_, _ = p.ctl.Write(laneMsg(laneCancel, c.id))
+		_ = p.send(laneMsg(laneCancel, c.id), nil)
 	})
 	err = c.roundtrip(method, req, resp)
 	if !stop() {
-		_ = c.c.Close()
+		p.discard(c)
 		if err != nil || ctx.Err() != nil {
 			return status.FromContextError(ctx.Err()).Err()
 		}
 		return nil
 	}
 	if err != nil {
-		_ = c.c.Close()
+		p.discard(c)
 		if _, ok := status.FromError(err); ok {
 			return err
 		}
@@ -178,41 +209,97 @@ func (p *peer) call(ctx context.Context, method byte, req, resp proto.Message) e
 	return nil
 }
 
-func (p *peer) get() (*laneConn, error) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errors.New("the lane is closed")
-	}
-	if n := len(p.idle); n > 0 {
-		c := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
+// get returns a kept socket, or opens one, waiting while this end has
+// maxLaneConns open. Its errors are gRPC status errors.
+func (p *peer) get(ctx context.Context) (*laneConn, error) {
+	select {
+	case c := <-p.idle:
 		return c, nil
+	default:
 	}
-	p.mu.Unlock()
+	select {
+	case c := <-p.idle:
+		return c, nil
+	case p.open <- struct{}{}:
+	case <-p.done:
+		return nil, status.Error(codes.Unavailable, "the lane is closed")
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	c, err := p.dial()
+	if err != nil {
+		<-p.open
+		if errors.Is(err, ErrLaneBusy) {
+			return nil, busyError{}
+		}
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return c, nil
+}
+
+// dial opens a socket and sends it to the other side.
+func (p *peer) dial() (*laneConn, error) {
 	mine, theirs, err := socketPair()
 	if err != nil {
 		return nil, err
 	}
 	defer theirs.Close()
 	id := p.next.Add(1)
-	if _, _, err := p.ctl.WriteMsgUnix(laneMsg(laneNew, id), syscall.UnixRights(int(theirs.Fd())), nil); err != nil {
+	if err := p.send(laneMsg(laneNew, id), syscall.UnixRights(int(theirs.Fd()))); err != nil {
 		_ = mine.Close()
+		if errors.Is(err, ErrLaneBusy) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("the lane broke: %w", err)
 	}
 	return &laneConn{id: id, c: mine, r: bufio.NewReader(mine)}, nil
 }
 
+// send writes a control message, with the rights in oob, without ever
+// waiting: the control socket is non-blocking, and one the other side
+// has stopped reading fails the send with ErrLaneBusy once it is full,
+// so that no caller waits on it past its context's end. A message is a
+// few bytes, sent whole or not at all; one sent in part leaves the
+// control socket out of step, and closes it.
+func (p *peer) send(msg, oob []byte) error {
+	var n int
+	var serr error
+	if err := p.raw.Write(func(fd uintptr) bool {
+		n, serr = syscall.SendmsgN(int(fd), msg, oob, nil, 0)
+		return true // never wait for room
+	}); err != nil {
+		return err
+	}
+	switch {
+	case errors.Is(serr, syscall.EAGAIN):
+		return ErrLaneBusy
+	case serr != nil:
+		return serr
+	case n < len(msg):
+		_ = p.ctl.Close()
+		return io.ErrShortWrite
+	}
+	return nil
+}
+
+// put keeps c for a later call, or closes it when enough are kept.
 func (p *peer) put(c *laneConn) {
 	p.mu.Lock()
-	if p.closed || len(p.idle) >= maxIdleLaneConns {
-		p.mu.Unlock()
-		_ = c.c.Close()
-		return
+	defer p.mu.Unlock()
+	if !p.closed {
+		select {
+		case p.idle <- c:
+			return
+		default:
+		}
 	}
-	p.idle = append(p.idle, c)
-	p.mu.Unlock()
+	p.discard(c)
+}
+
+// discard closes c, which this end opened.
+func (p *peer) discard(c *laneConn) {
+	_ = c.c.Close()
+	<-p.open
 }
 
 // close closes the lane and the idle sockets this end opened; a call in
@@ -220,14 +307,28 @@ func (p *peer) put(c *laneConn) {
 // returns. The other side's sockets end when it closes them.
 func (p *peer) close() error {
 	p.mu.Lock()
-	p.closed = true
-	idle := p.idle
-	p.idle = nil
-	p.mu.Unlock()
-	for _, c := range idle {
-		_ = c.c.Close()
+	if !p.closed {
+		p.closed = true
+		close(p.done)
 	}
-	return p.ctl.Close()
+	p.mu.Unlock()
+	for {
+		select {
+		case c := <-p.idle:
+			p.discard(c)
+		default:
+			return p.ctl.Close()
+		}
+	}
+}
+
+// busyError is ErrLaneBusy as a gRPC status error: Unavailable.
+type busyError struct{}
+
+func (busyError) Error() string        { return ErrLaneBusy.Error() }
+func (busyError) Is(target error) bool { return target == ErrLaneBusy }
+func (busyError) GRPCStatus() *status.Status {
+	return status.New(codes.Unavailable, ErrLaneBusy.Error())
 }
 
 // laneMsg is a control message.

@@ -62,11 +62,14 @@ func (c *laneCall) stop() {
 // other side opens and answers their calls with handle, each on the
 // goroutine that read it, and cancels the calls the other side cancels.
 // When the control socket closes, the calls in flight are cancelled and
-// their sockets closed; serve returns once they have returned.
+// their sockets closed; serve returns once they have returned. It closes
+// the control socket as it returns, whatever ended it: an end that no
+// longer reads it must not leave the other side's messages waiting.
 func (p *peer) serve(handle handler) error {
 	var fds []int // received, not yet claimed by their laneNew
 	var wg sync.WaitGroup
 	defer func() {
+		_ = p.ctl.Close()
 		for _, fd := range fds {
 			_ = syscall.Close(fd)
 		}
@@ -222,7 +225,12 @@ func NewLane() (*Lane, *os.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Lane{p: &peer{ctl: ctl, served: map[uint32]*laneCall{}}}, end, nil
+	p, err := newPeer(ctl)
+	if err != nil {
+		_ = end.Close()
+		return nil, nil, err
+	}
+	return &Lane{p: p}, end, nil
 }
 
 // CallTool calls the plugin's CallTool on the lane. Its errors are gRPC

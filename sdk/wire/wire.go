@@ -46,6 +46,12 @@ const (
 // speaks; a plugin says in Describe which it serves.
 const LaneVersion = 1
 
+// ErrLaneBusy is the error of a call on a lane (see NewLane) that was
+// not sent, because the other side is not reading the lane's control
+// socket; its gRPC code is Unavailable. The call may be made over gRPC
+// instead.
+var ErrLaneBusy = errors.New("lane: the other side is not reading its lane; the call was not sent")
+
 // MaxMessageSize bounds every gRPC message either side reads.
 const MaxMessageSize = 8 << 20
 
