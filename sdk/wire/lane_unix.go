@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -384,22 +385,33 @@ func appendFrame(b []byte, m proto.Message) ([]byte, error) {
 // errFrameTooLarge is a frame longer than MaxMessageSize allows.
 var errFrameTooLarge = errors.New("lane: a frame is larger than the protocol allows")
 
-// readFrame reads one frame's payload into *buf.
+// frameChunk bounds what readFrame allocates ahead of the bytes that
+// arrive: a frame's length is the other side's word, not its bytes.
+const frameChunk = 64 << 10
+
+// readFrame reads one frame's payload into *buf, which grows as the
+// payload arrives.
 func readFrame(r *bufio.Reader, buf *[]byte) ([]byte, error) {
 	var head [4]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(head[:])
-	if n > MaxMessageSize+1 {
+	size := binary.BigEndian.Uint32(head[:])
+	if size > MaxMessageSize+1 {
 		return nil, errFrameTooLarge
 	}
-	if cap(*buf) < int(n) {
-		*buf = make([]byte, n)
+	n := int(size)
+	b := (*buf)[:0]
+	for len(b) < n {
+		chunk := min(n-len(b), frameChunk)
+		b = slices.Grow(b, chunk)
+		got, err := io.ReadFull(r, b[len(b):len(b)+chunk])
+		b = b[:len(b)+got]
+		if err != nil {
+			*buf = b
+			return nil, err
+		}
 	}
-	b := (*buf)[:n]
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, err
-	}
+	*buf = b
 	return b, nil
 }

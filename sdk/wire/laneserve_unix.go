@@ -66,13 +66,11 @@ func (c *laneCall) stop() {
 // the control socket as it returns, whatever ended it: an end that no
 // longer reads it must not leave the other side's messages waiting.
 func (p *peer) serve(handle handler) error {
-	var fds []int // received, not yet claimed by their laneNew
 	var wg sync.WaitGroup
+	rd := &controlReader{ctl: p.ctl, buf: make([]byte, 0, 64*laneMsgSize), oob: make([]byte, syscall.CmsgSpace(4*maxControlFDs))}
 	defer func() {
 		_ = p.ctl.Close()
-		for _, fd := range fds {
-			_ = syscall.Close(fd)
-		}
+		closeFDs(rd.held)
 		p.mu.Lock()
 		for _, c := range p.served {
 			c.stop()
@@ -81,28 +79,10 @@ func (p *peer) serve(handle handler) error {
 		p.mu.Unlock()
 		wg.Wait()
 	}()
-	buf := make([]byte, 0, 64*laneMsgSize)
-	oob := make([]byte, syscall.CmsgSpace(4*8))
 	for {
-		n, oobn, _, _, err := p.ctl.ReadMsgUnix(buf[len(buf):cap(buf)], oob)
-		fds = append(fds, receivedFDs(oob[:max(oobn, 0)])...)
-		buf = buf[:len(buf)+max(n, 0)]
-		for len(buf) >= laneMsgSize {
-			kind, id := buf[0], binary.BigEndian.Uint32(buf[1:laneMsgSize])
-			buf = buf[:copy(buf, buf[laneMsgSize:])]
-			switch {
-			case kind == laneNew && len(fds) > 0:
-				fd := fds[0]
-				fds = fds[1:]
-				p.accept(&wg, id, fd, handle)
-			case kind == laneCancel:
-				p.mu.Lock()
-				c := p.served[id]
-				p.mu.Unlock()
-				if c != nil {
-					c.stop()
-				}
-			}
+		msgs, err := rd.read()
+		for _, m := range msgs {
+			p.control(&wg, m, handle)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
@@ -113,16 +93,46 @@ func (p *peer) serve(handle handler) error {
 	}
 }
 
-// accept serves the socket fd as the other side's socket id.
+// control acts on one control message the other side sent, and closes
+// the descriptors that came with it that it does not take: only a
+// laneNew takes one, its socket.
+func (p *peer) control(wg *sync.WaitGroup, m controlMsg, handle handler) {
+	fds := m.fds
+	switch {
+	case m.kind == laneNew && len(fds) > 0:
+		p.accept(wg, m.id, fds[0], handle)
+		fds = fds[1:]
+	case m.kind == laneCancel:
+		p.mu.Lock()
+		c := p.served[m.id]
+		p.mu.Unlock()
+		if c != nil {
+			c.stop()
+		}
+	}
+	closeFDs(fds)
+}
+
+// accept serves the socket fd as the other side's socket id, unless that
+// number is served already or maxServedLaneConns are: then the socket is
+// closed, and the other side's call on it fails.
 func (p *peer) accept(wg *sync.WaitGroup, id uint32, fd int, handle handler) {
 	f := os.NewFile(uintptr(fd), "lane")
+	p.mu.Lock()
+	_, dup := p.served[id]
+	full := len(p.served) >= maxServedLaneConns
+	p.mu.Unlock()
+	if dup || full {
+		_ = f.Close()
+		return
+	}
 	conn, err := net.FileConn(f)
 	_ = f.Close()
 	if err != nil {
 		return
 	}
 	c := &laneCall{conn: conn}
-	p.mu.Lock()
+	p.mu.Lock() // only this goroutine adds: the checks above still hold
 	p.served[id] = c
 	p.mu.Unlock()
 	wg.Go(func() {
@@ -131,6 +141,69 @@ func (p *peer) accept(wg *sync.WaitGroup, id uint32, fd int, handle handler) {
 		delete(p.served, id)
 		p.mu.Unlock()
 	})
+}
+
+// maxControlFDs is how many descriptors one read of the control socket
+// takes; a message that carries more is truncated (MSG_CTRUNC), which
+// breaks the lane.
+const maxControlFDs = 8
+
+// errControlTruncated: the other side sent more descriptors at once than
+// the lane carries; which message they came with can no longer be told.
+var errControlTruncated = errors.New("lane: a control message carried more descriptors than a lane takes")
+
+// A controlMsg is one message of the control socket, and the
+// descriptors that came with it.
+type controlMsg struct {
+	kind byte
+	id   uint32
+	fds  []int
+}
+
+// controlReader reads the control socket's messages, each with the
+// descriptors that came with it. A read of a Unix stream socket ends
+// with the message whose descriptors it brings (Linux stops a read
+// there), so they belong to the message the read ended in.
+type controlReader struct {
+	ctl  *net.UnixConn
+	buf  []byte // a message not yet whole
+	held []int  // the descriptors that came with it
+	oob  []byte
+	msgs []controlMsg
+}
+
+// read reads what the control socket has, and returns the messages that
+// are now whole. A truncated read closes the descriptors it brought and
+// fails with errControlTruncated.
+func (r *controlReader) read() ([]controlMsg, error) {
+	n, oobn, flags, _, err := r.ctl.ReadMsgUnix(r.buf[len(r.buf):cap(r.buf)], r.oob)
+	fds := receivedFDs(r.oob[:max(oobn, 0)])
+	if flags&syscall.MSG_CTRUNC != 0 {
+		closeFDs(fds)
+		return nil, errControlTruncated
+	}
+	r.buf = r.buf[:len(r.buf)+max(n, 0)]
+	whole := len(r.buf) / laneMsgSize
+	endsWhole := len(r.buf)%laneMsgSize == 0
+	r.msgs = r.msgs[:0]
+	for i := range whole {
+		b := r.buf[i*laneMsgSize:]
+		m := controlMsg{kind: b[0], id: binary.BigEndian.Uint32(b[1:laneMsgSize])}
+		if i == 0 {
+			m.fds, r.held = r.held, nil
+		}
+		if i == whole-1 && endsWhole {
+			m.fds, fds = append(m.fds, fds...), nil
+		}
+		r.msgs = append(r.msgs, m)
+	}
+	r.buf = r.buf[:copy(r.buf, r.buf[whole*laneMsgSize:])]
+	if len(r.buf) > 0 {
+		r.held = append(r.held, fds...)
+	} else {
+		closeFDs(fds)
+	}
+	return r.msgs, err
 }
 
 // receivedFDs are the descriptors a control message carried.
@@ -154,6 +227,12 @@ func receivedFDs(oob []byte) []int {
 		fds = append(fds, rights...)
 	}
 	return fds
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = syscall.Close(fd)
+	}
 }
 
 // serveLaneConn answers the calls of one socket, one at a time, each on
