@@ -64,6 +64,9 @@ type identity struct {
 // one remembered; the image runs the very file whose identity was read.
 // It remembers nothing: see Remember.
 func (d Digests) Open(path string) (*Image, error) {
+	// Read before the descriptor's times: a change the file's times do
+	// not show yet can only come after this moment.
+	opened := d.clock()
 	f, fi, err := openExecutable(path)
 	if err != nil {
 		return nil, err
@@ -78,7 +81,7 @@ func (d Digests) Open(path string) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	im.info = fi
+	im.info, im.opened = fi, opened
 	return im, nil
 }
 
@@ -100,12 +103,21 @@ func (d Digests) Checksum(path string) (string, error) {
 // it was read from as it was then: call it once the checksum has passed
 // whatever it was checked against, so that a binary that was refused
 // leaves nothing behind. An image whose checksum came from the memo, or
-// whose file changed too recently (see Digests), is not written again.
+// whose file had changed too recently when Open read it (see Digests),
+// is not written again.
 func (d Digests) Remember(im *Image) {
 	if im.recalled || im.info == nil {
 		return
 	}
-	d.remember(im.Path, im.info, im.SHA256)
+	d.remember(im.Path, im.info, im.opened, im.SHA256)
+}
+
+// clock is the time now.
+func (d Digests) clock() time.Time {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Now()
 }
 
 // memoFile is where the memo of the executable at path is kept.
@@ -151,17 +163,15 @@ func (d Digests) recall(path string, fi os.FileInfo) (string, bool) {
 }
 
 // remember keeps sum as the checksum of the file fi at path, unless the
-// file changed too recently to be told apart from a change to come. A
-// memo that cannot be written costs a hash next time, nothing more.
-// fi must be what the descriptor that was hashed said, never a later
-// look at the path, which may name another file by then.
-func (d Digests) remember(path string, fi os.FileInfo, sum string) {
+// file had changed too recently when it was opened, at opened, to be
+// told apart from a change that followed in the same tick: measured from
+// any later moment, such a file would pass. A memo that cannot be
+// written costs a hash next time, nothing more. fi must be what the
+// descriptor that was hashed said, never a later look at the path, which
+// may name another file by then.
+func (d Digests) remember(path string, fi os.FileInfo, opened time.Time, sum string) {
 	id, ok := identityOf(fi)
-	now := time.Now
-	if d.now != nil {
-		now = d.now
-	}
-	if !ok || now().Sub(time.Unix(0, id.Ctime)) < racyAge {
+	if !ok || opened.Sub(time.Unix(0, id.Ctime)) < racyAge {
 		return
 	}
 	abs, file, ok := d.memoFile(path)

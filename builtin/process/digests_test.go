@@ -164,6 +164,21 @@ func TestDigestsRememberNoFileThatChangedJustNow(t *testing.T) {
 	assert.Empty(t, memoFiles(t, memo), "a change within the racy age could still be followed by one in the same tick")
 }
 
+// What counts is how long before it was hashed the file last changed,
+// not before it was remembered: a plugin is hashed as it is loaded and
+// remembered as it first starts, often seconds later.
+func TestDigestsRememberNoFileThatChangedJustBeforeItWasHashed(t *testing.T) {
+	dir, memo := t.TempDir(), t.TempDir()
+	path := filepath.Join(dir, "tool")
+	body := script(t, path, "fresh")
+	im, err := process.DigestsAt(memo, time.Now).Open(path) // hashed right after the write
+	require.NoError(t, err)
+	defer im.Close()
+	assert.Equal(t, hexSum(body), im.SHA256)
+	process.DigestsAt(memo, later).Remember(im) // the plugin starts seconds later
+	assert.Empty(t, memoFiles(t, memo), "the file was within the racy age of its last change when it was hashed")
+}
+
 func TestDigestsIgnoreAMemoOfAnotherPath(t *testing.T) {
 	dir, memo := t.TempDir(), t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"time"
 
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
@@ -36,9 +37,11 @@ type Image struct {
 	exe  string
 	dir  string
 
-	// info is what the descriptor that was hashed said of the file, and
-	// recalled whether the checksum came from a Digests memo instead.
+	// info is what the descriptor that was hashed said of the file,
+	// opened when Digests.Open began reading it, and recalled whether
+	// the checksum came from a Digests memo instead.
 	info     os.FileInfo
+	opened   time.Time
 	recalled bool
 }
 
