@@ -333,7 +333,19 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 // process's copy of the end, once the plugin has started. lane is nil
 // when none can be made: calls then go over gRPC, as they do to a
 // plugin that does not serve it.
+//
+// A plugin whose description says it does not serve the lane gets none:
+// the host cannot make the descriptor close on exec in the plugin, so a
+// plugin that leaves it alone would pass it, and its variable, to every
+// process it starts. One not yet described (its first start with this
+// binary) gets it, since only its answer tells.
 func (p *proc) offerLane(cmd *exec.Cmd) (lane *wire.Lane, env []string, done func()) {
+	p.mu.Lock()
+	d := p.desc
+	p.mu.Unlock()
+	if d != nil && d.GetLaneVersion() != wire.LaneVersion {
+		return nil, nil, func() {}
+	}
 	lane, end, err := wire.NewLane()
 	if err != nil {
 		p.h.cfg.Logger.Debug("no lane for the plugin; its calls go over gRPC", "plugin", p.bin.Name, "error", err)

@@ -53,12 +53,43 @@ func TestTheLaneIsNotPassedOnToWhatAToolStarts(t *testing.T) {
 
 	out, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "spawn", `{}`)
 	require.NoError(t, err)
-	pid, err := strconv.Atoi(out)
+	assert.Empty(t, socketsOf(t, out), "the tool's process has sockets")
+}
+
+// socketsOf are the sockets open in the process whose ID is pid.
+func socketsOf(t *testing.T, pid string) []string {
+	t.Helper()
+	_, err := strconv.Atoi(pid)
 	require.NoError(t, err)
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	dir := filepath.Join("/proc", pid, "fd")
+	fds, err := os.ReadDir(dir)
 	require.NoError(t, err)
+	var sockets []string
 	for _, fd := range fds {
-		target, _ := os.Readlink(filepath.Join(fmt.Sprintf("/proc/%d/fd", pid), fd.Name()))
-		assert.False(t, strings.HasPrefix(target, "socket:"), "descriptor %s of the tool's process is %s", fd.Name(), target)
+		target, _ := os.Readlink(filepath.Join(dir, fd.Name()))
+		if strings.HasPrefix(target, "socket:") {
+			sockets = append(sockets, fd.Name()+" -> "+target)
+		}
 	}
+	return sockets
+}
+
+// A plugin that does not serve the lane (one built before it, or not
+// with the SDK) would leave the lane's descriptor open for every process
+// it starts: once its description says it does not serve it, it is
+// started without one.
+func TestAPluginKnownNotToServeTheLaneIsStartedWithoutOne(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	copyPlugin(t, dir, "test")
+	cfg := plugins.Config{CacheDir: cache, Env: []string{"TESTPLUGIN_NO_LANE=1"}}
+	first, _ := newHost(t, cfg, dir)
+	loaded(t, first)
+	require.NoError(t, first.Close())
+
+	next, _ := newHost(t, cfg, dir)
+	reg := loaded(t, next)
+	out, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "spawn", `{}`)
+	require.NoError(t, err)
+	assert.False(t, plugins.UsesLane(next, "test"))
+	assert.Empty(t, socketsOf(t, out), "the process the plugin started has sockets")
 }
