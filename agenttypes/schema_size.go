@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/troupe-dev/troupe/agenttypes/internal/jsonschema"
 )
 
 // maxSchemaNodes bounds the size of a schema once its $refs are followed.
@@ -17,19 +18,8 @@ import (
 // or hundreds of subschemas.
 const maxSchemaNodes = 10_000
 
-// Keywords whose values are subschemas applied to the instance (or to a
-// part of it), by the shape of their values. "items" is a schema or, in
-// drafts before 2020-12, an array of schemas.
-var (
-	schemaOneKeywords = []string{"not", "if", "then", "else", "items", "additionalItems", "contains",
-		"unevaluatedItems", "additionalProperties", "propertyNames", "unevaluatedProperties", "contentSchema"}
-	schemaListKeywords = []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"}
-	schemaMapKeywords  = []string{"properties", "patternProperties", "dependentSchemas", "dependencies"}
-	// schemaDefKeywords hold definitions, which apply only where a $ref
-	// uses them.
-	schemaDefKeywords = []string{"$defs", "definitions"}
-	schemaRefKeywords = []string{"$ref", "$dynamicRef", "$recursiveRef"}
-)
+// schemaRefKeywords are the keywords that point at another subschema.
+var schemaRefKeywords = []string{"$ref", "$dynamicRef", "$recursiveRef"}
 
 // checkSchemaSize refuses a schema (decoded JSON) that expands past
 // maxSchemaNodes subschemas once every $ref is followed.
@@ -115,52 +105,7 @@ func (z *schemaSizer) index(v any, ptr string, base *url.URL) {
 			z.anchors[base.String()+"#"+name] = ptr
 		}
 	}
-	subschemas(m, ptr, true, func(c any, p string) { z.index(c, p, base) })
-}
-
-// subschemas calls f with each subschema of m and its pointer, in a fixed
-// order; withDefs adds the definitions.
-func subschemas(m map[string]any, ptr string, withDefs bool, f func(any, string)) {
-	for _, kw := range schemaOneKeywords {
-		if c, ok := m[kw]; ok && isSchema(c) {
-			f(c, ptr+"/"+escapePointer(kw))
-		}
-	}
-	for _, kw := range schemaListKeywords {
-		if l, ok := m[kw].([]any); ok {
-			for i, c := range l {
-				f(c, ptr+"/"+escapePointer(kw)+"/"+strconv.Itoa(i))
-			}
-		}
-	}
-	maps := schemaMapKeywords
-	if withDefs {
-		maps = append(slices.Clip(maps), schemaDefKeywords...)
-	}
-	for _, kw := range maps {
-		sub, ok := m[kw].(map[string]any)
-		if !ok {
-			continue
-		}
-		keys := make([]string, 0, len(sub))
-		for k := range sub {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if c := sub[k]; isSchema(c) { // "dependencies" may also hold arrays of names
-				f(c, ptr+"/"+escapePointer(kw)+"/"+escapePointer(k))
-			}
-		}
-	}
-}
-
-func isSchema(v any) bool {
-	switch v.(type) {
-	case map[string]any, bool:
-		return true
-	}
-	return false
+	jsonschema.ForSubschemas(m, ptr, true, func(c any, p string) { z.index(c, p, base) })
 }
 
 // size returns the expanded size of v, the subschema at ptr, reached at
@@ -192,7 +137,7 @@ func (z *schemaSizer) size(v any, ptr string, depth int) (n, low int) {
 		n = addSat(n, c)
 		low = min(low, l)
 	}
-	subschemas(m, ptr, false, func(c any, p string) { add(z.size(c, p, depth+1)) })
+	jsonschema.ForSubschemas(m, ptr, false, func(c any, p string) { add(z.size(c, p, depth+1)) })
 	for _, kw := range schemaRefKeywords {
 		ref, ok := m[kw].(string)
 		if !ok {

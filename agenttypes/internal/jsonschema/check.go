@@ -56,7 +56,7 @@ func checkShape(v any, ptr string, draft int) error {
 		return &SchemaError{ptr + "/multipleOf", "want a number above 0"}
 	}
 	var err error
-	forSubschemas(m, ptr, draft, true, func(sub any, p string) {
+	ForSubschemas(m, ptr, true, func(sub any, p string) {
 		if _, isBool := sub.(bool); isBool && draft < Draft6 && (p == ptr+"/additionalProperties" || p == ptr+"/additionalItems") {
 			return // the two places draft 4 takes a boolean
 		}

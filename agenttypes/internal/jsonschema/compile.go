@@ -219,12 +219,13 @@ func (c *compiler) index(v any, ptr string, base *url.URL) {
 		c.anchors[base.String()+"#"+name] = ptr
 		c.dynamic = append(c.dynamic, ptr)
 	}
-	forSubschemas(m, ptr, c.draft, true, func(sub any, p string) { c.index(sub, p, base) })
+	ForSubschemas(m, ptr, true, func(sub any, p string) { c.index(sub, p, base) })
 }
 
-// forSubschemas calls f with each subschema of m and its pointer; defs
-// adds the definitions.
-func forSubschemas(m map[string]any, ptr string, draft int, defs bool, f func(any, string)) {
+// ForSubschemas calls f with each subschema of the schema object m, in a
+// fixed order, with its JSON pointer below ptr; defs adds the
+// definitions ($defs, definitions), which apply only where a $ref points.
+func ForSubschemas(m map[string]any, ptr string, defs bool, f func(any, string)) {
 	one := []string{"not", "if", "then", "else", "items", "additionalItems", "contains", "additionalProperties",
 		"propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
 	list := []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"}
