@@ -241,22 +241,9 @@ func hasLine(lines []string, prefix, part string) bool {
 func TestRunsWatchShowsARunGoingOnInAnotherProcess(t *testing.T) {
 	requireDelegate(t)
 	bin := troupeBinary(t)
-	gate := make(chan struct{})
-	d := &delegation{gate: gate, held: make(chan struct{}, 1)}
-	srv := d.serve(t)
 	t.Setenv("NO_COLOR", "1")
 	t.Setenv("TERM", "xterm")
-	isolate(t)
-	t.Setenv("TROUPE_RUNS_DIR", filepath.Join(t.TempDir(), "runs"))
-	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", "")
-	t.Setenv("TROUPE_MODEL", "")
-	ran, runOut := startDelegatingRun(t, bin)
-	select {
-	case <-d.held:
-	case <-ran.done:
-		t.Fatalf("the run ended before its first child asked its model: %v\n%s", ran.err, runOut.String())
-	}
+	run := startHeldDelegation(t, bin)
 
 	const cols = 160
 	tty, live := openLivePTY(t, cols)
@@ -275,10 +262,10 @@ func TestRunsWatchShowsARunGoingOnInAnotherProcess(t *testing.T) {
 			hasLine(l, "  [correctness]", "complete") && hasLine(l, "  [refactor]", "complete")
 	})
 	assert.NotContains(t, strings.Join(lines, "\n"), "✓ general", "the run is not over")
-	close(gate)
+	close(run.gate)
 	select {
-	case <-ran.done:
-		require.NoError(t, ran.err, runOut.String())
+	case <-run.proc.done:
+		require.NoError(t, run.proc.err, run.out.String())
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run did not end")
 	}
@@ -301,22 +288,8 @@ func TestRunsWatchShowsARunGoingOnInAnotherProcess(t *testing.T) {
 func TestRunsShowFollowPrintsARunAsItGoes(t *testing.T) {
 	requireDelegate(t)
 	bin := troupeBinary(t)
-	gate := make(chan struct{})
-	d := &delegation{gate: gate, held: make(chan struct{}, 1)}
-	srv := d.serve(t)
-	isolate(t)
-	runs := filepath.Join(t.TempDir(), "runs")
-	t.Setenv("TROUPE_RUNS_DIR", runs)
-	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", "")
-	t.Setenv("TROUPE_MODEL", "")
-	ran, runOut := startDelegatingRun(t, bin)
-	select {
-	case <-d.held:
-	case <-ran.done:
-		t.Fatalf("the run ended before its first child asked its model: %v\n%s", ran.err, runOut.String())
-	}
-	entries, err := os.ReadDir(runs)
+	run := startHeldDelegation(t, bin)
+	entries, err := os.ReadDir(run.runs)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	id := strings.TrimSuffix(entries[0].Name(), ".jsonl")
@@ -337,9 +310,9 @@ func TestRunsShowFollowPrintsARunAsItGoes(t *testing.T) {
 	}()
 	// The run's output is written only after the gate opens: a show that
 	// did not follow the run to its end cannot print it.
-	close(gate)
-	<-ran.done
-	require.NoError(t, ran.err, runOut.String())
+	close(run.gate)
+	<-run.proc.done
+	require.NoError(t, run.proc.err, run.out.String())
 	assert.Equal(t, 0, <-shown)
 	out := <-got
 	assert.Contains(t, out, "[security]")
@@ -353,25 +326,46 @@ type runningProcess struct {
 	err  error
 }
 
-// startDelegatingRun runs the delegating review in another troupe process,
-// against the environment the test set; the process is killed and waited
-// for when the test ends.
-func startDelegatingRun(t *testing.T, bin string) (*runningProcess, *syncBuffer) {
+// heldDelegation is the delegating review going on in another troupe
+// process, its first child's model call held until gate is closed.
+type heldDelegation struct {
+	runs string // the runs directory
+	gate chan struct{}
+	proc *runningProcess
+	out  *syncBuffer
+}
+
+// startHeldDelegation starts the run against a fake provider, in an
+// isolated home, and returns once the first child's call is held; the
+// process is killed and waited for when the test ends.
+func startHeldDelegation(t *testing.T, bin string) *heldDelegation {
 	t.Helper()
-	out := &syncBuffer{}
+	h := &heldDelegation{runs: filepath.Join(t.TempDir(), "runs"), gate: make(chan struct{}), out: &syncBuffer{}}
+	d := &delegation{gate: h.gate, held: make(chan struct{}, 1)}
+	srv := d.serve(t)
+	isolate(t)
+	t.Setenv("TROUPE_RUNS_DIR", h.runs)
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("TROUPE_MODEL", "")
 	run := exec.Command(bin, "run", "general", "--yes", "--model", "openai:M", "--repo", shopCopy(t), "--progress", "none", "review the cart package")
-	run.Stdout, run.Stderr = out, out
+	run.Stdout, run.Stderr = h.out, h.out
 	require.NoError(t, run.Start())
-	p := &runningProcess{done: make(chan struct{})}
+	h.proc = &runningProcess{done: make(chan struct{})}
 	go func() {
-		p.err = run.Wait()
-		close(p.done)
+		h.proc.err = run.Wait()
+		close(h.proc.done)
 	}()
 	t.Cleanup(func() {
 		_ = run.Process.Kill()
-		<-p.done
+		<-h.proc.done
 	})
-	return p, out
+	select {
+	case <-d.held:
+	case <-h.proc.done:
+		t.Fatalf("the run ended before its first child asked its model: %v\n%s", h.proc.err, h.out.String())
+	}
+	return h
 }
 
 // TestRunsWatchWithNothingGoingOnSaysWhatToDo: no run is going on, so
