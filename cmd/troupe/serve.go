@@ -147,7 +147,8 @@ func (a *app) serveOn(ctx context.Context, srv *mcpserver.Server, addr string) e
 	names := strings.Join(srv.Types(), ", ")
 	if addr == "" {
 		fmt.Fprintf(a.stderr, "troupe: serving %s over stdio\n", names)
-		err := srv.MCP().Run(ctx, &mcpsdk.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+		piped := newPipedSession(ctx, a.stdin, a.stdout)
+		err := srv.MCP().Run(ctx, &mcpsdk.IOTransport{Reader: piped, Writer: piped})
 		if ctx.Err() != nil || errors.Is(err, mcpsdk.ErrConnectionClosed) || errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -175,10 +176,6 @@ func (a *app) serveOn(ctx context.Context, srv *mcpserver.Server, addr string) e
 	<-done
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // loopbackAddr is the address to listen on for --http: a host that is
 // loopback (default 127.0.0.1) and a port.
