@@ -192,7 +192,7 @@ func (z *schemaSizer) resolve(ptr, ref string) (string, any, bool) {
 			if v, ok = x[tok]; !ok {
 				return "", nil, false
 			}
-			target += "/" + escapePointer(tok)
+			target += "/" + jsonschema.EscapeToken(tok)
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(x) {
@@ -237,22 +237,7 @@ func (z *schemaSizer) lookup(ptr string) (any, bool) {
 
 // baseOf is the URI that $refs in the subschema at ptr are relative to:
 // that of the nearest enclosing $id, or the document's.
-func (z *schemaSizer) baseOf(ptr string) *url.URL {
-	for {
-		if u, ok := z.bases[ptr]; ok {
-			return u
-		}
-		i := strings.LastIndexByte(ptr, '/')
-		if i < 0 {
-			return z.bases[""]
-		}
-		ptr = ptr[:i]
-	}
-}
-
-func escapePointer(tok string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
-}
+func (z *schemaSizer) baseOf(ptr string) *url.URL { return jsonschema.Enclosing(z.bases, ptr) }
 
 func addSat(a, b int) int {
 	if a > math.MaxInt-b {

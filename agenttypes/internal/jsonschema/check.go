@@ -43,9 +43,9 @@ func checkShape(v any, ptr string, draft int) error {
 	// what the message says.
 	bad := func(kw, want string, msg ...any) error {
 		if want == "" {
-			return &SchemaError{ptr + "/" + escape(kw), fmt.Sprintf(msg[0].(string), msg[1:]...)}
+			return &SchemaError{ptr + "/" + EscapeToken(kw), fmt.Sprintf(msg[0].(string), msg[1:]...)}
 		}
-		return &SchemaError{ptr + "/" + escape(kw), fmt.Sprintf("got %s, want %s", typeOf(m[kw]), want)}
+		return &SchemaError{ptr + "/" + EscapeToken(kw), fmt.Sprintf("got %s, want %s", typeOf(m[kw]), want)}
 	}
 	for kw, val := range m {
 		if err := checkKeyword(kw, val, draft, bad); err != nil {
@@ -70,7 +70,7 @@ func checkShape(v any, ptr string, draft int) error {
 	if d, ok := m["dependencies"].(map[string]any); ok {
 		for k, dv := range d {
 			if _, isList := dv.([]any); !isList && !isSchema(dv) {
-				return &SchemaError{ptr + "/dependencies/" + escape(k), fmt.Sprintf("got %s, want a schema or an array of names", typeOf(dv))}
+				return &SchemaError{ptr + "/dependencies/" + EscapeToken(k), fmt.Sprintf("got %s, want a schema or an array of names", typeOf(dv))}
 			}
 		}
 	}

@@ -235,7 +235,7 @@ func ForSubschemas(m map[string]any, ptr string, defs bool, f func(any, string))
 	}
 	for _, kw := range one {
 		if c, ok := m[kw]; ok && isSchema(c) {
-			f(c, ptr+"/"+escape(kw))
+			f(c, ptr+"/"+EscapeToken(kw))
 		}
 	}
 	for _, kw := range list {
@@ -257,7 +257,7 @@ func ForSubschemas(m map[string]any, ptr string, defs bool, f func(any, string))
 		slices.Sort(keys)
 		for _, k := range keys {
 			if c := sub[k]; isSchema(c) {
-				f(c, ptr+"/"+escape(kw)+"/"+escape(k))
+				f(c, ptr+"/"+EscapeToken(kw)+"/"+EscapeToken(k))
 			}
 		}
 	}
@@ -271,33 +271,28 @@ func isSchema(v any) bool {
 	return false
 }
 
-func escape(tok string) string {
+// EscapeToken escapes a name as one token of a JSON pointer.
+func EscapeToken(tok string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }
 
 // baseOf is the URI references in the subschema at ptr are relative to.
-func (c *compiler) baseOf(ptr string) *url.URL {
-	for {
-		if u, ok := c.bases[ptr]; ok {
-			return u
-		}
-		i := strings.LastIndexByte(ptr, '/')
-		if i < 0 {
-			return c.bases[""]
-		}
-		ptr = ptr[:i]
-	}
-}
+func (c *compiler) baseOf(ptr string) *url.URL { return Enclosing(c.bases, ptr) }
 
 // resourceOf is the resource the subschema at ptr belongs to.
-func (c *compiler) resourceOf(ptr string) *resource {
+func (c *compiler) resourceOf(ptr string) *resource { return Enclosing(c.byPtr, ptr) }
+
+// Enclosing is byPtr's value for the subschema at the JSON pointer ptr or,
+// when it has none, for the nearest subschema enclosing it: the base URI
+// or the resource that a subschema inherits from the one it is in.
+func Enclosing[V any](byPtr map[string]V, ptr string) V {
 	for {
-		if r, ok := c.byPtr[ptr]; ok {
-			return r
+		if v, ok := byPtr[ptr]; ok {
+			return v
 		}
 		i := strings.LastIndexByte(ptr, '/')
 		if i < 0 {
-			return c.byPtr[""]
+			return byPtr[""]
 		}
 		ptr = ptr[:i]
 	}
@@ -335,7 +330,7 @@ func (c *compiler) resolve(ptr, ref string) (string, error) {
 			if v, ok = x[tok]; !ok {
 				return "", fmt.Errorf("at %s: $ref %q names nothing in the schema", where(ptr), ref)
 			}
-			target += "/" + escape(tok)
+			target += "/" + EscapeToken(tok)
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(x) {
@@ -391,7 +386,7 @@ func (c *compiler) compile(ptr string) (*node, error) {
 func (c *compiler) sub(n *node, kw ...string) (*node, error) {
 	p := n.ptr
 	for _, k := range kw {
-		p += "/" + escape(k)
+		p += "/" + EscapeToken(k)
 	}
 	if _, ok := c.values[p]; !ok {
 		return nil, nil
