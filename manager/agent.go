@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
@@ -144,6 +145,10 @@ type Agent struct {
 	turns       int
 	notes       []string
 	result      Result
+	// span is its invoke_agent span when spans are on, set before ready
+	// closes and ended by finish; traceParent is the span that spawned it.
+	span        trace.Span
+	traceParent trace.SpanContext
 	// history is the conversation so far, for children whose type
 	// inherits it. Messages below its length are never changed.
 	history []llms.MessageContent
@@ -312,6 +317,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 		Partial: partial, Output: output, Data: data, Err: err, TokensOverBudget: overBudget, Changes: changes,
 	}
 	from, settled := a.record(&r, now)
+	a.m.tel.endAgent(a, &r, now)
 	// The slot is free once the agent is terminal (an agent waiting for
 	// it takes the slot first) and before any callback; after the subtree
 	// was told, so a queued child is never started by the slot its

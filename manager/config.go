@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
@@ -118,6 +120,22 @@ type Config struct {
 	// is given; a longer result is cut, and the model told so. A tool's
 	// error is cut to maxToolError. Default DefaultMaxToolResult.
 	MaxToolResult int
+	// TracerProvider, when set, gets a span per agent (invoke_agent),
+	// per model call (chat) and per tool call (execute_tool), named and
+	// described as the OpenTelemetry GenAI conventions say. A delegated
+	// child's span is a child of the delegate call's, and a top-level
+	// agent's of the span in Spawn's context, so a tree is one trace.
+	// The context a tool is called with carries its call's span. Nil: no
+	// spans, at no cost.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, gets the GenAI conventions' token usage
+	// and operation duration histograms, the agents by state, the
+	// agents' ends by reason and the queue's length. Nil: no metrics.
+	MeterProvider metric.MeterProvider
+	// RecordContent puts prompts, completions, tasks, outputs and tool
+	// arguments and results on spans, each cut to 16 KiB. Off by default:
+	// they can hold secrets. Usage and metadata are always recorded.
+	RecordContent bool
 	// now is replaced in tests.
 	now func() time.Time
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/models/modelcap"
@@ -39,6 +40,9 @@ func (a *Agent) run() {
 		defer cancel()
 	}
 	ctx = agenttypes.WithEnv(ctx, &agenttypes.Env{AgentID: a.id, Dir: a.dir, Note: a.addNote, Tree: agentTree{a}, Workspace: a.ws})
+	if a.span != nil {
+		ctx = trace.ContextWithSpan(ctx, a.span)
+	}
 	a.runCtx = ctx
 
 	l := loop{a: a, ctx: ctx}

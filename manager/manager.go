@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/models/modelcap"
@@ -58,6 +59,7 @@ type Manager struct {
 	groupCallbacks []func(*Group)
 
 	transcripts *transcriptWriter // nil when transcripts are off
+	tel         *telemetry        // nil when spans and metrics are off
 
 	models sync.Map // model name → llms.Model
 	setups sync.Map // type name → *typeSetup
@@ -92,7 +94,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.TranscriptDir != "" {
 		tw = newTranscriptWriter(filepath.Join(cfg.TranscriptDir, id+".jsonl"), cfg.Logger)
 	}
-	return &Manager{
+	m := &Manager{
 		id:           id,
 		transcripts:  tw,
 		cfg:          cfg,
@@ -102,7 +104,14 @@ func New(cfg Config) (*Manager, error) {
 		shutdown:     cancel,
 		resumers:     list.New(),
 		mcpDescribed: map[string]*mcpDescription{},
-	}, nil
+	}
+	tel, err := newTelemetry(m, &m.cfg)
+	if err != nil {
+		cancel(nil)
+		return nil, fmt.Errorf("manager: telemetry: %w", err)
+	}
+	m.tel = tel
+	return m, nil
 }
 
 // ID returns the manager's ID, a UUID: it names the manager's transcript.
@@ -229,6 +238,9 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		done: make(chan struct{}), ready: make(chan struct{}), created: m.cfg.now(), state: Pending,
 	}
 	a.tshard = shardOf(a.id)
+	if m.tel != nil {
+		a.traceParent = trace.SpanContextFromContext(ctx)
+	}
 	if err := a.join(at.ctx, !req.Detach); err != nil {
 		return nil, err
 	}
@@ -388,6 +400,7 @@ func (m *Manager) admit(a *Agent) error {
 		a.stopWatch = context.AfterFunc(a.ctx, a.endIfQueued)
 	}
 
+	a.m.tel.startAgent(a)
 	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
 	close(a.ready)
 	if start {
@@ -414,6 +427,7 @@ func (m *Manager) admitHeld(a *Agent) error {
 	m.wg.Add(1)
 	m.counts[Pending].Add(1)
 	m.mu.Unlock()
+	m.tel.startAgent(a)
 	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
 	close(a.ready)
 	return nil
@@ -1059,6 +1073,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		// Subscriptions close once every agent has ended, even when the
 		// caller stopped waiting for that.
 		m.events.shutdown()
+		m.tel.close()
 		close(done)
 	}()
 	select {

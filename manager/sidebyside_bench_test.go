@@ -12,6 +12,11 @@ import (
 	"github.com/tmc/langchaingo/chains"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/tools"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
@@ -56,7 +61,12 @@ func BenchmarkSideBySide(b *testing.B) {
 	}
 }
 
-type sbsOptions struct{ budgets, subscriber, transcripts bool }
+type sbsOptions struct {
+	budgets, subscriber, transcripts bool
+	// tracer and meter, when set, are the manager's telemetry providers.
+	tracer trace.TracerProvider
+	meter  metric.MeterProvider
+}
 
 func sbsTroupe(b *testing.B, everything bool) float64 {
 	return sbsTroupeWith(b, sbsOptions{budgets: everything, subscriber: everything, transcripts: everything})
@@ -72,12 +82,14 @@ func sbsTroupeWith(b *testing.B, o sbsOptions) float64 {
 	_ = reg.RegisterType(agenttypes.Type{Name: "bench", Description: "benchmarks", Prompt: "system", Tools: []string{"noop"}})
 	model := sbsModel()
 	cfg := manager.Config{
-		Registry:      reg,
-		Models:        manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
-		DefaultModel:  "scripted",
-		MaxConcurrent: sbsConcurrency,
-		MaxQueue:      sbsAgents,
-		Logger:        slog.New(slog.DiscardHandler),
+		Registry:       reg,
+		Models:         manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+		DefaultModel:   "scripted",
+		MaxConcurrent:  sbsConcurrency,
+		MaxQueue:       sbsAgents,
+		Logger:         slog.New(slog.DiscardHandler),
+		TracerProvider: o.tracer,
+		MeterProvider:  o.meter,
 	}
 	var budget agenttypes.Budget
 	if o.transcripts {
@@ -157,4 +169,44 @@ func sbsLangchaingo(b *testing.B) float64 {
 	}
 	wg.Wait()
 	return float64(time.Since(start).Microseconds()) / float64(sbsAgents*sbsSteps)
+}
+
+// BenchmarkTelemetry measures, side by side in each iteration, the
+// everything-on step with telemetry off, with every span going to an
+// in-memory exporter through the SDK's batching processor (as a real
+// exporter is fed; blocking, so that none is dropped and each is paid
+// for), and with the metrics recorded too.
+func BenchmarkTelemetry(b *testing.B) {
+	everything := sbsOptions{budgets: true, subscriber: true, transcripts: true}
+	for range b.N {
+		off := sbsTroupeWith(b, everything)
+
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBlocking()))
+		withSpans := everything
+		withSpans.tracer = tp
+		spans := sbsTroupeWith(b, withSpans)
+		// Flushed, not shut down: shutting down empties the exporter.
+		if err := tp.ForceFlush(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		// Each agent: its own span, four chat spans, six tool spans.
+		if n := len(exp.GetSpans()); n != sbsAgents*(1+sbsSteps+6) {
+			b.Fatalf("exported %d spans, want %d", n, sbsAgents*(1+sbsSteps+6))
+		}
+		_ = tp.Shutdown(context.Background())
+
+		tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewInMemoryExporter(), sdktrace.WithBlocking()))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		withAll := withSpans
+		withAll.tracer, withAll.meter = tp, mp
+		all := sbsTroupeWith(b, withAll)
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+
+		b.ReportMetric(off, "off-µs/step")
+		b.ReportMetric(spans, "spans-µs/step")
+		b.ReportMetric(all, "spans+metrics-µs/step")
+		b.ReportMetric(spans/off, "spans/off")
+	}
 }

@@ -138,20 +138,13 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 	if a.budget.MaxTurns > 0 {
 		info.Turns = a.budget.MaxTurns - turn + 1
 	}
-	resp, err := a.callModel(modelcap.WithCall(ctx, info), c.msgs, opts)
+	callCtx, span := a.m.tel.startChat(ctx, a, &c, maxOut)
+	resp, err := a.callModel(modelcap.WithCall(callCtx, info), c.msgs, opts)
+	r, err := a.reply(ctx, c, resp, err, turn, &held)
+	a.m.tel.endChat(callCtx, span, &r, err)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Cut off in flight: the provider bills the input it was sent.
-			// What it did not report is estimated, and said to be.
-			a.chargeCall(Usage{InputTokens: c.input, Estimated: true}, &held)
-		}
-		return modelReply{turn: turn}, fmt.Errorf("model %s: %w", a.modelName, err)
+		return r, err
 	}
-	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
-		return modelReply{turn: turn}, fmt.Errorf("model %s returned no choices", a.modelName)
-	}
-	r := modelReply{choice: resp.Choices[0], turn: turn}
-	r.usage = usageOf(r.choice, c.input)
 	r.limit, r.crossed = a.chargeCall(r.usage, &held)
 	switch x := a.costSpent(); {
 	case r.limit.agent != nil && r.limit.left < 0:
@@ -162,6 +155,23 @@ func (a *Agent) generate(ctx context.Context, c modelCall) (modelReply, error) {
 	if !c.keepFinal || len(r.choice.ToolCalls) > 0 {
 		a.emit(&Event{Kind: EventModelCall, Turn: turn, Usage: r.usage, Text: r.choice.Content})
 	}
+	return r, nil
+}
+
+// reply is a model call's answer, or its error: a call cut off in flight
+// is charged the input it was sent, estimated and said to be.
+func (a *Agent) reply(ctx context.Context, c modelCall, resp *llms.ContentResponse, err error, turn int, held *holding) (modelReply, error) {
+	if err != nil {
+		if ctx.Err() != nil {
+			a.chargeCall(Usage{InputTokens: c.input, Estimated: true}, held)
+		}
+		return modelReply{turn: turn}, fmt.Errorf("model %s: %w", a.modelName, err)
+	}
+	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
+		return modelReply{turn: turn}, fmt.Errorf("model %s returned no choices", a.modelName)
+	}
+	r := modelReply{choice: resp.Choices[0], turn: turn}
+	r.usage = usageOf(r.choice, c.input)
 	return r, nil
 }
 

@@ -213,6 +213,10 @@ func (a *Agent) runTool(ctx context.Context, c llms.ToolCall) (o toolOutcome) {
 	o.name = name
 	tool := a.tools.byName[name]
 	a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: cutEnd(args, maxToolText)})
+	ctx, span := a.m.tel.startTool(ctx, a, c)
+	if span != nil {
+		defer a.m.tel.endTool(span, &o)
+	}
 
 	text, panicked, err := invoke(ctx, tool, args)
 	if panicked != nil {
