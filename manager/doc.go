@@ -39,4 +39,17 @@
 // loaded machine too, and checks each of these. An agent's events are on
 // disk when its Done closes, unless the disk stalled: an ending agent
 // waits for them at most a second, and leaves nothing waiting behind it.
+//
+// With Config.TracerProvider set, a tree of agents is one OpenTelemetry
+// trace in the GenAI conventions' terms: an invoke_agent span per agent,
+// from its spawn to its end, with a chat span per model call (tokens,
+// finish reason) and an execute_tool span per tool call under it. A
+// delegated child's invoke_agent is a child of its parent's delegate
+// call, and a tool's context carries its call's span, so a plugin's or a
+// tool's own spans join the trace. With Config.MeterProvider set, the
+// conventions' token usage and operation duration histograms are
+// recorded, with the agents by state, their ends by reason and the
+// queue's length. Prompts and completions go on spans only with
+// Config.RecordContent. Without a provider there is no telemetry, and no
+// cost: each place that would record pays one nil check.
 package manager

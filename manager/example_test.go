@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
@@ -81,4 +83,45 @@ func ExampleManager_Spawn_budget() {
 	// Output:
 	// failed budget_turns true
 	// still looking
+}
+
+// A tree of agents is one trace: here the spans of one agent that calls
+// a tool once and answers, recorded in memory.
+func ExampleConfig_tracerProvider() {
+	reg := agenttypes.NewRegistry()
+	_ = reg.RegisterTool(&agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "clock", Description: "says the time"},
+		Func:     func(context.Context, json.RawMessage) (string, error) { return "noon", nil },
+	})
+	_ = reg.RegisterType(agenttypes.Type{Name: "asker", Description: "asks the time", Prompt: "Ask.", Tools: []string{"clock"}})
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "clock", Args: `{}`}}, InputTokens: 40, OutputTokens: 5},
+		scripted.Step{Text: "It is noon.", InputTokens: 60, OutputTokens: 4},
+	)
+	spans := tracetest.NewSpanRecorder()
+	mgr, _ := manager.New(manager.Config{
+		Registry:       reg,
+		Models:         manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+		DefaultModel:   "scripted:v1",
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)),
+	})
+	defer mgr.Close(context.Background())
+	a, _ := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "asker", Task: "what time is it?"})
+	_, _ = a.Wait(context.Background())
+
+	for _, s := range spans.Ended() {
+		line := s.Name()
+		for _, kv := range s.Attributes() {
+			switch kv.Key {
+			case "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.provider.name":
+				line += fmt.Sprintf(" %s=%s", kv.Key, kv.Value.String())
+			}
+		}
+		fmt.Println(line)
+	}
+	// Output:
+	// chat v1 gen_ai.provider.name=scripted gen_ai.usage.input_tokens=40 gen_ai.usage.output_tokens=5
+	// execute_tool clock
+	// chat v1 gen_ai.provider.name=scripted gen_ai.usage.input_tokens=60 gen_ai.usage.output_tokens=4
+	// invoke_agent asker gen_ai.provider.name=scripted gen_ai.usage.input_tokens=100 gen_ai.usage.output_tokens=9
 }
