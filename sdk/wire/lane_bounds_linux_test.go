@@ -187,6 +187,6 @@ func TestALaneServesABoundedNumberOfSocketsAtOnce(t *testing.T) {
 
 	c := &laneConn{c: conns[0], r: bufio.NewReader(conns[0])}
 	resp := &pluginv1.GenerateResponse{}
-	require.NoError(t, c.roundtrip(laneGenerate, &pluginv1.GenerateRequest{RunId: "r", Messages: []*pluginv1.Message{{Text: "on"}}}, resp))
+	require.NoError(t, c.roundtrip(laneGenerate, nil, &pluginv1.GenerateRequest{RunId: "r", Messages: []*pluginv1.Message{{Text: "on"}}}, resp))
 	assert.Equal(t, "r:on", resp.GetText())
 }

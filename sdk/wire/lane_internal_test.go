@@ -25,9 +25,8 @@ func servedLane(t *testing.T, call func(context.Context, *pluginv1.CallToolReque
 	t.Helper()
 	lane, end, err := NewLane()
 	require.NoError(t, err)
-	p, err := peerOf(end)
+	srv, err := laneServerOf(end)
 	require.NoError(t, err)
-	srv := &LaneServer{p: p}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(call) }()
 	t.Cleanup(func() {

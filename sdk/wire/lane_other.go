@@ -24,6 +24,9 @@ func (*Lane) CallTool(context.Context, *pluginv1.CallToolRequest) (*pluginv1.Cal
 	return nil, errNoLane
 }
 
+// CarryTrace does nothing: there is no lane on this system.
+func (*Lane) CarryTrace() {}
+
 // ServeHost does nothing: there is no lane on this system.
 func (*Lane) ServeHost(pluginv1.HostServer) {}
 

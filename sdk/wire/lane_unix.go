@@ -46,6 +46,13 @@ import (
 // The host calls the plugin's CallTool on the lane; the plugin calls the
 // host's Host service on it for the loops it runs, when the host says it
 // serves it (RunLoopRequest.host_lane).
+//
+// A call's trace context rides in its request frame when the host's end
+// is told that the plugin takes it (Lane.CarryTrace) and the call's
+// context has a valid span: the method then has laneTraced set, and the
+// W3C traceparent and tracestate follow it, each a 2-byte big-endian
+// length and that many bytes, before the request message. A call without
+// one is framed as before, byte for byte.
 
 // Kinds of the control socket's messages.
 const (
@@ -67,6 +74,13 @@ const (
 	laneAskParent    byte = 6
 	laneEvent        byte = 7
 )
+
+// laneTraced, set in a request's method, says that the call's trace
+// context follows the method.
+const laneTraced byte = 0x80
+
+// maxLaneTrace bounds each header of a call's trace context on a lane.
+const maxLaneTrace = 1024
 
 // maxIdleLaneConns bounds the sockets a lane keeps between calls.
 const maxIdleLaneConns = 16
@@ -106,6 +120,12 @@ type peer struct {
 	mu     sync.Mutex
 	closed bool
 	served map[uint32]*laneCall // the other side's sockets, by number
+
+	// sendTrace: this end's calls carry their trace context. takeTrace:
+	// the calls this end serves get the trace context they carry as
+	// their remote parent; an end that does not take it drops it.
+	sendTrace atomic.Bool
+	takeTrace bool
 }
 
 func newPeer(ctl *net.UnixConn) (*peer, error) {
@@ -179,6 +199,12 @@ func (p *peer) call(ctx context.Context, method byte, req, resp proto.Message) e
 	if n := proto.Size(req); n+1 > MaxMessageSize {
 		return status.Errorf(codes.ResourceExhausted, "the request is %d bytes; at most %d cross", n, MaxMessageSize)
 	}
+	var th *traceHeaders
+	if p.sendTrace.Load() {
+		if h, ok := traceOf(ctx); ok {
+			th = &h
+		}
+	}
 	c, err := p.get(ctx)
 	if err != nil {
 		return err
@@ -191,7 +217,7 @@ func (p *peer) call(ctx context.Context, method byte, req, resp proto.Message) e
 		_ = c.c.SetDeadline(time.Unix(1, 0))
 		_ = p.send(laneMsg(laneCancel, c.id), nil)
 	})
-	err = c.roundtrip(method, req, resp)
+	err = c.roundtrip(method, th, req, resp)
 	if !stop() {
 		p.discard(c)
 		if err != nil || ctx.Err() != nil {
@@ -340,9 +366,18 @@ func laneMsg(kind byte, id uint32) []byte {
 	return b
 }
 
-func (c *laneConn) roundtrip(method byte, req, resp proto.Message) error {
+// roundtrip sends a request of method, with the trace context th when it
+// is not nil, and reads its answer into resp.
+func (c *laneConn) roundtrip(method byte, th *traceHeaders, req, resp proto.Message) error {
 	var err error
 	c.wbuf = append(c.wbuf[:0], 0, 0, 0, 0, method)
+	if th != nil {
+		if len(th.parent) > maxLaneTrace || len(th.state) > maxLaneTrace {
+			return status.Error(codes.InvalidArgument, "the call's trace context is larger than a lane carries")
+		}
+		c.wbuf[4] |= laneTraced
+		c.wbuf = appendLaneString(appendLaneString(c.wbuf, th.parent), th.state)
+	}
 	if c.wbuf, err = appendFrame(c.wbuf, req); err != nil {
 		return err
 	}
@@ -369,6 +404,36 @@ func (c *laneConn) roundtrip(method byte, req, resp proto.Message) error {
 		c.wbuf = nil
 	}
 	return nil
+}
+
+// appendLaneString appends s to b, after its length in 2 bytes.
+func appendLaneString(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint16(b, uint16(len(s))), s...)
+}
+
+// cutLaneTrace reads the trace context that a traced request carries
+// before its message, and returns it and the message.
+func cutLaneTrace(b []byte) (h traceHeaders, msg []byte, ok bool) {
+	parent, b, ok := cutLaneString(b)
+	if !ok {
+		return h, nil, false
+	}
+	state, b, ok := cutLaneString(b)
+	if !ok {
+		return h, nil, false
+	}
+	return traceHeaders{parent: string(parent), state: string(state)}, b, true
+}
+
+func cutLaneString(b []byte) (s, rest []byte, ok bool) {
+	if len(b) < 2 {
+		return nil, nil, false
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	if n > maxLaneTrace || len(b) < 2+n {
+		return nil, nil, false
+	}
+	return b[2 : 2+n], b[2+n:], true
 }
 
 // appendFrame appends m to b, whose first 4 bytes are the frame's length,

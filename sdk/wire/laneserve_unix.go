@@ -136,7 +136,7 @@ func (p *peer) accept(wg *sync.WaitGroup, id uint32, fd int, handle handler) {
 	p.served[id] = c
 	p.mu.Unlock()
 	wg.Go(func() {
-		serveLaneConn(c, handle)
+		serveLaneConn(c, handle, p.takeTrace)
 		p.mu.Lock()
 		delete(p.served, id)
 		p.mu.Unlock()
@@ -236,8 +236,9 @@ func closeFDs(fds []int) {
 }
 
 // serveLaneConn answers the calls of one socket, one at a time, each on
-// this goroutine, until the other side closes it or cancels a call.
-func serveLaneConn(c *laneCall, handle handler) {
+// this goroutine, until the other side closes it or cancels a call. With
+// takeTrace, a call's trace context is its context's remote parent.
+func serveLaneConn(c *laneCall, handle handler, takeTrace bool) {
 	defer c.conn.Close()
 	r := bufio.NewReader(c.conn)
 	var rbuf, wbuf []byte
@@ -251,7 +252,11 @@ func serveLaneConn(c *laneCall, handle handler) {
 			cancel()
 			return
 		}
-		resp, err := handle(ctx, payload[0], payload[1:])
+		var resp proto.Message
+		ctx, method, body, err := untrace(ctx, payload, takeTrace)
+		if err == nil {
+			resp, err = handle(ctx, method, body)
+		}
 		c.end()
 		cancel()
 		if wbuf = answer(c.conn, wbuf, resp, err); wbuf == nil {
@@ -261,6 +266,24 @@ func serveLaneConn(c *laneCall, handle handler) {
 			rbuf = nil
 		}
 	}
+}
+
+// untrace splits a request's payload into its method and message. The
+// trace context a traced request carries is taken off it and, with take,
+// made ctx's remote parent.
+func untrace(ctx context.Context, payload []byte, take bool) (context.Context, byte, []byte, error) {
+	method, body := payload[0], payload[1:]
+	if method&laneTraced == 0 {
+		return ctx, method, body, nil
+	}
+	th, body, ok := cutLaneTrace(body)
+	if !ok {
+		return ctx, 0, nil, status.Error(codes.InvalidArgument, "lane: a request's trace context is malformed")
+	}
+	if take {
+		ctx = withRemoteTrace(ctx, th)
+	}
+	return ctx, method &^ laneTraced, body, nil
 }
 
 // answer writes a call's answer as a frame to conn: resp, or err's
@@ -322,6 +345,12 @@ func (l *Lane) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pl
 	return resp, nil
 }
 
+// CarryTrace makes the lane's calls carry the trace context of their
+// contexts' spans: call it once the plugin says it takes it
+// (DescribeResponse.trace_context). A plugin that does not would fail
+// such calls.
+func (l *Lane) CarryTrace() { l.p.sendTrace.Store(true) }
+
 // ServeHost answers with srv, on a goroutine of its own, the calls of the
 // Host service that the plugin makes on the lane, until the lane closes.
 // Say so to the plugin in each RunLoopRequest (host_lane).
@@ -353,16 +382,25 @@ func LaneFromEnv() (*LaneServer, error) {
 		return nil, fmt.Errorf("lane: %s=%q is not a descriptor", EnvLaneFD, v)
 	}
 	syscall.CloseOnExec(fd)
-	p, err := peerOf(os.NewFile(uintptr(fd), "lane"))
+	return laneServerOf(os.NewFile(uintptr(fd), "lane"))
+}
+
+// laneServerOf is the plugin's end of the lane whose control socket is
+// f, which it closes.
+func laneServerOf(f *os.File) (*LaneServer, error) {
+	p, err := peerOf(f)
 	if err != nil {
 		return nil, err
 	}
+	p.takeTrace = true
 	return &LaneServer{p: p}, nil
 }
 
 // Serve answers the calls of CallTool the host makes on the lane with
 // call, each on the goroutine that read it, with a context that the
-// host's cancellation ends. It returns once the host closes the lane.
+// host's cancellation ends, and whose remote parent is the span context
+// the host sent with the call, if it sent one. It returns once the host
+// closes the lane.
 func (s *LaneServer) Serve(call func(context.Context, *pluginv1.CallToolRequest) *pluginv1.CallToolResponse) error {
 	return s.p.serve(func(ctx context.Context, method byte, b []byte) (proto.Message, error) {
 		if method != laneCallTool {

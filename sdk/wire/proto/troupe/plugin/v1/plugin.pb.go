@@ -6,6 +6,10 @@
 // loop goes back through the host, which counts and budgets it.
 //
 // Deadlines and cancellation travel as gRPC deadlines and cancellations.
+// Trace context travels as W3C traceparent and tracestate, in gRPC
+// metadata (or in a lane's frame), to a plugin that says it takes it
+// (DescribeResponse.trace_context); the spans the plugin makes under it
+// come back with the call's answer (Span), for the host to record.
 // Failures a caller branches on travel in-band as Error (code, message,
 // retryable); transport failures mean the other side went away.
 
@@ -156,7 +160,12 @@ type DescribeResponse struct {
 	// TROUPE_PLUGIN_LANE_FD names), and sends tool calls there, rather than
 	// over gRPC, when it speaks that version too. sdk/wire's lane_unix.go
 	// describes it.
-	LaneVersion   int32 `protobuf:"varint,6,opt,name=lane_version,json=laneVersion,proto3" json:"lane_version,omitempty"`
+	LaneVersion int32 `protobuf:"varint,6,opt,name=lane_version,json=laneVersion,proto3" json:"lane_version,omitempty"`
+	// trace_context is true when the plugin takes the trace context of a
+	// CallTool or RunLoop call (W3C traceparent and tracestate, in gRPC
+	// metadata, or in the lane's frame) and answers with the spans it made
+	// under it. The host sends none to a plugin that does not.
+	TraceContext  bool `protobuf:"varint,7,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -231,6 +240,13 @@ func (x *DescribeResponse) GetLaneVersion() int32 {
 		return x.LaneVersion
 	}
 	return 0
+}
+
+func (x *DescribeResponse) GetTraceContext() bool {
+	if x != nil {
+		return x.TraceContext
+	}
+	return false
 }
 
 type Budget struct {
@@ -714,9 +730,14 @@ func (x *CallToolRequest) GetDeadlineUnixMs() int64 {
 }
 
 type CallToolResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
-	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	Error *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// spans are the spans the plugin made under the call's trace context,
+	// when the host sent one; dropped_spans counts those it left out to
+	// stay within the limits (sdk/wire's MaxSpans and kin).
+	Spans         []*Span `protobuf:"bytes,3,rep,name=spans,proto3" json:"spans,omitempty"`
+	DroppedSpans  uint32  `protobuf:"varint,4,opt,name=dropped_spans,json=droppedSpans,proto3" json:"dropped_spans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -763,6 +784,20 @@ func (x *CallToolResponse) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *CallToolResponse) GetSpans() []*Span {
+	if x != nil {
+		return x.Spans
+	}
+	return nil
+}
+
+func (x *CallToolResponse) GetDroppedSpans() uint32 {
+	if x != nil {
+		return x.DroppedSpans
+	}
+	return 0
 }
 
 type RunLoopRequest struct {
@@ -862,9 +897,12 @@ func (x *RunLoopRequest) GetHostLane() bool {
 }
 
 type RunLoopResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Output        string                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
-	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Output string                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
+	Error  *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// spans and dropped_spans are as CallToolResponse's.
+	Spans         []*Span `protobuf:"bytes,3,rep,name=spans,proto3" json:"spans,omitempty"`
+	DroppedSpans  uint32  `protobuf:"varint,4,opt,name=dropped_spans,json=droppedSpans,proto3" json:"dropped_spans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -913,6 +951,329 @@ func (x *RunLoopResponse) GetError() *Error {
 	return nil
 }
 
+func (x *RunLoopResponse) GetSpans() []*Span {
+	if x != nil {
+		return x.Spans
+	}
+	return nil
+}
+
+func (x *RunLoopResponse) GetDroppedSpans() uint32 {
+	if x != nil {
+		return x.DroppedSpans
+	}
+	return 0
+}
+
+// Span is one span a plugin made during a call, under the trace context
+// the host sent. The host records it again in its own trace, under the
+// span of the call: its IDs are the plugin's, and serve only to tie a
+// span to its parent among the call's spans. Its parent is the span of
+// the call when parent_span_id names none of them.
+type Span struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// span_id and parent_span_id are 8 bytes each.
+	SpanId       []byte `protobuf:"bytes,1,opt,name=span_id,json=spanId,proto3" json:"span_id,omitempty"`
+	ParentSpanId []byte `protobuf:"bytes,2,opt,name=parent_span_id,json=parentSpanId,proto3" json:"parent_span_id,omitempty"`
+	Name         string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// kind is OpenTelemetry's SpanKind: 0 unspecified, 1 internal,
+	// 2 server, 3 client, 4 producer, 5 consumer.
+	Kind          int32        `protobuf:"varint,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	StartUnixNano int64        `protobuf:"varint,5,opt,name=start_unix_nano,json=startUnixNano,proto3" json:"start_unix_nano,omitempty"`
+	EndUnixNano   int64        `protobuf:"varint,6,opt,name=end_unix_nano,json=endUnixNano,proto3" json:"end_unix_nano,omitempty"`
+	Attributes    []*Attribute `protobuf:"bytes,7,rep,name=attributes,proto3" json:"attributes,omitempty"`
+	Events        []*SpanEvent `protobuf:"bytes,8,rep,name=events,proto3" json:"events,omitempty"`
+	// status_code is OpenTelemetry's: 0 unset, 1 error, 2 ok.
+	StatusCode    int32  `protobuf:"varint,9,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
+	StatusMessage string `protobuf:"bytes,10,opt,name=status_message,json=statusMessage,proto3" json:"status_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Span) Reset() {
+	*x = Span{}
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Span) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Span) ProtoMessage() {}
+
+func (x *Span) ProtoReflect() protoreflect.Message {
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Span.ProtoReflect.Descriptor instead.
+func (*Span) Descriptor() ([]byte, []int) {
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Span) GetSpanId() []byte {
+	if x != nil {
+		return x.SpanId
+	}
+	return nil
+}
+
+func (x *Span) GetParentSpanId() []byte {
+	if x != nil {
+		return x.ParentSpanId
+	}
+	return nil
+}
+
+func (x *Span) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Span) GetKind() int32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *Span) GetStartUnixNano() int64 {
+	if x != nil {
+		return x.StartUnixNano
+	}
+	return 0
+}
+
+func (x *Span) GetEndUnixNano() int64 {
+	if x != nil {
+		return x.EndUnixNano
+	}
+	return 0
+}
+
+func (x *Span) GetAttributes() []*Attribute {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
+func (x *Span) GetEvents() []*SpanEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *Span) GetStatusCode() int32 {
+	if x != nil {
+		return x.StatusCode
+	}
+	return 0
+}
+
+func (x *Span) GetStatusMessage() string {
+	if x != nil {
+		return x.StatusMessage
+	}
+	return ""
+}
+
+type SpanEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TimeUnixNano  int64                  `protobuf:"varint,2,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Attributes    []*Attribute           `protobuf:"bytes,3,rep,name=attributes,proto3" json:"attributes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpanEvent) Reset() {
+	*x = SpanEvent{}
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpanEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpanEvent) ProtoMessage() {}
+
+func (x *SpanEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpanEvent.ProtoReflect.Descriptor instead.
+func (*SpanEvent) Descriptor() ([]byte, []int) {
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SpanEvent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SpanEvent) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *SpanEvent) GetAttributes() []*Attribute {
+	if x != nil {
+		return x.Attributes
+	}
+	return nil
+}
+
+// Attribute is a span's or an event's attribute. Values of other kinds
+// (lists, maps) cross as their text.
+type Attribute struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Types that are valid to be assigned to Value:
+	//
+	//	*Attribute_StringValue
+	//	*Attribute_IntValue
+	//	*Attribute_DoubleValue
+	//	*Attribute_BoolValue
+	Value         isAttribute_Value `protobuf_oneof:"value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attribute) Reset() {
+	*x = Attribute{}
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attribute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attribute) ProtoMessage() {}
+
+func (x *Attribute) ProtoReflect() protoreflect.Message {
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
+func (*Attribute) Descriptor() ([]byte, []int) {
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Attribute) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Attribute) GetValue() isAttribute_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *Attribute) GetStringValue() string {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_StringValue); ok {
+			return x.StringValue
+		}
+	}
+	return ""
+}
+
+func (x *Attribute) GetIntValue() int64 {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_IntValue); ok {
+			return x.IntValue
+		}
+	}
+	return 0
+}
+
+func (x *Attribute) GetDoubleValue() float64 {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_DoubleValue); ok {
+			return x.DoubleValue
+		}
+	}
+	return 0
+}
+
+func (x *Attribute) GetBoolValue() bool {
+	if x != nil {
+		if x, ok := x.Value.(*Attribute_BoolValue); ok {
+			return x.BoolValue
+		}
+	}
+	return false
+}
+
+type isAttribute_Value interface {
+	isAttribute_Value()
+}
+
+type Attribute_StringValue struct {
+	StringValue string `protobuf:"bytes,2,opt,name=string_value,json=stringValue,proto3,oneof"`
+}
+
+type Attribute_IntValue struct {
+	IntValue int64 `protobuf:"varint,3,opt,name=int_value,json=intValue,proto3,oneof"`
+}
+
+type Attribute_DoubleValue struct {
+	DoubleValue float64 `protobuf:"fixed64,4,opt,name=double_value,json=doubleValue,proto3,oneof"`
+}
+
+type Attribute_BoolValue struct {
+	BoolValue bool `protobuf:"varint,5,opt,name=bool_value,json=boolValue,proto3,oneof"`
+}
+
+func (*Attribute_StringValue) isAttribute_Value() {}
+
+func (*Attribute_IntValue) isAttribute_Value() {}
+
+func (*Attribute_DoubleValue) isAttribute_Value() {}
+
+func (*Attribute_BoolValue) isAttribute_Value() {}
+
 type ToolCall struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -924,7 +1285,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1297,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1310,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ToolCall) GetId() string {
@@ -986,7 +1347,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1359,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1372,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Message) GetRole() string {
@@ -1060,7 +1421,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1433,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1446,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1124,7 +1485,7 @@ type GenerateRequest struct {
 
 func (x *GenerateRequest) Reset() {
 	*x = GenerateRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1497,7 @@ func (x *GenerateRequest) String() string {
 func (*GenerateRequest) ProtoMessage() {}
 
 func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1510,7 @@ func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRequest.ProtoReflect.Descriptor instead.
 func (*GenerateRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GenerateRequest) GetRunId() string {
@@ -1199,7 +1560,7 @@ type GenerateResponse struct {
 
 func (x *GenerateResponse) Reset() {
 	*x = GenerateResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1572,7 @@ func (x *GenerateResponse) String() string {
 func (*GenerateResponse) ProtoMessage() {}
 
 func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1585,7 @@ func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateResponse.ProtoReflect.Descriptor instead.
 func (*GenerateResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GenerateResponse) GetText() string {
@@ -1265,7 +1626,7 @@ type HostCallToolRequest struct {
 
 func (x *HostCallToolRequest) Reset() {
 	*x = HostCallToolRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1638,7 @@ func (x *HostCallToolRequest) String() string {
 func (*HostCallToolRequest) ProtoMessage() {}
 
 func (x *HostCallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1651,7 @@ func (x *HostCallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallToolRequest.ProtoReflect.Descriptor instead.
 func (*HostCallToolRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HostCallToolRequest) GetRunId() string {
@@ -1316,7 +1677,7 @@ type ToolsRequest struct {
 
 func (x *ToolsRequest) Reset() {
 	*x = ToolsRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1689,7 @@ func (x *ToolsRequest) String() string {
 func (*ToolsRequest) ProtoMessage() {}
 
 func (x *ToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1702,7 @@ func (x *ToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolsRequest.ProtoReflect.Descriptor instead.
 func (*ToolsRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolsRequest) GetRunId() string {
@@ -1361,7 +1722,7 @@ type ToolsResponse struct {
 
 func (x *ToolsResponse) Reset() {
 	*x = ToolsResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1373,7 +1734,7 @@ func (x *ToolsResponse) String() string {
 func (*ToolsResponse) ProtoMessage() {}
 
 func (x *ToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1386,7 +1747,7 @@ func (x *ToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolsResponse.ProtoReflect.Descriptor instead.
 func (*ToolsResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ToolsResponse) GetTools() []*ToolSpec {
@@ -1413,7 +1774,7 @@ type NoteRequest struct {
 
 func (x *NoteRequest) Reset() {
 	*x = NoteRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1786,7 @@ func (x *NoteRequest) String() string {
 func (*NoteRequest) ProtoMessage() {}
 
 func (x *NoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1799,7 @@ func (x *NoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoteRequest.ProtoReflect.Descriptor instead.
 func (*NoteRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NoteRequest) GetRunId() string {
@@ -1465,7 +1826,7 @@ type EventRequest struct {
 
 func (x *EventRequest) Reset() {
 	*x = EventRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1838,7 @@ func (x *EventRequest) String() string {
 func (*EventRequest) ProtoMessage() {}
 
 func (x *EventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1851,7 @@ func (x *EventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRequest.ProtoReflect.Descriptor instead.
 func (*EventRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EventRequest) GetRunId() string {
@@ -1516,7 +1877,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1889,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1902,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Ack) GetError() *Error {
@@ -1562,7 +1923,7 @@ type AskParentRequest struct {
 
 func (x *AskParentRequest) Reset() {
 	*x = AskParentRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1935,7 @@ func (x *AskParentRequest) String() string {
 func (*AskParentRequest) ProtoMessage() {}
 
 func (x *AskParentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1948,7 @@ func (x *AskParentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskParentRequest.ProtoReflect.Descriptor instead.
 func (*AskParentRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AskParentRequest) GetRunId() string {
@@ -1622,7 +1983,7 @@ type AskParentResponse struct {
 
 func (x *AskParentResponse) Reset() {
 	*x = AskParentResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1995,7 @@ func (x *AskParentResponse) String() string {
 func (*AskParentResponse) ProtoMessage() {}
 
 func (x *AskParentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +2008,7 @@ func (x *AskParentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskParentResponse.ProtoReflect.Descriptor instead.
 func (*AskParentResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AskParentResponse) GetText() string {
@@ -1681,14 +2042,15 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1c\n" +
 	"\tretryable\x18\x03 \x01(\bR\tretryable\"<\n" +
 	"\x0fDescribeRequest\x12)\n" +
-	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\"\xee\x01\n" +
+	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\"\x93\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12)\n" +
 	"\x10protocol_version\x18\x03 \x01(\x05R\x0fprotocolVersion\x12,\n" +
 	"\x05types\x18\x04 \x03(\v2\x16.troupe.plugin.v1.TypeR\x05types\x120\n" +
 	"\x05tools\x18\x05 \x03(\v2\x1a.troupe.plugin.v1.ToolSpecR\x05tools\x12!\n" +
-	"\flane_version\x18\x06 \x01(\x05R\vlaneVersion\"\xac\x01\n" +
+	"\flane_version\x18\x06 \x01(\x05R\vlaneVersion\x12#\n" +
+	"\rtrace_context\x18\a \x01(\bR\ftraceContext\"\xac\x01\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12\x1e\n" +
@@ -1731,10 +2093,12 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04args\x18\x02 \x01(\fR\x04args\x12-\n" +
 	"\x05agent\x18\x03 \x01(\v2\x17.troupe.plugin.v1.AgentR\x05agent\x12(\n" +
-	"\x10deadline_unix_ms\x18\x04 \x01(\x03R\x0edeadlineUnixMs\"U\n" +
+	"\x10deadline_unix_ms\x18\x04 \x01(\x03R\x0edeadlineUnixMs\"\xa8\x01\n" +
 	"\x10CallToolResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12-\n" +
-	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\"\xeb\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12,\n" +
+	"\x05spans\x18\x03 \x03(\v2\x16.troupe.plugin.v1.SpanR\x05spans\x12#\n" +
+	"\rdropped_spans\x18\x04 \x01(\rR\fdroppedSpans\"\xeb\x01\n" +
 	"\x0eRunLoopRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12-\n" +
@@ -1742,10 +2106,41 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0ehost_broker_id\x18\x04 \x01(\rR\fhostBrokerId\x12\x15\n" +
 	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12(\n" +
 	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\x12\x1b\n" +
-	"\thost_lane\x18\a \x01(\bR\bhostLane\"X\n" +
+	"\thost_lane\x18\a \x01(\bR\bhostLane\"\xab\x01\n" +
 	"\x0fRunLoopResponse\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\tR\x06output\x12-\n" +
-	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\"B\n" +
+	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12,\n" +
+	"\x05spans\x18\x03 \x03(\v2\x16.troupe.plugin.v1.SpanR\x05spans\x12#\n" +
+	"\rdropped_spans\x18\x04 \x01(\rR\fdroppedSpans\"\xf3\x02\n" +
+	"\x04Span\x12\x17\n" +
+	"\aspan_id\x18\x01 \x01(\fR\x06spanId\x12$\n" +
+	"\x0eparent_span_id\x18\x02 \x01(\fR\fparentSpanId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\x05R\x04kind\x12&\n" +
+	"\x0fstart_unix_nano\x18\x05 \x01(\x03R\rstartUnixNano\x12\"\n" +
+	"\rend_unix_nano\x18\x06 \x01(\x03R\vendUnixNano\x12;\n" +
+	"\n" +
+	"attributes\x18\a \x03(\v2\x1b.troupe.plugin.v1.AttributeR\n" +
+	"attributes\x123\n" +
+	"\x06events\x18\b \x03(\v2\x1b.troupe.plugin.v1.SpanEventR\x06events\x12\x1f\n" +
+	"\vstatus_code\x18\t \x01(\x05R\n" +
+	"statusCode\x12%\n" +
+	"\x0estatus_message\x18\n" +
+	" \x01(\tR\rstatusMessage\"\x82\x01\n" +
+	"\tSpanEvent\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\x0etime_unix_nano\x18\x02 \x01(\x03R\ftimeUnixNano\x12;\n" +
+	"\n" +
+	"attributes\x18\x03 \x03(\v2\x1b.troupe.plugin.v1.AttributeR\n" +
+	"attributes\"\xb0\x01\n" +
+	"\tAttribute\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12#\n" +
+	"\fstring_value\x18\x02 \x01(\tH\x00R\vstringValue\x12\x1d\n" +
+	"\tint_value\x18\x03 \x01(\x03H\x00R\bintValue\x12#\n" +
+	"\fdouble_value\x18\x04 \x01(\x01H\x00R\vdoubleValue\x12\x1f\n" +
+	"\n" +
+	"bool_value\x18\x05 \x01(\bH\x00R\tboolValueB\a\n" +
+	"\x05value\"B\n" +
 	"\bToolCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -1823,7 +2218,7 @@ func file_troupe_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_troupe_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_troupe_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_troupe_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_troupe_plugin_v1_plugin_proto_goTypes = []any{
 	(*Error)(nil),               // 0: troupe.plugin.v1.Error
 	(*DescribeRequest)(nil),     // 1: troupe.plugin.v1.DescribeRequest
@@ -1837,19 +2232,22 @@ var file_troupe_plugin_v1_plugin_proto_goTypes = []any{
 	(*CallToolResponse)(nil),    // 9: troupe.plugin.v1.CallToolResponse
 	(*RunLoopRequest)(nil),      // 10: troupe.plugin.v1.RunLoopRequest
 	(*RunLoopResponse)(nil),     // 11: troupe.plugin.v1.RunLoopResponse
-	(*ToolCall)(nil),            // 12: troupe.plugin.v1.ToolCall
-	(*Message)(nil),             // 13: troupe.plugin.v1.Message
-	(*Usage)(nil),               // 14: troupe.plugin.v1.Usage
-	(*GenerateRequest)(nil),     // 15: troupe.plugin.v1.GenerateRequest
-	(*GenerateResponse)(nil),    // 16: troupe.plugin.v1.GenerateResponse
-	(*HostCallToolRequest)(nil), // 17: troupe.plugin.v1.HostCallToolRequest
-	(*ToolsRequest)(nil),        // 18: troupe.plugin.v1.ToolsRequest
-	(*ToolsResponse)(nil),       // 19: troupe.plugin.v1.ToolsResponse
-	(*NoteRequest)(nil),         // 20: troupe.plugin.v1.NoteRequest
-	(*EventRequest)(nil),        // 21: troupe.plugin.v1.EventRequest
-	(*Ack)(nil),                 // 22: troupe.plugin.v1.Ack
-	(*AskParentRequest)(nil),    // 23: troupe.plugin.v1.AskParentRequest
-	(*AskParentResponse)(nil),   // 24: troupe.plugin.v1.AskParentResponse
+	(*Span)(nil),                // 12: troupe.plugin.v1.Span
+	(*SpanEvent)(nil),           // 13: troupe.plugin.v1.SpanEvent
+	(*Attribute)(nil),           // 14: troupe.plugin.v1.Attribute
+	(*ToolCall)(nil),            // 15: troupe.plugin.v1.ToolCall
+	(*Message)(nil),             // 16: troupe.plugin.v1.Message
+	(*Usage)(nil),               // 17: troupe.plugin.v1.Usage
+	(*GenerateRequest)(nil),     // 18: troupe.plugin.v1.GenerateRequest
+	(*GenerateResponse)(nil),    // 19: troupe.plugin.v1.GenerateResponse
+	(*HostCallToolRequest)(nil), // 20: troupe.plugin.v1.HostCallToolRequest
+	(*ToolsRequest)(nil),        // 21: troupe.plugin.v1.ToolsRequest
+	(*ToolsResponse)(nil),       // 22: troupe.plugin.v1.ToolsResponse
+	(*NoteRequest)(nil),         // 23: troupe.plugin.v1.NoteRequest
+	(*EventRequest)(nil),        // 24: troupe.plugin.v1.EventRequest
+	(*Ack)(nil),                 // 25: troupe.plugin.v1.Ack
+	(*AskParentRequest)(nil),    // 26: troupe.plugin.v1.AskParentRequest
+	(*AskParentResponse)(nil),   // 27: troupe.plugin.v1.AskParentResponse
 }
 var file_troupe_plugin_v1_plugin_proto_depIdxs = []int32{
 	4,  // 0: troupe.plugin.v1.DescribeResponse.types:type_name -> troupe.plugin.v1.Type
@@ -1858,41 +2256,46 @@ var file_troupe_plugin_v1_plugin_proto_depIdxs = []int32{
 	5,  // 3: troupe.plugin.v1.Type.run:type_name -> troupe.plugin.v1.RunPolicy
 	7,  // 4: troupe.plugin.v1.CallToolRequest.agent:type_name -> troupe.plugin.v1.Agent
 	0,  // 5: troupe.plugin.v1.CallToolResponse.error:type_name -> troupe.plugin.v1.Error
-	7,  // 6: troupe.plugin.v1.RunLoopRequest.agent:type_name -> troupe.plugin.v1.Agent
-	0,  // 7: troupe.plugin.v1.RunLoopResponse.error:type_name -> troupe.plugin.v1.Error
-	12, // 8: troupe.plugin.v1.Message.tool_calls:type_name -> troupe.plugin.v1.ToolCall
-	13, // 9: troupe.plugin.v1.GenerateRequest.messages:type_name -> troupe.plugin.v1.Message
-	12, // 10: troupe.plugin.v1.GenerateResponse.tool_calls:type_name -> troupe.plugin.v1.ToolCall
-	14, // 11: troupe.plugin.v1.GenerateResponse.usage:type_name -> troupe.plugin.v1.Usage
-	0,  // 12: troupe.plugin.v1.GenerateResponse.error:type_name -> troupe.plugin.v1.Error
-	12, // 13: troupe.plugin.v1.HostCallToolRequest.call:type_name -> troupe.plugin.v1.ToolCall
-	6,  // 14: troupe.plugin.v1.ToolsResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
-	0,  // 15: troupe.plugin.v1.ToolsResponse.error:type_name -> troupe.plugin.v1.Error
-	0,  // 16: troupe.plugin.v1.Ack.error:type_name -> troupe.plugin.v1.Error
-	0,  // 17: troupe.plugin.v1.AskParentResponse.error:type_name -> troupe.plugin.v1.Error
-	1,  // 18: troupe.plugin.v1.Plugin.Describe:input_type -> troupe.plugin.v1.DescribeRequest
-	8,  // 19: troupe.plugin.v1.Plugin.CallTool:input_type -> troupe.plugin.v1.CallToolRequest
-	10, // 20: troupe.plugin.v1.Plugin.RunLoop:input_type -> troupe.plugin.v1.RunLoopRequest
-	15, // 21: troupe.plugin.v1.Host.Generate:input_type -> troupe.plugin.v1.GenerateRequest
-	17, // 22: troupe.plugin.v1.Host.CallTool:input_type -> troupe.plugin.v1.HostCallToolRequest
-	18, // 23: troupe.plugin.v1.Host.Tools:input_type -> troupe.plugin.v1.ToolsRequest
-	20, // 24: troupe.plugin.v1.Host.Note:input_type -> troupe.plugin.v1.NoteRequest
-	23, // 25: troupe.plugin.v1.Host.AskParent:input_type -> troupe.plugin.v1.AskParentRequest
-	21, // 26: troupe.plugin.v1.Host.Event:input_type -> troupe.plugin.v1.EventRequest
-	2,  // 27: troupe.plugin.v1.Plugin.Describe:output_type -> troupe.plugin.v1.DescribeResponse
-	9,  // 28: troupe.plugin.v1.Plugin.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
-	11, // 29: troupe.plugin.v1.Plugin.RunLoop:output_type -> troupe.plugin.v1.RunLoopResponse
-	16, // 30: troupe.plugin.v1.Host.Generate:output_type -> troupe.plugin.v1.GenerateResponse
-	9,  // 31: troupe.plugin.v1.Host.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
-	19, // 32: troupe.plugin.v1.Host.Tools:output_type -> troupe.plugin.v1.ToolsResponse
-	22, // 33: troupe.plugin.v1.Host.Note:output_type -> troupe.plugin.v1.Ack
-	24, // 34: troupe.plugin.v1.Host.AskParent:output_type -> troupe.plugin.v1.AskParentResponse
-	22, // 35: troupe.plugin.v1.Host.Event:output_type -> troupe.plugin.v1.Ack
-	27, // [27:36] is the sub-list for method output_type
-	18, // [18:27] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	12, // 6: troupe.plugin.v1.CallToolResponse.spans:type_name -> troupe.plugin.v1.Span
+	7,  // 7: troupe.plugin.v1.RunLoopRequest.agent:type_name -> troupe.plugin.v1.Agent
+	0,  // 8: troupe.plugin.v1.RunLoopResponse.error:type_name -> troupe.plugin.v1.Error
+	12, // 9: troupe.plugin.v1.RunLoopResponse.spans:type_name -> troupe.plugin.v1.Span
+	14, // 10: troupe.plugin.v1.Span.attributes:type_name -> troupe.plugin.v1.Attribute
+	13, // 11: troupe.plugin.v1.Span.events:type_name -> troupe.plugin.v1.SpanEvent
+	14, // 12: troupe.plugin.v1.SpanEvent.attributes:type_name -> troupe.plugin.v1.Attribute
+	15, // 13: troupe.plugin.v1.Message.tool_calls:type_name -> troupe.plugin.v1.ToolCall
+	16, // 14: troupe.plugin.v1.GenerateRequest.messages:type_name -> troupe.plugin.v1.Message
+	15, // 15: troupe.plugin.v1.GenerateResponse.tool_calls:type_name -> troupe.plugin.v1.ToolCall
+	17, // 16: troupe.plugin.v1.GenerateResponse.usage:type_name -> troupe.plugin.v1.Usage
+	0,  // 17: troupe.plugin.v1.GenerateResponse.error:type_name -> troupe.plugin.v1.Error
+	15, // 18: troupe.plugin.v1.HostCallToolRequest.call:type_name -> troupe.plugin.v1.ToolCall
+	6,  // 19: troupe.plugin.v1.ToolsResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
+	0,  // 20: troupe.plugin.v1.ToolsResponse.error:type_name -> troupe.plugin.v1.Error
+	0,  // 21: troupe.plugin.v1.Ack.error:type_name -> troupe.plugin.v1.Error
+	0,  // 22: troupe.plugin.v1.AskParentResponse.error:type_name -> troupe.plugin.v1.Error
+	1,  // 23: troupe.plugin.v1.Plugin.Describe:input_type -> troupe.plugin.v1.DescribeRequest
+	8,  // 24: troupe.plugin.v1.Plugin.CallTool:input_type -> troupe.plugin.v1.CallToolRequest
+	10, // 25: troupe.plugin.v1.Plugin.RunLoop:input_type -> troupe.plugin.v1.RunLoopRequest
+	18, // 26: troupe.plugin.v1.Host.Generate:input_type -> troupe.plugin.v1.GenerateRequest
+	20, // 27: troupe.plugin.v1.Host.CallTool:input_type -> troupe.plugin.v1.HostCallToolRequest
+	21, // 28: troupe.plugin.v1.Host.Tools:input_type -> troupe.plugin.v1.ToolsRequest
+	23, // 29: troupe.plugin.v1.Host.Note:input_type -> troupe.plugin.v1.NoteRequest
+	26, // 30: troupe.plugin.v1.Host.AskParent:input_type -> troupe.plugin.v1.AskParentRequest
+	24, // 31: troupe.plugin.v1.Host.Event:input_type -> troupe.plugin.v1.EventRequest
+	2,  // 32: troupe.plugin.v1.Plugin.Describe:output_type -> troupe.plugin.v1.DescribeResponse
+	9,  // 33: troupe.plugin.v1.Plugin.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
+	11, // 34: troupe.plugin.v1.Plugin.RunLoop:output_type -> troupe.plugin.v1.RunLoopResponse
+	19, // 35: troupe.plugin.v1.Host.Generate:output_type -> troupe.plugin.v1.GenerateResponse
+	9,  // 36: troupe.plugin.v1.Host.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
+	22, // 37: troupe.plugin.v1.Host.Tools:output_type -> troupe.plugin.v1.ToolsResponse
+	25, // 38: troupe.plugin.v1.Host.Note:output_type -> troupe.plugin.v1.Ack
+	27, // 39: troupe.plugin.v1.Host.AskParent:output_type -> troupe.plugin.v1.AskParentResponse
+	25, // 40: troupe.plugin.v1.Host.Event:output_type -> troupe.plugin.v1.Ack
+	32, // [32:41] is the sub-list for method output_type
+	23, // [23:32] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_troupe_plugin_v1_plugin_proto_init() }
@@ -1900,13 +2303,19 @@ func file_troupe_plugin_v1_plugin_proto_init() {
 	if File_troupe_plugin_v1_plugin_proto != nil {
 		return
 	}
+	file_troupe_plugin_v1_plugin_proto_msgTypes[14].OneofWrappers = []any{
+		(*Attribute_StringValue)(nil),
+		(*Attribute_IntValue)(nil),
+		(*Attribute_DoubleValue)(nil),
+		(*Attribute_BoolValue)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_troupe_plugin_v1_plugin_proto_rawDesc), len(file_troupe_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

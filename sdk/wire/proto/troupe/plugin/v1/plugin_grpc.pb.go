@@ -6,6 +6,10 @@
 // loop goes back through the host, which counts and budgets it.
 //
 // Deadlines and cancellation travel as gRPC deadlines and cancellations.
+// Trace context travels as W3C traceparent and tracestate, in gRPC
+// metadata (or in a lane's frame), to a plugin that says it takes it
+// (DescribeResponse.trace_context); the spans the plugin makes under it
+// come back with the call's answer (Span), for the host to record.
 // Failures a caller branches on travel in-band as Error (code, message,
 // retryable); transport failures mean the other side went away.
 
