@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel"
 	"google.golang.org/grpc"
 
 	"github.com/troupe-dev/troupe/sdk"
@@ -54,6 +55,8 @@ func Serve(p sdk.Plugin) {
 		logger.Error("cannot serve the plugin", "error", err)
 		os.Exit(ExitBadPlugin)
 	}
+	// otel.Tracer anywhere in the plugin records into the calls' answers.
+	otel.SetTracerProvider(newTracerProvider(srv.spans))
 	if _, err := strconv.Atoi(os.Getenv(wire.EnvHostPID)); err == nil {
 		// The parent is troupe, or the keeper troupe started the plugin
 		// under, which dies with it: either way, once it is gone, so is
@@ -152,6 +155,8 @@ type server struct {
 	// lane carries the host's tool calls, and the loops' calls to a host
 	// that serves Host there too; nil when the host passed none.
 	lane *wire.LaneServer
+	// spans collects the spans each call makes, for its answer.
+	spans *collector
 
 	broker *plugin.GRPCBroker
 	mu     sync.Mutex
@@ -160,12 +165,13 @@ type server struct {
 }
 
 func newServer(p sdk.Plugin, logger *slog.Logger) (*server, error) {
-	s := &server{p: p, tools: map[string]sdk.Tool{}, types: map[string]sdk.Type{}, logger: logger, grace: DefaultCancelGrace, hosts: map[uint32]pluginv1.HostClient{}}
+	s := &server{p: p, tools: map[string]sdk.Tool{}, types: map[string]sdk.Type{}, logger: logger, grace: DefaultCancelGrace,
+		hosts: map[uint32]pluginv1.HostClient{}, spans: newCollector()}
 	s.stuck = func(what string) {
 		logger.Error("a call ignored its cancellation; exiting so that troupe restarts the plugin", "call", what, "grace", s.grace.String())
 		os.Exit(ExitStuck)
 	}
-	s.desc = &pluginv1.DescribeResponse{Name: p.Name, Version: p.Version, ProtocolVersion: wire.Version}
+	s.desc = &pluginv1.DescribeResponse{Name: p.Name, Version: p.Version, ProtocolVersion: wire.Version, TraceContext: true}
 	for _, t := range p.Tools {
 		spec := t.Spec()
 		if _, dup := s.tools[spec.Name]; dup {
@@ -220,10 +226,22 @@ func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1
 	return s.desc, nil
 }
 
+// CallTool runs a tool, and answers with the spans it made under the
+// trace context the host sent, if it sent one.
 func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+	ctx, spans := s.spans.begin(ctx)
+	resp := s.callTool(ctx, req)
+	resp.Spans, resp.DroppedSpans = s.spans.finish(spans)
+	if !fits(resp) {
+		resp.Spans, resp.DroppedSpans = nil, resp.DroppedSpans+uint32(len(resp.Spans))
+	}
+	return resp, nil
+}
+
+func (s *server) callTool(ctx context.Context, req *pluginv1.CallToolRequest) *pluginv1.CallToolResponse {
 	tool, ok := s.tools[req.GetName()]
 	if !ok {
-		return &pluginv1.CallToolResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no tool %q", s.p.Name, req.GetName()))}, nil
+		return &pluginv1.CallToolResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no tool %q", s.p.Name, req.GetName()))}
 	}
 	ctx, cancel := wire.WithDeadline(ctx, req.GetDeadlineUnixMs())
 	defer cancel()
@@ -233,22 +251,34 @@ func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*
 		return err
 	})
 	if err != nil {
-		return &pluginv1.CallToolResponse{Error: wire.ErrorToWire(err)}, nil
+		return &pluginv1.CallToolResponse{Error: wire.ErrorToWire(err)}
 	}
 	if resp == nil {
-		return &pluginv1.CallToolResponse{}, nil
+		return &pluginv1.CallToolResponse{}
 	}
-	return &pluginv1.CallToolResponse{Text: resp.Text}, nil
+	return &pluginv1.CallToolResponse{Text: resp.Text}
 }
 
+// RunLoop runs a type's loop, and answers with the spans it made under
+// the trace context the host sent, if it sent one.
 func (s *server) RunLoop(ctx context.Context, req *pluginv1.RunLoopRequest) (*pluginv1.RunLoopResponse, error) {
+	ctx, spans := s.spans.begin(ctx)
+	resp := s.runLoop(ctx, req)
+	resp.Spans, resp.DroppedSpans = s.spans.finish(spans)
+	if !fits(resp) {
+		resp.Spans, resp.DroppedSpans = nil, resp.DroppedSpans+uint32(len(resp.Spans))
+	}
+	return resp, nil
+}
+
+func (s *server) runLoop(ctx context.Context, req *pluginv1.RunLoopRequest) *pluginv1.RunLoopResponse {
 	t, ok := s.types[req.GetType()]
 	if !ok || t.Loop == nil {
-		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no type %q with its own loop", s.p.Name, req.GetType()))}, nil
+		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeNotFound, "plugin %s has no type %q with its own loop", s.p.Name, req.GetType()))}
 	}
 	host, err := s.host(req)
 	if err != nil {
-		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeUnavailable, "cannot reach the host: %v", err))}, nil
+		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(sdk.Errorf(sdk.CodeUnavailable, "cannot reach the host: %v", err))}
 	}
 	ctx, cancel := wire.WithDeadline(ctx, req.GetDeadlineUnixMs())
 	defer cancel()
@@ -259,12 +289,12 @@ func (s *server) RunLoop(ctx context.Context, req *pluginv1.RunLoopRequest) (*pl
 		return err
 	})
 	if err != nil {
-		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(err)}, nil
+		return &pluginv1.RunLoopResponse{Error: wire.ErrorToWire(err)}
 	}
 	if resp == nil {
-		return &pluginv1.RunLoopResponse{}, nil
+		return &pluginv1.RunLoopResponse{}
 	}
-	return &pluginv1.RunLoopResponse{Output: resp.Output}, nil
+	return &pluginv1.RunLoopResponse{Output: resp.Output}
 }
 
 // host returns the client of the host's Host service for a loop: on the

@@ -1,0 +1,178 @@
+package serve
+
+import (
+	"context"
+	"sync"
+
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
+)
+
+// A plugin's spans go to the host with the answer of the call they were
+// made in, and from there to wherever the host sends its own: the plugin
+// never learns where that is, nor holds its credentials. The plugin's
+// TracerProvider records a span only under a call's trace context (a
+// span without a parent is never sampled), and its processor, collector,
+// keeps each call's ended spans until the call answers.
+
+// newTracerProvider is the plugin's TracerProvider: it records spans
+// under the calls' trace contexts, within the protocol's limits, into c,
+// and exports nothing.
+func newTracerProvider(c *collector) *sdktrace.TracerProvider {
+	return sdktrace.NewTracerProvider(
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())),
+		sdktrace.WithSpanProcessor(c),
+		sdktrace.WithResource(resource.Empty()),
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
+			AttributeValueLengthLimit:   wire.MaxAttributeValueLen,
+			AttributeCountLimit:         wire.MaxSpanAttributes,
+			EventCountLimit:             wire.MaxSpanEvents,
+			AttributePerEventCountLimit: wire.MaxEventAttributes,
+			// Links name spans of traces the host does not see.
+			LinkCountLimit: 0,
+		}),
+	)
+}
+
+// collector is the SpanProcessor of a plugin's TracerProvider: it keeps
+// the spans that end within a call, for that call's answer.
+type collector struct {
+	mu sync.Mutex
+	// open are the spans started within a call and not yet ended, and
+	// the call each belongs to.
+	open map[trace.SpanID]*callSpans
+}
+
+var _ sdktrace.SpanProcessor = (*collector)(nil)
+
+func newCollector() *collector {
+	return &collector{open: map[trace.SpanID]*callSpans{}}
+}
+
+// callSpans are the spans of one call: those ended, within the limits,
+// and how many were left out. done is set once the call has answered.
+type callSpans struct {
+	spans   []*pluginv1.Span
+	cost    int
+	started int
+	dropped uint32
+	done    bool
+}
+
+type callKey struct{}
+
+// begin returns the context of a call, whose remote parent is the span
+// context the host sent with it, if it sent one (in gRPC metadata; one
+// sent on the lane is in ctx already), and the call's spans, nil when
+// nothing the call makes is recorded.
+func (c *collector) begin(ctx context.Context) (context.Context, *callSpans) {
+	ctx = wire.IncomingTrace(ctx)
+	sc := trace.SpanContextFromContext(ctx)
+	if c == nil || !sc.IsRemote() || !sc.IsSampled() {
+		return ctx, nil
+	}
+	cs := &callSpans{}
+	return context.WithValue(ctx, callKey{}, cs), cs
+}
+
+// finish returns the spans of the call cs, which has answered; spans of
+// it that end later are left out, and counted now.
+func (c *collector) finish(cs *callSpans) ([]*pluginv1.Span, uint32) {
+	if cs == nil {
+		return nil, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs.done = true
+	for id, open := range c.open {
+		if open == cs {
+			delete(c.open, id)
+			cs.dropped++
+		}
+	}
+	return cs.spans, cs.dropped
+}
+
+// OnStart ties s to its call: the one its parent context was given, or
+// its parent span's, for a span started from a context that lost the
+// call's.
+func (c *collector) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
+	cs, _ := parent.Value(callKey{}).(*callSpans)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cs == nil {
+		cs = c.open[s.Parent().SpanID()]
+	}
+	if cs == nil || cs.done {
+		return
+	}
+	cs.started++
+	if cs.started > wire.MaxSpans {
+		cs.dropped++ // it could not be kept anyway
+		return
+	}
+	c.open[s.SpanContext().SpanID()] = cs
+}
+
+// OnEnd keeps s for its call's answer, within the limits.
+func (c *collector) OnEnd(s sdktrace.ReadOnlySpan) {
+	id := s.SpanContext().SpanID()
+	c.mu.Lock()
+	cs := c.open[id]
+	delete(c.open, id)
+	c.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	w := spanToWire(s)
+	cost := wire.SpanCost(w)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case cs.done:
+	case len(cs.spans) == wire.MaxSpans || cs.cost+cost > wire.MaxSpanBytes:
+		cs.dropped++
+	default:
+		cs.spans = append(cs.spans, w)
+		cs.cost += cost
+	}
+}
+
+// fits reports whether an answer with spans is within the size the
+// protocol carries; one whose spans would pass it goes without them.
+func fits(a interface {
+	proto.Message
+	wire.SpanAnswer
+}) bool {
+	return len(a.GetSpans()) == 0 || proto.Size(a)+1 <= wire.MaxMessageSize
+}
+
+func (c *collector) Shutdown(context.Context) error   { return nil }
+func (c *collector) ForceFlush(context.Context) error { return nil }
+
+// spanToWire is s as the protocol carries it, cut to its limits.
+func spanToWire(s sdktrace.ReadOnlySpan) *pluginv1.Span {
+	id, parent := s.SpanContext().SpanID(), s.Parent().SpanID()
+	w := &pluginv1.Span{
+		SpanId: id[:], Name: wire.Cut(s.Name(), wire.MaxSpanNameLen), Kind: int32(s.SpanKind()),
+		StartUnixNano: s.StartTime().UnixNano(), EndUnixNano: s.EndTime().UnixNano(),
+		Attributes: wire.AttributesToWire(s.Attributes(), wire.MaxSpanAttributes),
+		StatusCode: int32(s.Status().Code), StatusMessage: wire.Cut(s.Status().Description, wire.MaxAttributeValueLen),
+	}
+	if parent.IsValid() {
+		w.ParentSpanId = parent[:]
+	}
+	events := s.Events()
+	for _, e := range events[:min(len(events), wire.MaxSpanEvents)] {
+		w.Events = append(w.Events, &pluginv1.SpanEvent{
+			Name: wire.Cut(e.Name, wire.MaxSpanNameLen), TimeUnixNano: e.Time.UnixNano(),
+			Attributes: wire.AttributesToWire(e.Attributes, wire.MaxEventAttributes),
+		})
+	}
+	return w
+}

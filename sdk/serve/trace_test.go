@@ -1,0 +1,99 @@
+package serve
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
+)
+
+// hostCall is the context of a call whose host sent a sampled trace
+// context in gRPC metadata, and that context.
+func hostCall(sampled bool) (context.Context, trace.SpanContext) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		SpanID:  trace.SpanID{9, 9, 9, 9, 9, 9, 9, 9},
+	})
+	if sampled {
+		sc = sc.WithTraceFlags(trace.FlagsSampled)
+	}
+	out := wire.OutgoingTrace(trace.ContextWithSpanContext(context.Background(), sc))
+	md, _ := metadata.FromOutgoingContext(out)
+	return metadata.NewIncomingContext(context.Background(), md), sc
+}
+
+// The spans a call makes, and theirs, are its answer's, each naming its
+// parent: the host's span for the first, its own for the rest; a span
+// started from a context that lost the call still belongs to it, by its
+// parent.
+func TestACallsSpansAreCollectedForItsAnswer(t *testing.T) {
+	c := newCollector()
+	tracer := newTracerProvider(c).Tracer("t")
+	in, host := hostCall(true)
+	ctx, spans := c.begin(in)
+	require.NotNil(t, spans)
+	_, outer := tracer.Start(ctx, "outer")
+	_, inner := tracer.Start(trace.ContextWithSpan(context.Background(), outer), "inner")
+	inner.End()
+	outer.End()
+	_, stray := tracer.Start(context.Background(), "stray") // under no call: not sampled
+	stray.End()
+	got, dropped := c.finish(spans)
+	require.Len(t, got, 2)
+	assert.Zero(t, dropped)
+	assert.Equal(t, "inner", got[0].GetName())
+	assert.Equal(t, "outer", got[1].GetName())
+	hostID := host.SpanID()
+	assert.Equal(t, hostID[:], got[1].GetParentSpanId())
+	assert.Equal(t, got[1].GetSpanId(), got[0].GetParentSpanId())
+	assert.Empty(t, c.open, "nothing is left open")
+}
+
+// A call whose host sent no trace context, or one not sampled, collects
+// nothing, and its spans are not recorded.
+func TestACallWithoutASampledTraceContextCollectsNothing(t *testing.T) {
+	c := newCollector()
+	ctx, spans := c.begin(context.Background())
+	assert.Nil(t, spans)
+	assert.False(t, trace.SpanContextFromContext(ctx).IsValid())
+	in, _ := hostCall(false)
+	ctx, spans = c.begin(in)
+	assert.Nil(t, spans)
+	_, span := newTracerProvider(c).Tracer("t").Start(ctx, "x")
+	assert.False(t, span.IsRecording())
+}
+
+// A call keeps at most MaxSpans spans, and counts the rest, those still
+// open as it answers among them.
+func TestACallKeepsAtMostMaxSpans(t *testing.T) {
+	c := newCollector()
+	tracer := newTracerProvider(c).Tracer("t")
+	in, _ := hostCall(true)
+	ctx, spans := c.begin(in)
+	_, open := tracer.Start(ctx, "open")
+	for range wire.MaxSpans + 10 {
+		_, s := tracer.Start(ctx, "s")
+		s.End()
+	}
+	got, dropped := c.finish(spans)
+	assert.Len(t, got, wire.MaxSpans-1, "the open span holds a place")
+	assert.Equal(t, uint32(10+1+1), dropped)
+	open.End() // after the answer: not kept
+	assert.Len(t, spans.spans, wire.MaxSpans-1)
+}
+
+// An answer whose spans would make it larger than the protocol carries
+// goes without them.
+func TestSpansThatWouldNotFitAreLeftOff(t *testing.T) {
+	resp := &pluginv1.CallToolResponse{Text: strings.Repeat("x", wire.MaxMessageSize-100), Spans: []*pluginv1.Span{{Name: strings.Repeat("y", 200)}}}
+	assert.False(t, fits(resp))
+	resp.Text = "small"
+	assert.True(t, fits(resp))
+}
