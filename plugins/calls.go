@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	"github.com/troupe-dev/troupe/agenttypes"
@@ -31,6 +33,11 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 		return "", err
 	}
 	env := agenttypes.EnvFrom(ctx)
+	traced := r.traced(ctx)
+	var start time.Time
+	if traced {
+		start = time.Now()
+	}
 	resp, err := r.callTool(ctx, &pluginv1.CallToolRequest{
 		Name: t.spec.Name, Args: args, Agent: &pluginv1.Agent{Id: env.AgentID, Dir: env.Dir},
 		DeadlineUnixMs: wire.Deadline(ctx),
@@ -38,21 +45,39 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 	if err != nil {
 		return "", t.p.callFailed(ctx, r, err)
 	}
+	if traced {
+		wire.RecordSpans(ctx, TracerScope, resp, start, time.Now())
+	}
 	if err := fromWire(t.p.bin.Name, resp.GetError()); err != nil {
 		return "", err
 	}
 	return resp.GetText(), nil
 }
 
+// TracerScope is the name of the tracer that records the spans a plugin
+// made in a call, under the call's span.
+const TracerScope = "github.com/troupe-dev/troupe/plugins"
+
+// traced reports whether a call with ctx carries its trace context to
+// r's plugin and records the spans the plugin sends back: ctx has a valid
+// span context and the plugin takes it.
+func (r *running) traced(ctx context.Context) bool {
+	return r.traces && trace.SpanContextFromContext(ctx).IsValid()
+}
+
 // callTool makes a tool call on the plugin's lane when it serves one,
 // else over gRPC, as it does a call the lane could not send; the errors
-// are gRPC's either way.
+// are gRPC's either way. The call's trace context goes with it to a
+// plugin that takes it.
 func (r *running) callTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
 	if r.lane != nil {
 		resp, err := r.lane.CallTool(ctx, req)
 		if !errors.Is(err, wire.ErrLaneBusy) {
 			return resp, err
 		}
+	}
+	if r.traces {
+		ctx = wire.OutgoingTrace(ctx)
 	}
 	return r.conn.Plugin.CallTool(ctx, req)
 }
@@ -80,13 +105,21 @@ func (l *pluginLoop) Run(ctx context.Context, s agenttypes.Session, task string)
 	r.runs.Store(id, &loopRun{ctx: ctx, s: s})
 	defer r.runs.Delete(id)
 	env := agenttypes.EnvFrom(ctx)
-	resp, err := r.conn.Plugin.RunLoop(ctx, &pluginv1.RunLoopRequest{
+	traced := r.traced(ctx)
+	wctx, start := ctx, time.Time{}
+	if traced {
+		wctx, start = wire.OutgoingTrace(ctx), time.Now()
+	}
+	resp, err := r.conn.Plugin.RunLoop(wctx, &pluginv1.RunLoopRequest{
 		Type: l.typ, Task: task, Agent: &pluginv1.Agent{Id: env.AgentID, Dir: env.Dir},
 		HostBrokerId: r.serveHost(), RunId: id, DeadlineUnixMs: wire.Deadline(ctx),
 		HostLane: r.lane != nil,
 	})
 	if err != nil {
 		return "", l.p.callFailed(ctx, r, err)
+	}
+	if traced {
+		wire.RecordSpans(ctx, TracerScope, resp, start, time.Now())
 	}
 	if err := fromWire(l.p.bin.Name, resp.GetError()); err != nil {
 		return "", err

@@ -9,11 +9,14 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -68,6 +71,32 @@ type Config struct {
 	// Defaults 3 and 60 s.
 	MaxCrashes  int
 	CrashWindow time.Duration
+	// MeterProvider, when set, counts the restarts of plugins that
+	// crashed (RestartsMetric, by PluginNameKey). Nil: nothing is
+	// counted.
+	MeterProvider metric.MeterProvider
+}
+
+// RestartsMetric counts the starts of a plugin's process after one that
+// exited on its own (a crash); PluginNameKey names the plugin.
+const (
+	RestartsMetric = "troupe.plugin.restarts"
+	PluginNameKey  = attribute.Key("troupe.plugin.name")
+)
+
+// restarts is the counter of RestartsMetric, nil without a
+// MeterProvider.
+func (c *Config) restarts() metric.Int64Counter {
+	if c.MeterProvider == nil {
+		return nil
+	}
+	counter, err := c.MeterProvider.Meter(TracerScope).Int64Counter(RestartsMetric,
+		metric.WithUnit("{restart}"), metric.WithDescription("Starts of a plugin's process after one that crashed."))
+	if err != nil {
+		c.Logger.Warn("plugin restarts are not counted", "error", err)
+		return nil
+	}
+	return counter
 }
 
 func (c *Config) setDefaults() {
@@ -86,6 +115,23 @@ func (c *Config) setDefaults() {
 	if c.CrashWindow <= 0 {
 		c.CrashWindow = time.Minute
 	}
+	c.Env = withoutTelemetryEnv(c.Env, c.Logger)
+}
+
+// withoutTelemetryEnv is env without the OpenTelemetry SDK's variables
+// (OTEL_*): they say where the host's telemetry goes, with its
+// credentials (OTEL_EXPORTER_OTLP_HEADERS), and a plugin's spans reach
+// the exporter through the host, never on their own.
+func withoutTelemetryEnv(env []string, logger *slog.Logger) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(strings.ToUpper(name), "OTEL_") {
+			logger.Warn("a plugin's environment never holds the OpenTelemetry variables; its spans reach the exporter through troupe", "variable", name)
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // Host discovers plugins, starts each on first use, shares its one
@@ -107,12 +153,14 @@ type Host struct {
 	bg   sync.WaitGroup
 	bgMu sync.Mutex
 	shut bool
+	// restarts counts RestartsMetric; nil without a MeterProvider.
+	restarts metric.Int64Counter
 }
 
 // New returns a host; Load discovers the plugins.
 func New(cfg Config) *Host {
 	cfg.setDefaults()
-	return &Host{cfg: cfg, procs: map[string]*proc{}}
+	return &Host{cfg: cfg, procs: map[string]*proc{}, restarts: cfg.restarts()}
 }
 
 // proc is one plugin: its binary and, while it runs, its process.
@@ -127,9 +175,12 @@ type proc struct {
 	// starting is the start in flight, if any; see get.
 	starting *starting
 	// img is the binary, read and checked, for the next start; see image.
-	img      *process.Image
-	desc     *pluginv1.DescribeResponse
-	crashes  []time.Time
+	img     *process.Image
+	desc    *pluginv1.DescribeResponse
+	crashes []time.Time
+	// crashed: the last process exited on its own, so the next start is
+	// a restart.
+	crashed  bool
 	disabled error
 	closing  bool
 }
@@ -150,6 +201,9 @@ type running struct {
 
 	// lane carries tool calls when the plugin serves it; nil: gRPC does.
 	lane *wire.Lane
+	// traces: the plugin takes its calls' trace context, and answers
+	// with the spans it made under it.
+	traces bool
 
 	hostOnce sync.Once
 	hostID   uint32
@@ -243,7 +297,13 @@ func (p *proc) startLocked() *starting {
 			r, err = nil, p.stoppedWhileStarting()
 		}
 		p.cur = r
+		restarted := err == nil && p.crashed
+		p.crashed = p.crashed && !restarted
+		name := p.bin.Name
 		p.mu.Unlock()
+		if restarted && p.h.restarts != nil {
+			p.h.restarts.Add(context.Background(), 1, metric.WithAttributes(PluginNameKey.String(name)))
+		}
 		s.r, s.err = r, err
 		close(s.done)
 	})
@@ -317,8 +377,12 @@ func (p *proc) start(ctx context.Context) (*running, error) {
 		r.kill()
 		return nil, err
 	}
-	if d.GetLaneVersion() == wire.LaneVersion {
+	r.traces = d.GetTraceContext()
+	if d.GetLaneVersion() == wire.LaneVersion && lane != nil {
 		r.lane = lane
+		if r.traces {
+			lane.CarryTrace()
+		}
 		lane.ServeHost(&hostService{r: r})
 	} else {
 		closeLane(lane)
@@ -539,6 +603,7 @@ func (p *proc) endedLocked(r *running) {
 	if r.stopping || p.closing {
 		return
 	}
+	p.crashed = true
 	now := time.Now()
 	window := p.h.cfg.CrashWindow
 	p.crashes = slices.DeleteFunc(append(p.crashes, now), func(t time.Time) bool { return now.Sub(t) > window })

@@ -4,7 +4,9 @@
 // before serving until the test lets it go (see atGate),
 // TESTPLUGIN_BAD_TYPES=1 offers types the host must refuse or warn of
 // beside the rest, TESTPLUGIN_NO_LANE=1 serves tool calls over gRPC alone,
-// as a plugin older than the lane does; its tools block, panic or ignore cancellation when told to.
+// as a plugin older than the lane does, TESTPLUGIN_HOSTILE_SPANS=1 serves
+// without the SDK and answers with spans no well-behaved plugin sends
+// (see hostile.go); its tools block, panic or ignore cancellation when told to.
 package main
 
 import (
@@ -86,10 +88,14 @@ func main() {
 		serveProtocol(v)
 		return
 	}
+	if os.Getenv("TESTPLUGIN_HOSTILE_SPANS") == "1" {
+		serveHostileSpans()
+		return
+	}
 	serve.Serve(sdk.Plugin{
 		Name:    "test",
 		Version: "1.2.3",
-		Tools:   slices.Concat(answerTools(), faultTools(), processTools()),
+		Tools:   slices.Concat(answerTools(), faultTools(), processTools(), traceTools()),
 		Types: slices.Concat(modelTypes(), blockingTypes(), sessionTypes(), workspaceTypes(), []sdk.Type{
 			{Name: "plain", Description: "A type the host's own loop runs.", Prompt: "You help.", Tools: []string{"shout"}},
 		}),
