@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -106,7 +107,10 @@ type proc struct {
 	conn   pluginv1.PluginClient
 	// lane carries the calls when the script host serves it; nil: gRPC
 	// does.
-	lane   *wire.Lane
+	lane *wire.Lane
+	// traces: the script host takes a call's trace context, and answers
+	// with its span of the call.
+	traces bool
 	stderr *tail
 	loaded map[string]bool
 	dead   chan struct{} // closed once go-plugin has seen the process exit
@@ -186,7 +190,15 @@ func (r *ChildRunner) roundtrip(ctx context.Context, pr *proc, tool string, req 
 		r.put(pr)
 		return response{}, fmt.Errorf("%w: %s: %v", agenttypes.ErrScript, fn, err)
 	}
+	traced := pr.traces && trace.SpanContextFromContext(ctx).IsValid()
+	var start time.Time
+	if traced {
+		start = time.Now()
+	}
 	res, err := pr.callTool(ctx, &pluginv1.CallToolRequest{Name: tool, Args: args, DeadlineUnixMs: wire.Deadline(ctx)})
+	if err == nil && traced {
+		wire.RecordSpans(ctx, TracerScope, res, start, time.Now())
+	}
 	var resp response
 	if err == nil {
 		if e := res.GetError(); e != nil {
@@ -377,28 +389,32 @@ func (r *ChildRunner) start() (*proc, error) {
 		return nil, err
 	}
 	pr.conn = raw.(*wire.Conn).Plugin
-	if err := pr.takeLane(); err != nil {
+	if err := pr.describe(); err != nil {
 		pr.stop()
 		return nil, err
 	}
 	return pr, nil
 }
 
-// takeLane keeps pr's lane when its script host serves it (a script host
-// of an older program may not), and closes it otherwise.
-func (pr *proc) takeLane() error {
-	if pr.lane == nil {
-		return nil
-	}
+// describe asks pr's script host what it serves: it keeps pr's lane when
+// the script host serves it (one of an older program may not), and
+// closes it otherwise, and sends calls' trace context when it takes it.
+func (pr *proc) describe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	d, err := pr.conn.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: wire.Version})
 	if err != nil {
 		return err
 	}
+	pr.traces = d.GetTraceContext()
+	if pr.lane == nil {
+		return nil
+	}
 	if d.GetLaneVersion() != wire.LaneVersion {
 		_ = pr.lane.Close()
 		pr.lane = nil
+	} else if pr.traces {
+		pr.lane.CarryTrace()
 	}
 	return nil
 }
@@ -412,6 +428,9 @@ func (pr *proc) callTool(ctx context.Context, req *pluginv1.CallToolRequest) (*p
 		if !errors.Is(err, wire.ErrLaneBusy) {
 			return resp, err
 		}
+	}
+	if pr.traces {
+		ctx = wire.OutgoingTrace(ctx)
 	}
 	return pr.conn.CallTool(ctx, req)
 }

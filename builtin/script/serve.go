@@ -16,6 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/troupe-dev/troupe/sdk"
 	"github.com/troupe-dev/troupe/sdk/serve"
 )
@@ -89,15 +94,18 @@ type server struct {
 }
 
 // tool serves both tools: a request with a Call is a call, one without
-// is a load.
-func (s *server) tool(_ context.Context, req sdk.CallRequest) (*sdk.CallResponse, error) {
+// is a load. Each is a span, under the trace context the host sent, if it
+// sent one.
+func (s *server) tool(ctx context.Context, req sdk.CallRequest) (*sdk.CallResponse, error) {
 	var r request
 	if err := json.Unmarshal(req.Args, &r); err != nil {
 		return nil, sdk.Errorf(sdk.CodeInvalidArgument, "bad request: %v", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_, span := startSpan(ctx, &r)
 	resp := s.handle(&r)
+	endSpan(span, &resp)
 	data, err := json.Marshal(resp)
 	if err != nil {
 		return nil, err
@@ -122,6 +130,58 @@ func (s *server) handle(req *request) (resp response) {
 		resp.Retire = true
 	}
 	return resp
+}
+
+// TracerScope names the tracer of a script host's spans, one for each
+// load of a script and each call of a hook or tool, and of the host's
+// records of them.
+const TracerScope = "github.com/troupe-dev/troupe/builtin/script"
+
+// Attributes of a script host's spans.
+const (
+	attrFunction = attribute.Key("troupe.script.function")
+	attrKind     = attribute.Key("troupe.script.kind")
+	attrProgram  = attribute.Key("troupe.script.program")
+	attrTool     = attribute.Key("troupe.script.tool")
+	attrRetired  = attribute.Key("troupe.script.host_retired")
+)
+
+// startSpan starts the span of a load or a call: "script load", or
+// "script" and the function called. It holds what was called, never the
+// arguments or the answer.
+func startSpan(ctx context.Context, req *request) (context.Context, trace.Span) {
+	fn := "load"
+	if req.Call != nil {
+		fn = req.Call.Fn
+	}
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, trace.SpanFromContext(ctx) // not recorded: nothing to set
+	}
+	attrs := []attribute.KeyValue{attrFunction.String(fn)}
+	if req.Prog != nil {
+		attrs = append(attrs, attrKind.String(string(req.Prog.Kind)), attrProgram.String(req.Prog.ID))
+	}
+	if req.Call != nil && req.Call.Tool != "" {
+		attrs = append(attrs, attrTool.String(req.Call.Tool))
+	}
+	return otel.Tracer(TracerScope).Start(ctx, "script "+fn, trace.WithAttributes(attrs...))
+}
+
+// endSpan ends a load's or a call's span with how it went.
+func endSpan(span trace.Span, resp *response) {
+	if !span.IsRecording() {
+		return
+	}
+	switch {
+	case len(resp.Compile) > 0:
+		span.SetStatus(codes.Error, fmt.Sprintf("the script does not compile (%d problems)", len(resp.Compile)))
+	case resp.Fail != "":
+		span.SetStatus(codes.Error, resp.Fail)
+	}
+	if resp.Retire {
+		span.SetAttributes(attrRetired.Bool(true))
+	}
+	span.End()
 }
 
 func (c *Call) fnName() string {
