@@ -20,6 +20,13 @@
 // a few sockets that cost a call a fraction of a gRPC round trip, when
 // the plugin serves it, and over gRPC and go-plugin's broker otherwise.
 //
+// A call made within a span carries its trace context to a plugin that
+// takes it (one built with sdk/serve), and the spans the plugin made under
+// it come back with the answer: they are recorded under the call's span by
+// that span's TracerProvider (tracer TracerScope), held to sdk/wire's
+// limits, whatever the plugin sent. Config.MeterProvider counts the
+// restarts of plugins that crashed (RestartsMetric).
+//
 // Failure stays with the plugin: a process that exits fails only the
 // calls in flight on it (errors wrapping agenttypes.ErrPluginExited, so an
 // agent ends with reason plugin_exited), the next use starts it again,
@@ -30,7 +37,8 @@
 // Config.TrustProject trusts the SHA-256 of its binary, whatever the lock
 // file says, and a checked plugin runs from the very bytes that were
 // checked (see process.Open). Every plugin gets an allow-listed
-// environment (process.Env) with no API key, and runs in a process group
+// environment (process.Env) with no API key and no OTEL_* variable (not
+// even one Config.Env names), and runs in a process group
 // that is killed whole when it ends. A program that calls
 // process.ServeIfKeeper first in main also runs each plugin under a
 // keeper, so that nothing the plugin starts outlives the program, even

@@ -8,6 +8,10 @@
 // package sdk/serve turns a Plugin into a running plugin process with one
 // call, and sdk/sdktest checks any Tool or Loop the same way.
 //
+// Tracing needs nothing of the sdk: a tool or a loop starts its spans with
+// go.opentelemetry.io/otel's otel.Tracer and the context it was given, and
+// they join troupe's trace under the call's span (see sdk/serve).
+//
 // Errors that cross the process boundary keep their meaning: Error and
 // the codes and sentinels here are package fault's, troupe's one
 // vocabulary of failures. Return an *Error (or wrap one of the sentinels)

@@ -14,4 +14,9 @@
 // script fails its own agent with agenttypes.ErrScript and nothing else.
 // Options.InProcess lets an operator run trusted types' scripts in the
 // host process instead, for speed.
+//
+// A hook or script tool called within a span is one span in the script
+// host ("script Prompt", "script Run", ...; tracer TracerScope), which
+// comes back with the answer and is recorded under the caller's span,
+// saying what was called and how it went, never its arguments or answer.
 package script

@@ -16,4 +16,12 @@
 // plugin outlives troupe. Logs written with log/slog go to the host as
 // hclog JSON lines and show up in troupe's log under the plugin's name;
 // anything printed to stdout is dropped.
+//
+// Serve installs the global OpenTelemetry TracerProvider: a span started
+// with otel.Tracer from the context a tool or a loop receives (or one
+// derived from it) is a child of troupe's span of the call, and goes back
+// with the call's answer for troupe to record in its own trace. Nothing
+// is exported from the plugin, which never learns where troupe's spans
+// go; a span outside any call, or of a call troupe does not trace, is not
+// recorded. docs/plugins.md lists the limits a call's spans are held to.
 package serve

@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin"
@@ -47,6 +50,7 @@ func TestTheExampleRunsThroughTheHost(t *testing.T) {
 	typ, err := reg.Type("todo-triage")
 	require.NoError(t, err)
 	assert.Equal(t, "plugin:todos", typ.Source)
+	checkWalkSpan(ctx, t, reg, repo)
 
 	model := scripted.New(
 		scripted.Step{Text: "looking closer", Calls: []scripted.Call{{Name: "grep", Args: `{"pattern":"Total"}`}}, InputTokens: 120, OutputTokens: 10},
@@ -82,4 +86,30 @@ func TestTheExampleRunsThroughTheHost(t *testing.T) {
 	}
 	assert.Contains(t, kinds, manager.EventProgress, "the loop's progress is an event")
 	assert.Contains(t, kinds, manager.EventToolCall)
+}
+
+// checkWalkSpan calls the todos tool within a span, as the manager does
+// with a TracerProvider, and finds the plugin's span of its walk in the
+// host's exporter, under that span, counting what it found.
+func checkWalkSpan(ctx context.Context, t *testing.T, reg *agenttypes.Registry, repo string) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(ctx)
+	tool, err := reg.Tool("todos")
+	require.NoError(t, err)
+	ctx, call := tp.Tracer("test").Start(agenttypes.WithEnv(ctx, &agenttypes.Env{AgentID: "a", Dir: repo}), "execute_tool todos")
+	_, err = tool.Call(ctx, []byte(`{}`))
+	call.End()
+	require.NoError(t, err)
+	var walk sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "todos walk" {
+			walk = s
+		}
+	}
+	require.NotNil(t, walk, "the plugin's span reached the host")
+	assert.Equal(t, call.SpanContext().TraceID(), walk.SpanContext().TraceID())
+	assert.Equal(t, call.SpanContext().SpanID(), walk.Parent().SpanID())
+	assert.Contains(t, walk.Attributes(), attribute.Int("todos.found", 1))
 }

@@ -16,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/troupe-dev/troupe/sdk"
 )
 
@@ -101,10 +104,16 @@ func runTodos(ctx context.Context, req sdk.CallRequest) (*sdk.CallResponse, erro
 	}
 	defer root.Close()
 
-	walkCtx, cancel := context.WithTimeout(ctx, maxTime)
+	// The walk is a span: sdk/serve's tracer records it under the
+	// troupe's span of this call, in troupe's trace, and sends it back
+	// with the answer. It counts, and holds nothing of the repository.
+	walkCtx, span := otel.Tracer("troupe-plugin-todos").Start(ctx, "todos walk")
+	defer span.End()
+	walkCtx, cancel := context.WithTimeout(walkCtx, maxTime)
 	defer cancel()
 	s := &scan{ctx: walkCtx, fsys: root.FS(), limit: limit, counts: map[string]int{}}
 	err = fs.WalkDir(s.fsys, p, s.visit)
+	span.SetAttributes(attribute.Int("todos.files", s.files), attribute.Int("todos.found", len(s.found)+s.more))
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err() // the caller gave up
