@@ -2,6 +2,7 @@ package plugins_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -19,6 +21,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
 	"github.com/troupe-dev/troupe/plugins"
 	"github.com/troupe-dev/troupe/sdk/wire"
 )
@@ -281,4 +285,71 @@ func restarts(t *testing.T, reader sdkmetric.Reader, name string) int64 {
 		}
 	}
 	return 0
+}
+
+// Through the manager, with a TracerProvider: the spans a plugin's tool
+// makes are under the manager's execute_tool span of that call, in the
+// agent's trace.
+func TestAPluginsSpansAreUnderTheManagersToolCallSpan(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "caller", Description: "calls a plugin tool", Tools: []string{"traced"}}))
+	require.Empty(t, h.Load(ctxTimeout(t, 20*time.Second), reg))
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	model := scripted.New(
+		scripted.Step{Text: "calling", Calls: []scripted.Call{{Name: "traced", Args: `{}`}}},
+		scripted.Step{Text: "done"},
+	)
+	mgr, err := manager.New(manager.Config{
+		Registry: reg, DefaultModel: "scripted", Logger: slog.New(slog.DiscardHandler), TracerProvider: tp,
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, mgr.Close(ctxTimeout(t, 10*time.Second))) })
+	res := run(t, mgr, manager.SpawnRequest{Type: "caller", Task: "call it"})
+	require.Equal(t, manager.Completed, res.State, "%v", res.Err)
+
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		spans[s.Name()] = s
+	}
+	call, step := spans["execute_tool traced"], spans["step"]
+	require.NotNil(t, call, "recorded: %v", names(rec.Ended()))
+	require.NotNil(t, step)
+	assert.Equal(t, call.SpanContext().TraceID(), step.SpanContext().TraceID())
+	assert.Equal(t, call.SpanContext().SpanID(), step.Parent().SpanID())
+	assert.Equal(t, step.SpanContext().SpanID(), spans["inner"].Parent().SpanID())
+}
+
+// A plugin type's own loop gets the agent's trace context too, and its
+// spans come back with the loop's answer, under the agent's span; the
+// host's spans of the loop's model and tool calls are in the same trace.
+func TestAPluginLoopsSpansJoinTheAgentsTrace(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{}, pluginDir(t, "test"))
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterTool(echoTool()))
+	require.Empty(t, h.Load(ctxTimeout(t, 20*time.Second), reg))
+	model := scripted.New(scripted.Step{Text: "answered"})
+	mgr, err := manager.New(manager.Config{
+		Registry: reg, DefaultModel: "scripted", Logger: slog.New(slog.DiscardHandler), TracerProvider: tp,
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, mgr.Close(ctxTimeout(t, 10*time.Second))) })
+	res := run(t, mgr, manager.SpawnRequest{Type: "looper", Task: "loop once"})
+	require.Equal(t, manager.Completed, res.State, "%v", res.Err)
+
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		spans[s.Name()] = s
+	}
+	agent, loop := spans["invoke_agent looper"], spans["loop"]
+	require.NotNil(t, agent, "recorded: %v", names(rec.Ended()))
+	require.NotNil(t, loop, "recorded: %v", names(rec.Ended()))
+	assert.Equal(t, agent.SpanContext().TraceID(), loop.SpanContext().TraceID())
+	assert.Equal(t, agent.SpanContext().SpanID(), loop.Parent().SpanID())
+	assert.False(t, loop.StartTime().Before(agent.StartTime()))
 }

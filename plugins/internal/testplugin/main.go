@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel"
 
 	"github.com/troupe-dev/troupe/sdk"
 	"github.com/troupe-dev/troupe/sdk/serve"
@@ -351,6 +352,8 @@ func atGate(gate string) {
 // ask again, answer.
 func loop(ctx context.Context, s sdk.Session, req sdk.RunRequest) (*sdk.RunResponse, error) {
 	slog.Info("loop started", "agent", req.Agent.ID)
+	ctx, span := otel.Tracer("testplugin").Start(ctx, "loop")
+	defer span.End()
 	if err := s.Event(ctx, "looping on "+req.Task); err != nil {
 		return nil, err
 	}
