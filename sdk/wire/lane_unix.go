@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -201,9 +202,7 @@ func (p *peer) call(ctx context.Context, method byte, req, resp proto.Message) e
 	}
 	var th *traceHeaders
 	if p.sendTrace.Load() {
-		if h, ok := traceOf(ctx); ok {
-			th = &h
-		}
+		th = laneTrace(ctx)
 	}
 	c, err := p.get(ctx)
 	if err != nil {
@@ -372,9 +371,6 @@ func (c *laneConn) roundtrip(method byte, th *traceHeaders, req, resp proto.Mess
 	var err error
 	c.wbuf = append(c.wbuf[:0], 0, 0, 0, 0, method)
 	if th != nil {
-		if len(th.parent) > maxLaneTrace || len(th.state) > maxLaneTrace {
-			return status.Error(codes.InvalidArgument, "the call's trace context is larger than a lane carries")
-		}
 		c.wbuf[4] |= laneTraced
 		c.wbuf = appendLaneString(appendLaneString(c.wbuf, th.parent), th.state)
 	}
@@ -404,6 +400,23 @@ func (c *laneConn) roundtrip(method byte, th *traceHeaders, req, resp proto.Mess
 		c.wbuf = nil
 	}
 	return nil
+}
+
+// laneTrace is the trace context of ctx's span as a lane carries it, or
+// nil when ctx has none. A trace state longer than a lane carries is left
+// out (W3C Trace Context lets a state be dropped; the call is not).
+func laneTrace(ctx context.Context) *traceHeaders {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil // before h, which lives on the heap
+	}
+	h, ok := traceOf(ctx)
+	if !ok || len(h.parent) > maxLaneTrace {
+		return nil
+	}
+	if len(h.state) > maxLaneTrace {
+		h.state = ""
+	}
+	return &h
 }
 
 // appendLaneString appends s to b, after its length in 2 bytes.

@@ -4,6 +4,8 @@ package wire
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -161,4 +163,25 @@ func TestTheHostTakesNoTraceContextFromAPlugin(t *testing.T) {
 	_, err = laneHost{plugin}.Generate(ctx, &pluginv1.GenerateRequest{})
 	assert.NoError(t, err, "the lane serves on")
 	assert.Equal(t, codes.OK, status.Code(err))
+}
+
+// A trace state longer than a lane carries is left out, and the call
+// made with its trace context all the same.
+func TestALongTraceStateIsLeftOutNotTheCall(t *testing.T) {
+	seen := make(chan trace.SpanContext, 1)
+	lane, _ := servedLane(t, seenTrace(seen))
+	lane.CarryTrace()
+	var members []string
+	for i := range 8 {
+		members = append(members, fmt.Sprintf("k%d=%s", i, strings.Repeat("v", 200)))
+	}
+	state, err := trace.ParseTraceState(strings.Join(members, ","))
+	require.NoError(t, err)
+	require.Greater(t, len(state.String()), maxLaneTrace)
+	sc := spanContext(t).WithTraceState(state)
+	_, err = lane.CallTool(trace.ContextWithSpanContext(context.Background(), sc), &pluginv1.CallToolRequest{Name: "n"})
+	require.NoError(t, err)
+	got := <-seen
+	assert.Equal(t, sc.SpanID(), got.SpanID())
+	assert.Empty(t, got.TraceState().String())
 }
