@@ -46,7 +46,7 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 		return "", t.p.callFailed(ctx, r, err)
 	}
 	if traced {
-		wire.RecordSpans(ctx, TracerScope, resp, start, time.Now())
+		wire.RecordSpans(ctx, TracerScope, resp.GetTrace(), start, time.Now())
 	}
 	if err := fromWire(t.p.bin.Name, resp.GetError()); err != nil {
 		return "", err
@@ -119,7 +119,7 @@ func (l *pluginLoop) Run(ctx context.Context, s agenttypes.Session, task string)
 		return "", l.p.callFailed(ctx, r, err)
 	}
 	if traced {
-		wire.RecordSpans(ctx, TracerScope, resp, start, time.Now())
+		wire.RecordSpans(ctx, TracerScope, resp.GetTrace(), start, time.Now())
 	}
 	if err := fromWire(l.p.bin.Name, resp.GetError()); err != nil {
 		return "", err

@@ -197,7 +197,7 @@ func (r *ChildRunner) roundtrip(ctx context.Context, pr *proc, tool string, req 
 	}
 	res, err := pr.callTool(ctx, &pluginv1.CallToolRequest{Name: tool, Args: args, DeadlineUnixMs: wire.Deadline(ctx)})
 	if err == nil && traced {
-		wire.RecordSpans(ctx, TracerScope, res, start, time.Now())
+		wire.RecordSpans(ctx, TracerScope, res.GetTrace(), start, time.Now())
 	}
 	var resp response
 	if err == nil {

@@ -231,9 +231,9 @@ func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1
 func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
 	ctx, spans := s.spans.begin(ctx)
 	resp := s.callTool(ctx, req)
-	resp.Spans, resp.DroppedSpans = s.spans.finish(spans)
-	if !fits(resp) {
-		resp.Spans, resp.DroppedSpans = nil, resp.DroppedSpans+uint32(len(resp.Spans))
+	resp.Trace = s.spans.finish(spans)
+	if !fits(resp, resp.Trace) {
+		resp.Trace = leftOut(resp.Trace)
 	}
 	return resp, nil
 }
@@ -264,9 +264,9 @@ func (s *server) callTool(ctx context.Context, req *pluginv1.CallToolRequest) *p
 func (s *server) RunLoop(ctx context.Context, req *pluginv1.RunLoopRequest) (*pluginv1.RunLoopResponse, error) {
 	ctx, spans := s.spans.begin(ctx)
 	resp := s.runLoop(ctx, req)
-	resp.Spans, resp.DroppedSpans = s.spans.finish(spans)
-	if !fits(resp) {
-		resp.Spans, resp.DroppedSpans = nil, resp.DroppedSpans+uint32(len(resp.Spans))
+	resp.Trace = s.spans.finish(spans)
+	if !fits(resp, resp.Trace) {
+		resp.Trace = leftOut(resp.Trace)
 	}
 	return resp, nil
 }

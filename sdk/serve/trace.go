@@ -80,11 +80,13 @@ func (c *collector) begin(ctx context.Context) (context.Context, *callSpans) {
 	return context.WithValue(ctx, callKey{}, cs), cs
 }
 
-// finish returns the spans of the call cs, which has answered; spans of
-// it that end later are left out, and counted now.
-func (c *collector) finish(cs *callSpans) ([]*pluginv1.Span, uint32) {
+// finish returns what the answer of the call cs, which has answered,
+// sends back of its trace: its spans and how many were left out, those
+// still open now among them; nil when there is nothing to send. Spans of
+// it that end later are not kept.
+func (c *collector) finish(cs *callSpans) *pluginv1.Trace {
 	if cs == nil {
-		return nil, 0
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -95,7 +97,10 @@ func (c *collector) finish(cs *callSpans) ([]*pluginv1.Span, uint32) {
 			cs.dropped++
 		}
 	}
-	return cs.spans, cs.dropped
+	if len(cs.spans) == 0 && cs.dropped == 0 {
+		return nil
+	}
+	return &pluginv1.Trace{Spans: cs.spans, DroppedSpans: cs.dropped}
 }
 
 // OnStart ties s to its call: the one its parent context was given, or
@@ -143,13 +148,15 @@ func (c *collector) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 }
 
-// fits reports whether an answer with spans is within the size the
-// protocol carries; one whose spans would pass it goes without them.
-func fits(a interface {
-	proto.Message
-	wire.SpanAnswer
-}) bool {
-	return len(a.GetSpans()) == 0 || proto.Size(a)+1 <= wire.MaxMessageSize
+// fits reports whether answer m, whose trace is t, is within the size the
+// protocol carries; one whose spans pass it goes without them (leftOut).
+func fits(m proto.Message, t *pluginv1.Trace) bool {
+	return len(t.GetSpans()) == 0 || proto.Size(m)+1 <= wire.MaxMessageSize
+}
+
+// leftOut is t without its spans, counted as left out.
+func leftOut(t *pluginv1.Trace) *pluginv1.Trace {
+	return &pluginv1.Trace{DroppedSpans: t.GetDroppedSpans() + uint32(len(t.GetSpans()))}
 }
 
 func (c *collector) Shutdown(context.Context) error   { return nil }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/troupe-dev/troupe/sdk/wire"
 	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
@@ -45,9 +46,10 @@ func TestACallsSpansAreCollectedForItsAnswer(t *testing.T) {
 	outer.End()
 	_, stray := tracer.Start(context.Background(), "stray") // under no call: not sampled
 	stray.End()
-	got, dropped := c.finish(spans)
+	tr := c.finish(spans)
+	got := tr.GetSpans()
 	require.Len(t, got, 2)
-	assert.Zero(t, dropped)
+	assert.Zero(t, tr.GetDroppedSpans())
 	assert.Equal(t, "inner", got[0].GetName())
 	assert.Equal(t, "outer", got[1].GetName())
 	hostID := host.SpanID()
@@ -82,9 +84,9 @@ func TestACallKeepsAtMostMaxSpans(t *testing.T) {
 		_, s := tracer.Start(ctx, "s")
 		s.End()
 	}
-	got, dropped := c.finish(spans)
-	assert.Len(t, got, wire.MaxSpans-1, "the open span holds a place")
-	assert.Equal(t, uint32(10+1+1), dropped)
+	tr := c.finish(spans)
+	assert.Len(t, tr.GetSpans(), wire.MaxSpans-1, "the open span holds a place")
+	assert.Equal(t, uint32(10+1+1), tr.GetDroppedSpans())
 	open.End() // after the answer: not kept
 	assert.Len(t, spans.spans, wire.MaxSpans-1)
 }
@@ -92,8 +94,10 @@ func TestACallKeepsAtMostMaxSpans(t *testing.T) {
 // An answer whose spans would make it larger than the protocol carries
 // goes without them.
 func TestSpansThatWouldNotFitAreLeftOff(t *testing.T) {
-	resp := &pluginv1.CallToolResponse{Text: strings.Repeat("x", wire.MaxMessageSize-100), Spans: []*pluginv1.Span{{Name: strings.Repeat("y", 200)}}}
-	assert.False(t, fits(resp))
+	tr := &pluginv1.Trace{Spans: []*pluginv1.Span{{Name: strings.Repeat("y", 200)}}, DroppedSpans: 2}
+	resp := &pluginv1.CallToolResponse{Text: strings.Repeat("x", wire.MaxMessageSize-100), Trace: tr}
+	assert.False(t, fits(resp, tr))
+	assert.True(t, proto.Equal(&pluginv1.Trace{DroppedSpans: 3}, leftOut(tr)), "the spans are counted as left out")
 	resp.Text = "small"
-	assert.True(t, fits(resp))
+	assert.True(t, fits(resp, tr))
 }

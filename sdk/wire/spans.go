@@ -160,21 +160,14 @@ func (w window) clamp(unixNano int64) time.Time {
 // passed the limits (MaxSpans and kin).
 const SpansDroppedKey = attribute.Key("troupe.plugin.spans_dropped")
 
-// SpanAnswer is an answer that brings spans back: a CallToolResponse or
-// a RunLoopResponse.
-type SpanAnswer interface {
-	GetSpans() []*pluginv1.Span
-	GetDroppedSpans() uint32
-}
-
 // RecordSpans records the spans of a plugin's answer to a call that began
-// at start and ended at end, as ReplaySpans does, and counts those left
-// out, by the plugin or here, in SpansDroppedKey on ctx's span.
-func RecordSpans(ctx context.Context, scope string, a SpanAnswer, start, end time.Time) {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+// at start and ended at end (its Trace), as ReplaySpans does, and counts
+// those left out, by the plugin or here, in SpansDroppedKey on ctx's span.
+func RecordSpans(ctx context.Context, scope string, t *pluginv1.Trace, start, end time.Time) {
+	if t == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
-	dropped := ReplaySpans(ctx, scope, a.GetSpans(), start, end) + int(a.GetDroppedSpans())
+	dropped := ReplaySpans(ctx, scope, t.GetSpans(), start, end) + int(t.GetDroppedSpans())
 	if dropped > 0 {
 		trace.SpanFromContext(ctx).SetAttributes(SpansDroppedKey.Int(dropped))
 	}

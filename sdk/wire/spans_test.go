@@ -29,7 +29,7 @@ func replay(t *testing.T, spans []*pluginv1.Span, dropped uint32, start, end tim
 		AttributeValueLengthLimit: -1, AttributeCountLimit: -1, EventCountLimit: -1, AttributePerEventCountLimit: -1,
 	}))
 	ctx, call := tp.Tracer("test").Start(context.Background(), "call")
-	wire.RecordSpans(ctx, "scope", &pluginv1.CallToolResponse{Spans: spans, DroppedSpans: dropped}, start, end)
+	wire.RecordSpans(ctx, "scope", &pluginv1.Trace{Spans: spans, DroppedSpans: dropped}, start, end)
 	call.End()
 	got := rec.Ended()
 	require.NotEmpty(t, got)
@@ -199,7 +199,7 @@ func TestSpansWhoseParentsMakeALoopAreStillRecorded(t *testing.T) {
 // recorded at all.
 func TestSpansAreNotRecordedWithoutACallSpan(t *testing.T) {
 	assert.NotPanics(t, func() {
-		wire.RecordSpans(context.Background(), "scope", &pluginv1.CallToolResponse{Spans: []*pluginv1.Span{{SpanId: sid(1), Name: "x"}}}, time.Now(), time.Now())
+		wire.RecordSpans(context.Background(), "scope", &pluginv1.Trace{Spans: []*pluginv1.Span{{SpanId: sid(1), Name: "x"}}}, time.Now(), time.Now())
 	})
 	assert.Equal(t, 1, wire.ReplaySpans(context.Background(), "scope", []*pluginv1.Span{{SpanId: sid(1), Name: "x"}}, time.Now(), time.Now()))
 }

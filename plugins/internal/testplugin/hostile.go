@@ -38,7 +38,7 @@ func (hostile) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1.D
 }
 
 func (hostile) CallTool(context.Context, *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
-	return &pluginv1.CallToolResponse{Text: "hostile", Spans: hostileSpans(), DroppedSpans: 7}, nil
+	return &pluginv1.CallToolResponse{Text: "hostile", Trace: &pluginv1.Trace{Spans: hostileSpans(), DroppedSpans: 7}}, nil
 }
 
 func id(n int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }

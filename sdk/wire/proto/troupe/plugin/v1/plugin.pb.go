@@ -9,7 +9,7 @@
 // Trace context travels as W3C traceparent and tracestate, in gRPC
 // metadata (or in a lane's frame), to a plugin that says it takes it
 // (DescribeResponse.trace_context); the spans the plugin makes under it
-// come back with the call's answer (Span), for the host to record.
+// come back with the call's answer (Trace), for the host to record.
 // Failures a caller branches on travel in-band as Error (code, message,
 // retryable); transport failures mean the other side went away.
 
@@ -733,11 +733,9 @@ type CallToolResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	Error *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	// spans are the spans the plugin made under the call's trace context,
-	// when the host sent one; dropped_spans counts those it left out to
-	// stay within the limits (sdk/wire's MaxSpans and kin).
-	Spans         []*Span `protobuf:"bytes,3,rep,name=spans,proto3" json:"spans,omitempty"`
-	DroppedSpans  uint32  `protobuf:"varint,4,opt,name=dropped_spans,json=droppedSpans,proto3" json:"dropped_spans,omitempty"`
+	// trace holds the spans the plugin made under the call's trace
+	// context, when the host sent one.
+	Trace         *Trace `protobuf:"bytes,3,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -786,18 +784,11 @@ func (x *CallToolResponse) GetError() *Error {
 	return nil
 }
 
-func (x *CallToolResponse) GetSpans() []*Span {
+func (x *CallToolResponse) GetTrace() *Trace {
 	if x != nil {
-		return x.Spans
+		return x.Trace
 	}
 	return nil
-}
-
-func (x *CallToolResponse) GetDroppedSpans() uint32 {
-	if x != nil {
-		return x.DroppedSpans
-	}
-	return 0
 }
 
 type RunLoopRequest struct {
@@ -900,9 +891,8 @@ type RunLoopResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Output string                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
 	Error  *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	// spans and dropped_spans are as CallToolResponse's.
-	Spans         []*Span `protobuf:"bytes,3,rep,name=spans,proto3" json:"spans,omitempty"`
-	DroppedSpans  uint32  `protobuf:"varint,4,opt,name=dropped_spans,json=droppedSpans,proto3" json:"dropped_spans,omitempty"`
+	// trace is as CallToolResponse's.
+	Trace         *Trace `protobuf:"bytes,3,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -951,14 +941,63 @@ func (x *RunLoopResponse) GetError() *Error {
 	return nil
 }
 
-func (x *RunLoopResponse) GetSpans() []*Span {
+func (x *RunLoopResponse) GetTrace() *Trace {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+// Trace is what a plugin sends back of a call's trace: the spans it made
+// under the call's trace context, and how many it left out to stay
+// within the limits (sdk/wire's MaxSpans and kin). One field of the
+// answer, so that an answer without it costs nothing.
+type Trace struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spans         []*Span                `protobuf:"bytes,1,rep,name=spans,proto3" json:"spans,omitempty"`
+	DroppedSpans  uint32                 `protobuf:"varint,2,opt,name=dropped_spans,json=droppedSpans,proto3" json:"dropped_spans,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Trace) Reset() {
+	*x = Trace{}
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Trace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Trace) ProtoMessage() {}
+
+func (x *Trace) ProtoReflect() protoreflect.Message {
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Trace.ProtoReflect.Descriptor instead.
+func (*Trace) Descriptor() ([]byte, []int) {
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Trace) GetSpans() []*Span {
 	if x != nil {
 		return x.Spans
 	}
 	return nil
 }
 
-func (x *RunLoopResponse) GetDroppedSpans() uint32 {
+func (x *Trace) GetDroppedSpans() uint32 {
 	if x != nil {
 		return x.DroppedSpans
 	}
@@ -992,7 +1031,7 @@ type Span struct {
 
 func (x *Span) Reset() {
 	*x = Span{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1043,7 @@ func (x *Span) String() string {
 func (*Span) ProtoMessage() {}
 
 func (x *Span) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1056,7 @@ func (x *Span) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Span.ProtoReflect.Descriptor instead.
 func (*Span) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Span) GetSpanId() []byte {
@@ -1101,7 +1140,7 @@ type SpanEvent struct {
 
 func (x *SpanEvent) Reset() {
 	*x = SpanEvent{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1152,7 @@ func (x *SpanEvent) String() string {
 func (*SpanEvent) ProtoMessage() {}
 
 func (x *SpanEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1165,7 @@ func (x *SpanEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpanEvent.ProtoReflect.Descriptor instead.
 func (*SpanEvent) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SpanEvent) GetName() string {
@@ -1168,7 +1207,7 @@ type Attribute struct {
 
 func (x *Attribute) Reset() {
 	*x = Attribute{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1219,7 @@ func (x *Attribute) String() string {
 func (*Attribute) ProtoMessage() {}
 
 func (x *Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1232,7 @@ func (x *Attribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attribute.ProtoReflect.Descriptor instead.
 func (*Attribute) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Attribute) GetKey() string {
@@ -1285,7 +1324,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1336,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1349,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ToolCall) GetId() string {
@@ -1347,7 +1386,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1398,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1411,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Message) GetRole() string {
@@ -1421,7 +1460,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1472,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1485,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1485,7 +1524,7 @@ type GenerateRequest struct {
 
 func (x *GenerateRequest) Reset() {
 	*x = GenerateRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1536,7 @@ func (x *GenerateRequest) String() string {
 func (*GenerateRequest) ProtoMessage() {}
 
 func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1549,7 @@ func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRequest.ProtoReflect.Descriptor instead.
 func (*GenerateRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GenerateRequest) GetRunId() string {
@@ -1560,7 +1599,7 @@ type GenerateResponse struct {
 
 func (x *GenerateResponse) Reset() {
 	*x = GenerateResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1611,7 @@ func (x *GenerateResponse) String() string {
 func (*GenerateResponse) ProtoMessage() {}
 
 func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1624,7 @@ func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateResponse.ProtoReflect.Descriptor instead.
 func (*GenerateResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GenerateResponse) GetText() string {
@@ -1626,7 +1665,7 @@ type HostCallToolRequest struct {
 
 func (x *HostCallToolRequest) Reset() {
 	*x = HostCallToolRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1677,7 @@ func (x *HostCallToolRequest) String() string {
 func (*HostCallToolRequest) ProtoMessage() {}
 
 func (x *HostCallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1690,7 @@ func (x *HostCallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostCallToolRequest.ProtoReflect.Descriptor instead.
 func (*HostCallToolRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HostCallToolRequest) GetRunId() string {
@@ -1677,7 +1716,7 @@ type ToolsRequest struct {
 
 func (x *ToolsRequest) Reset() {
 	*x = ToolsRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1728,7 @@ func (x *ToolsRequest) String() string {
 func (*ToolsRequest) ProtoMessage() {}
 
 func (x *ToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1741,7 @@ func (x *ToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolsRequest.ProtoReflect.Descriptor instead.
 func (*ToolsRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ToolsRequest) GetRunId() string {
@@ -1722,7 +1761,7 @@ type ToolsResponse struct {
 
 func (x *ToolsResponse) Reset() {
 	*x = ToolsResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +1773,7 @@ func (x *ToolsResponse) String() string {
 func (*ToolsResponse) ProtoMessage() {}
 
 func (x *ToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +1786,7 @@ func (x *ToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolsResponse.ProtoReflect.Descriptor instead.
 func (*ToolsResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ToolsResponse) GetTools() []*ToolSpec {
@@ -1774,7 +1813,7 @@ type NoteRequest struct {
 
 func (x *NoteRequest) Reset() {
 	*x = NoteRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +1825,7 @@ func (x *NoteRequest) String() string {
 func (*NoteRequest) ProtoMessage() {}
 
 func (x *NoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +1838,7 @@ func (x *NoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoteRequest.ProtoReflect.Descriptor instead.
 func (*NoteRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NoteRequest) GetRunId() string {
@@ -1826,7 +1865,7 @@ type EventRequest struct {
 
 func (x *EventRequest) Reset() {
 	*x = EventRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1838,7 +1877,7 @@ func (x *EventRequest) String() string {
 func (*EventRequest) ProtoMessage() {}
 
 func (x *EventRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1851,7 +1890,7 @@ func (x *EventRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRequest.ProtoReflect.Descriptor instead.
 func (*EventRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EventRequest) GetRunId() string {
@@ -1877,7 +1916,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1928,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +1941,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Ack) GetError() *Error {
@@ -1923,7 +1962,7 @@ type AskParentRequest struct {
 
 func (x *AskParentRequest) Reset() {
 	*x = AskParentRequest{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +1974,7 @@ func (x *AskParentRequest) String() string {
 func (*AskParentRequest) ProtoMessage() {}
 
 func (x *AskParentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +1987,7 @@ func (x *AskParentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskParentRequest.ProtoReflect.Descriptor instead.
 func (*AskParentRequest) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AskParentRequest) GetRunId() string {
@@ -1983,7 +2022,7 @@ type AskParentResponse struct {
 
 func (x *AskParentResponse) Reset() {
 	*x = AskParentResponse{}
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2034,7 @@ func (x *AskParentResponse) String() string {
 func (*AskParentResponse) ProtoMessage() {}
 
 func (x *AskParentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_troupe_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2047,7 @@ func (x *AskParentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskParentResponse.ProtoReflect.Descriptor instead.
 func (*AskParentResponse) Descriptor() ([]byte, []int) {
-	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_troupe_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AskParentResponse) GetText() string {
@@ -2093,12 +2132,11 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04args\x18\x02 \x01(\fR\x04args\x12-\n" +
 	"\x05agent\x18\x03 \x01(\v2\x17.troupe.plugin.v1.AgentR\x05agent\x12(\n" +
-	"\x10deadline_unix_ms\x18\x04 \x01(\x03R\x0edeadlineUnixMs\"\xa8\x01\n" +
+	"\x10deadline_unix_ms\x18\x04 \x01(\x03R\x0edeadlineUnixMs\"\x84\x01\n" +
 	"\x10CallToolResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12-\n" +
-	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12,\n" +
-	"\x05spans\x18\x03 \x03(\v2\x16.troupe.plugin.v1.SpanR\x05spans\x12#\n" +
-	"\rdropped_spans\x18\x04 \x01(\rR\fdroppedSpans\"\xeb\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12-\n" +
+	"\x05trace\x18\x03 \x01(\v2\x17.troupe.plugin.v1.TraceR\x05trace\"\xeb\x01\n" +
 	"\x0eRunLoopRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12-\n" +
@@ -2106,12 +2144,14 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0ehost_broker_id\x18\x04 \x01(\rR\fhostBrokerId\x12\x15\n" +
 	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12(\n" +
 	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\x12\x1b\n" +
-	"\thost_lane\x18\a \x01(\bR\bhostLane\"\xab\x01\n" +
+	"\thost_lane\x18\a \x01(\bR\bhostLane\"\x87\x01\n" +
 	"\x0fRunLoopResponse\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\tR\x06output\x12-\n" +
-	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12,\n" +
-	"\x05spans\x18\x03 \x03(\v2\x16.troupe.plugin.v1.SpanR\x05spans\x12#\n" +
-	"\rdropped_spans\x18\x04 \x01(\rR\fdroppedSpans\"\xf3\x02\n" +
+	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12-\n" +
+	"\x05trace\x18\x03 \x01(\v2\x17.troupe.plugin.v1.TraceR\x05trace\"Z\n" +
+	"\x05Trace\x12,\n" +
+	"\x05spans\x18\x01 \x03(\v2\x16.troupe.plugin.v1.SpanR\x05spans\x12#\n" +
+	"\rdropped_spans\x18\x02 \x01(\rR\fdroppedSpans\"\xf3\x02\n" +
 	"\x04Span\x12\x17\n" +
 	"\aspan_id\x18\x01 \x01(\fR\x06spanId\x12$\n" +
 	"\x0eparent_span_id\x18\x02 \x01(\fR\fparentSpanId\x12\x12\n" +
@@ -2218,7 +2258,7 @@ func file_troupe_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_troupe_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_troupe_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_troupe_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_troupe_plugin_v1_plugin_proto_goTypes = []any{
 	(*Error)(nil),               // 0: troupe.plugin.v1.Error
 	(*DescribeRequest)(nil),     // 1: troupe.plugin.v1.DescribeRequest
@@ -2232,22 +2272,23 @@ var file_troupe_plugin_v1_plugin_proto_goTypes = []any{
 	(*CallToolResponse)(nil),    // 9: troupe.plugin.v1.CallToolResponse
 	(*RunLoopRequest)(nil),      // 10: troupe.plugin.v1.RunLoopRequest
 	(*RunLoopResponse)(nil),     // 11: troupe.plugin.v1.RunLoopResponse
-	(*Span)(nil),                // 12: troupe.plugin.v1.Span
-	(*SpanEvent)(nil),           // 13: troupe.plugin.v1.SpanEvent
-	(*Attribute)(nil),           // 14: troupe.plugin.v1.Attribute
-	(*ToolCall)(nil),            // 15: troupe.plugin.v1.ToolCall
-	(*Message)(nil),             // 16: troupe.plugin.v1.Message
-	(*Usage)(nil),               // 17: troupe.plugin.v1.Usage
-	(*GenerateRequest)(nil),     // 18: troupe.plugin.v1.GenerateRequest
-	(*GenerateResponse)(nil),    // 19: troupe.plugin.v1.GenerateResponse
-	(*HostCallToolRequest)(nil), // 20: troupe.plugin.v1.HostCallToolRequest
-	(*ToolsRequest)(nil),        // 21: troupe.plugin.v1.ToolsRequest
-	(*ToolsResponse)(nil),       // 22: troupe.plugin.v1.ToolsResponse
-	(*NoteRequest)(nil),         // 23: troupe.plugin.v1.NoteRequest
-	(*EventRequest)(nil),        // 24: troupe.plugin.v1.EventRequest
-	(*Ack)(nil),                 // 25: troupe.plugin.v1.Ack
-	(*AskParentRequest)(nil),    // 26: troupe.plugin.v1.AskParentRequest
-	(*AskParentResponse)(nil),   // 27: troupe.plugin.v1.AskParentResponse
+	(*Trace)(nil),               // 12: troupe.plugin.v1.Trace
+	(*Span)(nil),                // 13: troupe.plugin.v1.Span
+	(*SpanEvent)(nil),           // 14: troupe.plugin.v1.SpanEvent
+	(*Attribute)(nil),           // 15: troupe.plugin.v1.Attribute
+	(*ToolCall)(nil),            // 16: troupe.plugin.v1.ToolCall
+	(*Message)(nil),             // 17: troupe.plugin.v1.Message
+	(*Usage)(nil),               // 18: troupe.plugin.v1.Usage
+	(*GenerateRequest)(nil),     // 19: troupe.plugin.v1.GenerateRequest
+	(*GenerateResponse)(nil),    // 20: troupe.plugin.v1.GenerateResponse
+	(*HostCallToolRequest)(nil), // 21: troupe.plugin.v1.HostCallToolRequest
+	(*ToolsRequest)(nil),        // 22: troupe.plugin.v1.ToolsRequest
+	(*ToolsResponse)(nil),       // 23: troupe.plugin.v1.ToolsResponse
+	(*NoteRequest)(nil),         // 24: troupe.plugin.v1.NoteRequest
+	(*EventRequest)(nil),        // 25: troupe.plugin.v1.EventRequest
+	(*Ack)(nil),                 // 26: troupe.plugin.v1.Ack
+	(*AskParentRequest)(nil),    // 27: troupe.plugin.v1.AskParentRequest
+	(*AskParentResponse)(nil),   // 28: troupe.plugin.v1.AskParentResponse
 }
 var file_troupe_plugin_v1_plugin_proto_depIdxs = []int32{
 	4,  // 0: troupe.plugin.v1.DescribeResponse.types:type_name -> troupe.plugin.v1.Type
@@ -2256,46 +2297,47 @@ var file_troupe_plugin_v1_plugin_proto_depIdxs = []int32{
 	5,  // 3: troupe.plugin.v1.Type.run:type_name -> troupe.plugin.v1.RunPolicy
 	7,  // 4: troupe.plugin.v1.CallToolRequest.agent:type_name -> troupe.plugin.v1.Agent
 	0,  // 5: troupe.plugin.v1.CallToolResponse.error:type_name -> troupe.plugin.v1.Error
-	12, // 6: troupe.plugin.v1.CallToolResponse.spans:type_name -> troupe.plugin.v1.Span
+	12, // 6: troupe.plugin.v1.CallToolResponse.trace:type_name -> troupe.plugin.v1.Trace
 	7,  // 7: troupe.plugin.v1.RunLoopRequest.agent:type_name -> troupe.plugin.v1.Agent
 	0,  // 8: troupe.plugin.v1.RunLoopResponse.error:type_name -> troupe.plugin.v1.Error
-	12, // 9: troupe.plugin.v1.RunLoopResponse.spans:type_name -> troupe.plugin.v1.Span
-	14, // 10: troupe.plugin.v1.Span.attributes:type_name -> troupe.plugin.v1.Attribute
-	13, // 11: troupe.plugin.v1.Span.events:type_name -> troupe.plugin.v1.SpanEvent
-	14, // 12: troupe.plugin.v1.SpanEvent.attributes:type_name -> troupe.plugin.v1.Attribute
-	15, // 13: troupe.plugin.v1.Message.tool_calls:type_name -> troupe.plugin.v1.ToolCall
-	16, // 14: troupe.plugin.v1.GenerateRequest.messages:type_name -> troupe.plugin.v1.Message
-	15, // 15: troupe.plugin.v1.GenerateResponse.tool_calls:type_name -> troupe.plugin.v1.ToolCall
-	17, // 16: troupe.plugin.v1.GenerateResponse.usage:type_name -> troupe.plugin.v1.Usage
-	0,  // 17: troupe.plugin.v1.GenerateResponse.error:type_name -> troupe.plugin.v1.Error
-	15, // 18: troupe.plugin.v1.HostCallToolRequest.call:type_name -> troupe.plugin.v1.ToolCall
-	6,  // 19: troupe.plugin.v1.ToolsResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
-	0,  // 20: troupe.plugin.v1.ToolsResponse.error:type_name -> troupe.plugin.v1.Error
-	0,  // 21: troupe.plugin.v1.Ack.error:type_name -> troupe.plugin.v1.Error
-	0,  // 22: troupe.plugin.v1.AskParentResponse.error:type_name -> troupe.plugin.v1.Error
-	1,  // 23: troupe.plugin.v1.Plugin.Describe:input_type -> troupe.plugin.v1.DescribeRequest
-	8,  // 24: troupe.plugin.v1.Plugin.CallTool:input_type -> troupe.plugin.v1.CallToolRequest
-	10, // 25: troupe.plugin.v1.Plugin.RunLoop:input_type -> troupe.plugin.v1.RunLoopRequest
-	18, // 26: troupe.plugin.v1.Host.Generate:input_type -> troupe.plugin.v1.GenerateRequest
-	20, // 27: troupe.plugin.v1.Host.CallTool:input_type -> troupe.plugin.v1.HostCallToolRequest
-	21, // 28: troupe.plugin.v1.Host.Tools:input_type -> troupe.plugin.v1.ToolsRequest
-	23, // 29: troupe.plugin.v1.Host.Note:input_type -> troupe.plugin.v1.NoteRequest
-	26, // 30: troupe.plugin.v1.Host.AskParent:input_type -> troupe.plugin.v1.AskParentRequest
-	24, // 31: troupe.plugin.v1.Host.Event:input_type -> troupe.plugin.v1.EventRequest
-	2,  // 32: troupe.plugin.v1.Plugin.Describe:output_type -> troupe.plugin.v1.DescribeResponse
-	9,  // 33: troupe.plugin.v1.Plugin.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
-	11, // 34: troupe.plugin.v1.Plugin.RunLoop:output_type -> troupe.plugin.v1.RunLoopResponse
-	19, // 35: troupe.plugin.v1.Host.Generate:output_type -> troupe.plugin.v1.GenerateResponse
-	9,  // 36: troupe.plugin.v1.Host.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
-	22, // 37: troupe.plugin.v1.Host.Tools:output_type -> troupe.plugin.v1.ToolsResponse
-	25, // 38: troupe.plugin.v1.Host.Note:output_type -> troupe.plugin.v1.Ack
-	27, // 39: troupe.plugin.v1.Host.AskParent:output_type -> troupe.plugin.v1.AskParentResponse
-	25, // 40: troupe.plugin.v1.Host.Event:output_type -> troupe.plugin.v1.Ack
-	32, // [32:41] is the sub-list for method output_type
-	23, // [23:32] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	12, // 9: troupe.plugin.v1.RunLoopResponse.trace:type_name -> troupe.plugin.v1.Trace
+	13, // 10: troupe.plugin.v1.Trace.spans:type_name -> troupe.plugin.v1.Span
+	15, // 11: troupe.plugin.v1.Span.attributes:type_name -> troupe.plugin.v1.Attribute
+	14, // 12: troupe.plugin.v1.Span.events:type_name -> troupe.plugin.v1.SpanEvent
+	15, // 13: troupe.plugin.v1.SpanEvent.attributes:type_name -> troupe.plugin.v1.Attribute
+	16, // 14: troupe.plugin.v1.Message.tool_calls:type_name -> troupe.plugin.v1.ToolCall
+	17, // 15: troupe.plugin.v1.GenerateRequest.messages:type_name -> troupe.plugin.v1.Message
+	16, // 16: troupe.plugin.v1.GenerateResponse.tool_calls:type_name -> troupe.plugin.v1.ToolCall
+	18, // 17: troupe.plugin.v1.GenerateResponse.usage:type_name -> troupe.plugin.v1.Usage
+	0,  // 18: troupe.plugin.v1.GenerateResponse.error:type_name -> troupe.plugin.v1.Error
+	16, // 19: troupe.plugin.v1.HostCallToolRequest.call:type_name -> troupe.plugin.v1.ToolCall
+	6,  // 20: troupe.plugin.v1.ToolsResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
+	0,  // 21: troupe.plugin.v1.ToolsResponse.error:type_name -> troupe.plugin.v1.Error
+	0,  // 22: troupe.plugin.v1.Ack.error:type_name -> troupe.plugin.v1.Error
+	0,  // 23: troupe.plugin.v1.AskParentResponse.error:type_name -> troupe.plugin.v1.Error
+	1,  // 24: troupe.plugin.v1.Plugin.Describe:input_type -> troupe.plugin.v1.DescribeRequest
+	8,  // 25: troupe.plugin.v1.Plugin.CallTool:input_type -> troupe.plugin.v1.CallToolRequest
+	10, // 26: troupe.plugin.v1.Plugin.RunLoop:input_type -> troupe.plugin.v1.RunLoopRequest
+	19, // 27: troupe.plugin.v1.Host.Generate:input_type -> troupe.plugin.v1.GenerateRequest
+	21, // 28: troupe.plugin.v1.Host.CallTool:input_type -> troupe.plugin.v1.HostCallToolRequest
+	22, // 29: troupe.plugin.v1.Host.Tools:input_type -> troupe.plugin.v1.ToolsRequest
+	24, // 30: troupe.plugin.v1.Host.Note:input_type -> troupe.plugin.v1.NoteRequest
+	27, // 31: troupe.plugin.v1.Host.AskParent:input_type -> troupe.plugin.v1.AskParentRequest
+	25, // 32: troupe.plugin.v1.Host.Event:input_type -> troupe.plugin.v1.EventRequest
+	2,  // 33: troupe.plugin.v1.Plugin.Describe:output_type -> troupe.plugin.v1.DescribeResponse
+	9,  // 34: troupe.plugin.v1.Plugin.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
+	11, // 35: troupe.plugin.v1.Plugin.RunLoop:output_type -> troupe.plugin.v1.RunLoopResponse
+	20, // 36: troupe.plugin.v1.Host.Generate:output_type -> troupe.plugin.v1.GenerateResponse
+	9,  // 37: troupe.plugin.v1.Host.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
+	23, // 38: troupe.plugin.v1.Host.Tools:output_type -> troupe.plugin.v1.ToolsResponse
+	26, // 39: troupe.plugin.v1.Host.Note:output_type -> troupe.plugin.v1.Ack
+	28, // 40: troupe.plugin.v1.Host.AskParent:output_type -> troupe.plugin.v1.AskParentResponse
+	26, // 41: troupe.plugin.v1.Host.Event:output_type -> troupe.plugin.v1.Ack
+	33, // [33:42] is the sub-list for method output_type
+	24, // [24:33] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_troupe_plugin_v1_plugin_proto_init() }
@@ -2303,7 +2345,7 @@ func file_troupe_plugin_v1_plugin_proto_init() {
 	if File_troupe_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_troupe_plugin_v1_plugin_proto_msgTypes[14].OneofWrappers = []any{
+	file_troupe_plugin_v1_plugin_proto_msgTypes[15].OneofWrappers = []any{
 		(*Attribute_StringValue)(nil),
 		(*Attribute_IntValue)(nil),
 		(*Attribute_DoubleValue)(nil),
@@ -2315,7 +2357,7 @@ func file_troupe_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_troupe_plugin_v1_plugin_proto_rawDesc), len(file_troupe_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

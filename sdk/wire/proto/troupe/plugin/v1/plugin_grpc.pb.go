@@ -9,7 +9,7 @@
 // Trace context travels as W3C traceparent and tracestate, in gRPC
 // metadata (or in a lane's frame), to a plugin that says it takes it
 // (DescribeResponse.trace_context); the spans the plugin makes under it
-// come back with the call's answer (Span), for the host to record.
+// come back with the call's answer (Trace), for the host to record.
 // Failures a caller branches on travel in-band as Error (code, message,
 // retryable); transport failures mean the other side went away.
 
