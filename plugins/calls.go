@@ -46,7 +46,7 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 		return "", t.p.callFailed(ctx, r, err)
 	}
 	if traced {
-		wire.RecordSpans(ctx, TracerScope, resp.GetTrace(), start, time.Now())
+		wire.RecordSpans(ctx, Scope, resp.GetTrace(), start, time.Now())
 	}
 	if err := fromWire(t.p.bin.Name, resp.GetError()); err != nil {
 		return "", err
@@ -54,9 +54,10 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 	return resp.GetText(), nil
 }
 
-// TracerScope is the name of the tracer that records the spans a plugin
-// made in a call, under the call's span.
-const TracerScope = "github.com/troupe-dev/troupe/plugins"
+// Scope is the instrumentation scope of the host's telemetry: the
+// tracer that records the spans a plugin made in a call, under the call's
+// span, and the meter of RestartsMetric.
+const Scope = "github.com/troupe-dev/troupe/plugins"
 
 // traced reports whether a call with ctx carries its trace context to
 // r's plugin and records the spans the plugin sends back: ctx has a valid
@@ -119,7 +120,7 @@ func (l *pluginLoop) Run(ctx context.Context, s agenttypes.Session, task string)
 		return "", l.p.callFailed(ctx, r, err)
 	}
 	if traced {
-		wire.RecordSpans(ctx, TracerScope, resp.GetTrace(), start, time.Now())
+		wire.RecordSpans(ctx, Scope, resp.GetTrace(), start, time.Now())
 	}
 	if err := fromWire(l.p.bin.Name, resp.GetError()); err != nil {
 		return "", err

@@ -23,9 +23,9 @@
 // A call made within a span carries its trace context to a plugin that
 // takes it (one built with sdk/serve), and the spans the plugin made under
 // it come back with the answer: they are recorded under the call's span by
-// that span's TracerProvider (tracer TracerScope), held to sdk/wire's
-// limits, whatever the plugin sent. Config.MeterProvider counts the
-// restarts of plugins that crashed (RestartsMetric).
+// that span's TracerProvider (scope Scope), held to sdk/wire's limits,
+// whatever the plugin sent. Config.MeterProvider counts the restarts of
+// plugins that crashed (RestartsMetric).
 //
 // Failure stays with the plugin: a process that exits fails only the
 // calls in flight on it (errors wrapping agenttypes.ErrPluginExited, so an

@@ -90,7 +90,7 @@ func (c *Config) restarts() metric.Int64Counter {
 	if c.MeterProvider == nil {
 		return nil
 	}
-	counter, err := c.MeterProvider.Meter(TracerScope).Int64Counter(RestartsMetric,
+	counter, err := c.MeterProvider.Meter(Scope).Int64Counter(RestartsMetric,
 		metric.WithUnit("{restart}"), metric.WithDescription("Starts of a plugin's process after one that crashed."))
 	if err != nil {
 		c.Logger.Warn("plugin restarts are not counted", "error", err)

@@ -93,7 +93,7 @@ func TestAPluginsSpansJoinTheCallersTrace(t *testing.T) {
 			assert.Equal(t, callSC.TraceID(), step.SpanContext().TraceID())
 			assert.Equal(t, callSC.SpanID(), step.Parent().SpanID(), "the plugin's span is under the call's")
 			assert.Equal(t, step.SpanContext().SpanID(), inner.Parent().SpanID(), "and its child under it")
-			assert.Equal(t, plugins.TracerScope, step.InstrumentationScope().Name)
+			assert.Equal(t, plugins.Scope, step.InstrumentationScope().Name)
 
 			assert.Contains(t, step.Attributes(), attribute.Int64("step.n", 1))
 			assert.Contains(t, step.Attributes(), attribute.String("step.what", "look"))

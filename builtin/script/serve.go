@@ -137,6 +137,10 @@ func (s *server) handle(req *request) (resp response) {
 // records of them.
 const TracerScope = "github.com/troupe-dev/troupe/builtin/script"
 
+// tracer is the script host's tracer: the global provider's, which
+// serve.Serve installs, once it has.
+var tracer = otel.Tracer(TracerScope)
+
 // Attributes of a script host's spans.
 const (
 	attrFunction = attribute.Key("troupe.script.function")
@@ -164,7 +168,7 @@ func startSpan(ctx context.Context, req *request) (context.Context, trace.Span) 
 	if req.Call != nil && req.Call.Tool != "" {
 		attrs = append(attrs, attrTool.String(req.Call.Tool))
 	}
-	return otel.Tracer(TracerScope).Start(ctx, "script "+fn, trace.WithAttributes(attrs...))
+	return tracer.Start(ctx, "script "+fn, trace.WithAttributes(attrs...))
 }
 
 // endSpan ends a load's or a call's span with how it went.
