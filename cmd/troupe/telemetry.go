@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// telemetry is what a command exports of its agents, as the standard
+// OpenTelemetry variables ask. With none of them set it is the zero
+// value: no providers, so the manager makes no spans and no metrics.
+type telemetry struct {
+	tracerProvider trace.TracerProvider // nil: no traces
+	meterProvider  metric.MeterProvider // nil: no metrics
+	// recordContent puts prompts, completions and tool arguments and
+	// results on the spans: they may hold secrets, so only on request.
+	recordContent bool
+
+	// flushBound is how long shutdown waits for the last exports.
+	flushBound time.Duration
+	stderr     io.Writer
+	stops      []func(context.Context) error
+	gate       *exportGate
+}
+
+// telemetryFlushBound is how long a command waits at exit for its last
+// spans and metrics to be exported: a collector that is slow or gone
+// must not hold the command up for longer.
+const telemetryFlushBound = 3 * time.Second
+
+// Names of the variables read here; the OTLP exporters read the rest
+// (endpoints, headers, timeouts, certificates, compression) themselves.
+const (
+	envSDKDisabled      = "OTEL_SDK_DISABLED"
+	envTracesExporter   = "OTEL_TRACES_EXPORTER"
+	envMetricsExporter  = "OTEL_METRICS_EXPORTER"
+	envProtocol         = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envCaptureContent   = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+	protocolHTTP        = "http/protobuf"
+	protocolHTTPJSON    = "http/json"
+	protocolGRPC        = "grpc"
+	defaultServiceName  = "troupe"
+	exporterOTLP        = "otlp"
+	exporterNone        = "none"
+	supportedExporters  = "otlp or none"
+	supportedProtocols  = "grpc or http/protobuf"
+	telemetryWarnPrefix = "troupe: warning: telemetry: "
+)
+
+// newTelemetry reads the OTEL_* variables of environ (as os.Environ
+// gives them) and sets up what they ask for. Nothing in them fails the
+// command: a value troupe does not support is warned of on stderr and
+// left out, as the OpenTelemetry specification asks of an SDK. With no
+// OTEL_* variable set it does nothing at all; with any set, the
+// specification's defaults apply (both signals over OTLP, http/protobuf,
+// to the default endpoint) to what is not.
+func newTelemetry(ctx context.Context, environ []string, stderr io.Writer) *telemetry {
+	t := &telemetry{flushBound: telemetryFlushBound, stderr: stderr}
+	vars := otelVars(environ)
+	if len(vars) == 0 || strings.EqualFold(vars[envSDKDisabled], "true") {
+		return t
+	}
+	t.recordContent = strings.EqualFold(vars[envCaptureContent], "true")
+	traces := t.exporterWanted(vars, envTracesExporter, "traces")
+	metrics := t.exporterWanted(vars, envMetricsExporter, "metrics")
+	if !traces && !metrics {
+		return t
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(semconv.ServiceName(defaultServiceName), semconv.ServiceVersion(version())),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, over the defaults
+	)
+	if err != nil {
+		// What could be read of the resource is kept.
+		t.warnf("OTEL_RESOURCE_ATTRIBUTES: %v", err)
+	}
+	t.gate = newExportGate()
+	if traces {
+		t.startTraces(ctx, res, t.protocol(vars, "TRACES", "traces"))
+	}
+	if metrics {
+		t.startMetrics(ctx, res, t.protocol(vars, "METRICS", "metrics"))
+	}
+	return t
+}
+
+// otelVars returns environ's OTEL_* variables that have a value: the
+// specification treats an empty one as unset.
+func otelVars(environ []string) map[string]string {
+	var vars map[string]string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		if vars == nil {
+			vars = map[string]string{}
+		}
+		vars[k] = v
+	}
+	return vars
+}
+
+// exporterWanted reports whether the signal's exporter variable (a
+// comma-separated list, otlp when unset) asks for OTLP.
+func (t *telemetry) exporterWanted(vars map[string]string, name, signal string) bool {
+	v, set := vars[name]
+	if !set {
+		return true
+	}
+	otlp := false
+	for _, e := range strings.Split(v, ",") {
+		switch e = strings.ToLower(strings.TrimSpace(e)); e {
+		case exporterOTLP:
+			otlp = true
+		case exporterNone, "":
+		default:
+			t.warnf("%s=%s: %q is not an exporter troupe has; set %s to %s (no %s are exported through %q)", name, v, e, name, supportedExporters, signal, e)
+		}
+	}
+	return otlp
+}
+
+// protocol is the OTLP protocol for a signal: its own variable, else the
+// general one, else http/protobuf as the specification has it.
+func (t *telemetry) protocol(vars map[string]string, signal, what string) string {
+	name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+	p, set := vars[name]
+	if !set {
+		name = envProtocol
+		p, set = vars[name]
+	}
+	switch {
+	case !set, p == protocolHTTP, p == protocolGRPC:
+	case p == protocolHTTPJSON && signal == "TRACES":
+		// The trace exporter speaks it, reading the variable itself.
+	default:
+		t.warnf("%s=%s is not supported for %s; set it to %s (sending %s meanwhile)", name, p, what, supportedProtocols, protocolHTTP)
+		p = protocolHTTP
+	}
+	if p == "" {
+		p = protocolHTTP
+	}
+	return p
+}
+
+// startTraces sets up the tracer provider, batching spans to an OTLP
+// exporter. A failed export is not retried: at a command's exit there
+// is no time to back off, and the warning says what was lost.
+func (t *telemetry) startTraces(ctx context.Context, res *resource.Resource, protocol string) {
+	var exp sdktrace.SpanExporter
+	var err error
+	if protocol == protocolGRPC {
+		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
+	} else {
+		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+	}
+	if err != nil {
+		t.warnf("no traces are exported: %v", err)
+		return
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(spanExporter{exp, t.gate}))
+	t.tracerProvider = tp
+	t.stops = append(t.stops, tp.Shutdown)
+}
+
+// startMetrics sets up the meter provider, read periodically (and at
+// exit) into an OTLP exporter.
+func (t *telemetry) startMetrics(ctx context.Context, res *resource.Resource, protocol string) {
+	var exp sdkmetric.Exporter
+	var err error
+	if protocol == protocolGRPC {
+		exp, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))
+	} else {
+		exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
+	}
+	if err != nil {
+		t.warnf("no metrics are exported: %v", err)
+		return
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metricExporter{exp, t.gate})))
+	t.meterProvider = mp
+	t.stops = append(t.stops, mp.Shutdown)
+}
+
+// shutdown exports what is left, waiting at most flushBound, and then
+// gives up on what is still on its way. If anything could not be
+// exported, during the run or now, it says so in one line on stderr.
+func (t *telemetry) shutdown() {
+	if t.gate == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.flushBound)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, stop := range t.stops {
+		wg.Go(func() { t.gate.fail(stop(ctx)) })
+	}
+	wg.Wait()
+	if err := t.gate.close(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("the collector did not take it within %s", t.flushBound)
+		}
+		t.warnf("not all spans and metrics were exported: %v (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT running?)", err)
+	}
+}
+
+func (t *telemetry) warnf(format string, args ...any) {
+	fmt.Fprintf(t.stderr, telemetryWarnPrefix+format+"\n", args...)
+}
+
+// exportGate is what the exporters share: it keeps the first failure
+// (the SDK would log every one), and at exit aborts the exports still on
+// their way, so none outlives the command's bound.
+type exportGate struct {
+	life  context.Context
+	abort context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+	first    error
+}
+
+func newExportGate() *exportGate {
+	life, abort := context.WithCancel(context.Background())
+	return &exportGate{life: life, abort: abort}
+}
+
+// do runs export under the gate: with ctx cut short when the gate
+// closes, and its error kept rather than returned. After close it does
+// nothing.
+func (g *exportGate) do(ctx context.Context, export func(context.Context) error) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.inflight.Add(1)
+	g.mu.Unlock()
+	defer g.inflight.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(g.life, cancel)
+	defer stop()
+	g.fail(export(ctx))
+}
+
+// fail keeps err if it is the first.
+func (g *exportGate) fail(err error) {
+	if err == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.first == nil {
+		g.first = err
+	}
+}
+
+// close aborts the exports on their way, waits for them to return, and
+// returns the first failure.
+func (g *exportGate) close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.abort()
+	g.inflight.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.first
+}
+
+// spanExporter hands a span exporter's failures to the gate.
+type spanExporter struct {
+	sdktrace.SpanExporter
+	gate *exportGate
+}
+
+func (e spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.gate.do(ctx, func(ctx context.Context) error { return e.SpanExporter.ExportSpans(ctx, spans) })
+	return nil
+}
+
+func (e spanExporter) Shutdown(ctx context.Context) error {
+	e.gate.fail(e.SpanExporter.Shutdown(ctx))
+	return nil
+}
+
+// metricExporter hands a metric exporter's failures to the gate.
+type metricExporter struct {
+	sdkmetric.Exporter
+	gate *exportGate
+}
+
+func (e metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	e.gate.do(ctx, func(ctx context.Context) error { return e.Exporter.Export(ctx, rm) })
+	return nil
+}
+
+func (e metricExporter) Shutdown(ctx context.Context) error {
+	e.gate.fail(e.Exporter.Shutdown(ctx))
+	return nil
+}

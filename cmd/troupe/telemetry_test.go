@@ -1,0 +1,445 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// received is one span or metric a loopback collector was sent: its
+// name, the protocol it came by and its resource's attributes.
+type received struct {
+	name, protocol string
+	resource       map[string]string
+}
+
+// otlpReceiver is a collector on loopback: it decodes the OTLP export
+// requests sent to it over HTTP (/v1/traces, /v1/metrics, protobuf) and
+// over gRPC, and keeps what they carried.
+type otlpReceiver struct {
+	mu      sync.Mutex
+	spans   []received
+	metrics []received
+
+	httpURL  string // http://127.0.0.1:PORT
+	grpcAddr string // 127.0.0.1:PORT
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	t.Helper()
+	r := &otlpReceiver{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
+		var in coltracepb.ExportTraceServiceRequest
+		if !readProto(w, req, &in) {
+			return
+		}
+		r.addSpans(&in, "http")
+		writeProto(w, &coltracepb.ExportTraceServiceResponse{})
+	})
+	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, req *http.Request) {
+		var in colmetricpb.ExportMetricsServiceRequest
+		if !readProto(w, req, &in) {
+			return
+		}
+		r.addMetrics(&in, "http")
+		writeProto(w, &colmetricpb.ExportMetricsServiceResponse{})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	r.httpURL = srv.URL
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gs := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(gs, grpcTraces{r: r})
+	colmetricpb.RegisterMetricsServiceServer(gs, grpcMetrics{r: r})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = gs.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		gs.Stop()
+		<-served
+	})
+	r.grpcAddr = ln.Addr().String()
+	return r
+}
+
+func readProto(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, 4<<20))
+	if err == nil {
+		err = proto.Unmarshal(body, m)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func writeProto(w http.ResponseWriter, m proto.Message) {
+	b, _ := proto.Marshal(m)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(b)
+}
+
+func attrs(res *resourcepb.Resource) map[string]string {
+	out := map[string]string{}
+	for _, kv := range res.GetAttributes() {
+		out[kv.GetKey()] = stringValue(kv.GetValue())
+	}
+	return out
+}
+
+func stringValue(v *commonpb.AnyValue) string {
+	if s, ok := v.GetValue().(*commonpb.AnyValue_StringValue); ok {
+		return s.StringValue
+	}
+	return v.String()
+}
+
+func (r *otlpReceiver) addSpans(in *coltracepb.ExportTraceServiceRequest, protocol string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range in.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				r.spans = append(r.spans, received{s.GetName(), protocol, attrs(rs.GetResource())})
+			}
+		}
+	}
+}
+
+func (r *otlpReceiver) addMetrics(in *colmetricpb.ExportMetricsServiceRequest, protocol string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rm := range in.GetResourceMetrics() {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, m := range sm.GetMetrics() {
+				r.metrics = append(r.metrics, received{m.GetName(), protocol, attrs(rm.GetResource())})
+			}
+		}
+	}
+}
+
+// got returns what was received so far.
+func (r *otlpReceiver) got() (spans, metrics []received) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.spans...), append([]received(nil), r.metrics...)
+}
+
+type grpcTraces struct {
+	coltracepb.UnimplementedTraceServiceServer
+	r *otlpReceiver
+}
+
+func (g grpcTraces) Export(_ context.Context, in *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	g.r.addSpans(in, "grpc")
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+type grpcMetrics struct {
+	colmetricpb.UnimplementedMetricsServiceServer
+	r *otlpReceiver
+}
+
+func (g grpcMetrics) Export(_ context.Context, in *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
+	g.r.addMetrics(in, "grpc")
+	return &colmetricpb.ExportMetricsServiceResponse{}, nil
+}
+
+// otelEnv sets the OTEL_* variables to env and every other one the
+// process has to empty, which the specification and the exporters read
+// as unset.
+func otelEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, "")
+		}
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+}
+
+// record makes one span and one metric point through those of tel's
+// providers that are set, as the manager would.
+func record(t *testing.T, tel *telemetry) {
+	t.Helper()
+	if tel.tracerProvider != nil {
+		_, span := tel.tracerProvider.Tracer("test").Start(context.Background(), "invoke_agent explore")
+		span.End()
+	}
+	if tel.meterProvider != nil {
+		tokens, err := tel.meterProvider.Meter("test").Int64Counter("test.tokens")
+		require.NoError(t, err)
+		tokens.Add(context.Background(), 7)
+	}
+}
+
+// emit records one span and metric and shuts tel down, as a command
+// does at exit.
+func emit(t *testing.T, tel *telemetry) {
+	t.Helper()
+	record(t, tel)
+	tel.shutdown()
+}
+
+func names(rs []received) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.name+" over "+r.protocol)
+	}
+	return out
+}
+
+// TestTelemetryExportsOverEachProtocol: the spans and metrics made
+// through the providers reach a real collector, over the protocol the
+// variables name (the signal's own first), at the endpoint they name.
+func TestTelemetryExportsOverEachProtocol(t *testing.T) {
+	for _, tt := range []struct {
+		name                   string
+		env                    func(r *otlpReceiver) map[string]string
+		spansOver, metricsOver string
+	}{
+		{"no protocol: http/protobuf", func(r *otlpReceiver) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL}
+		}, "http", "http"},
+		{"http/protobuf", func(r *otlpReceiver) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, envProtocol: "http/protobuf"}
+		}, "http", "http"},
+		{"grpc", func(r *otlpReceiver) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + r.grpcAddr, envProtocol: "grpc"}
+		}, "grpc", "grpc"},
+		{"traces by their own variables", func(r *otlpReceiver) map[string]string {
+			return map[string]string{
+				envProtocol: "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + r.grpcAddr,
+				"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": r.httpURL + "/v1/traces",
+			}
+		}, "http", "grpc"},
+		{"metrics by their own variables", func(r *otlpReceiver) map[string]string {
+			return map[string]string{
+				"OTEL_EXPORTER_OTLP_ENDPOINT":         r.httpURL,
+				"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://" + r.grpcAddr,
+			}
+		}, "http", "grpc"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newOTLPReceiver(t)
+			otelEnv(t, tt.env(r))
+			var stderr bytes.Buffer
+			tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+			require.NotNil(t, tel.tracerProvider)
+			require.NotNil(t, tel.meterProvider)
+			emit(t, tel)
+			spans, metrics := r.got()
+			assert.Equal(t, []string{"invoke_agent explore over " + tt.spansOver}, names(spans))
+			assert.Equal(t, []string{"test.tokens over " + tt.metricsOver}, names(metrics))
+			for _, got := range append(spans, metrics...) {
+				assert.Equal(t, "troupe", got.resource["service.name"])
+				assert.Equal(t, version(), got.resource["service.version"])
+			}
+			assert.Empty(t, stderr.String())
+		})
+	}
+}
+
+// TestTelemetryResourceFromTheEnvironment: OTEL_SERVICE_NAME names the
+// service in place of troupe, and OTEL_RESOURCE_ATTRIBUTES adds to it.
+func TestTelemetryResourceFromTheEnvironment(t *testing.T) {
+	r := newOTLPReceiver(t)
+	otelEnv(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL,
+		"OTEL_SERVICE_NAME":           "reviewer",
+		"OTEL_RESOURCE_ATTRIBUTES":    "deployment.environment.name=ci,team=tools",
+	})
+	var stderr bytes.Buffer
+	emit(t, newTelemetry(context.Background(), os.Environ(), &stderr))
+	spans, _ := r.got()
+	require.Len(t, spans, 1)
+	assert.Equal(t, "reviewer", spans[0].resource["service.name"])
+	assert.Equal(t, "ci", spans[0].resource["deployment.environment.name"])
+	assert.Equal(t, "tools", spans[0].resource["team"])
+	assert.Equal(t, "opentelemetry", spans[0].resource["telemetry.sdk.name"])
+	assert.Empty(t, stderr.String())
+}
+
+// TestTelemetryOff: with no OTEL_* variable set, with the SDK disabled
+// and with both exporters none, there are no providers, so nothing can
+// be made or sent; the collector the endpoint names gets nothing.
+func TestTelemetryOff(t *testing.T) {
+	r := newOTLPReceiver(t)
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"unset", nil},
+		{"empty", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "", envTracesExporter: " "}},
+		{"SDK disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, envSDKDisabled: "TRUE", envCaptureContent: "true"}},
+		{"exporters none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, envTracesExporter: "none", envMetricsExporter: "none"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			otelEnv(t, tt.env)
+			var stderr bytes.Buffer
+			tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+			assert.Nil(t, tel.tracerProvider)
+			assert.Nil(t, tel.meterProvider)
+			assert.False(t, tel.recordContent)
+			tel.shutdown()
+			assert.Empty(t, stderr.String())
+		})
+	}
+	spans, metrics := r.got()
+	assert.Empty(t, spans)
+	assert.Empty(t, metrics)
+}
+
+// TestTelemetryOneSignalOff: each exporter variable turns its own
+// signal off, and only it.
+func TestTelemetryOneSignalOff(t *testing.T) {
+	r := newOTLPReceiver(t)
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, envTracesExporter: "none"})
+	tel := newTelemetry(context.Background(), os.Environ(), io.Discard)
+	assert.Nil(t, tel.tracerProvider)
+	require.NotNil(t, tel.meterProvider)
+	tel.shutdown()
+
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, envMetricsExporter: "none"})
+	tel = newTelemetry(context.Background(), os.Environ(), io.Discard)
+	require.NotNil(t, tel.tracerProvider)
+	assert.Nil(t, tel.meterProvider)
+	tel.shutdown()
+}
+
+// TestTelemetryUnsupportedValuesWarn: an exporter or protocol troupe
+// does not have is said on stderr, with what it does have, and left
+// out: the signal is not exported, or goes by http/protobuf.
+func TestTelemetryUnsupportedValuesWarn(t *testing.T) {
+	r := newOTLPReceiver(t)
+	otelEnv(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL,
+		envTracesExporter:             "zipkin",
+		envProtocol:                   "http/thrift",
+	})
+	var stderr bytes.Buffer
+	tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+	assert.Nil(t, tel.tracerProvider, "zipkin is not exported to")
+	require.NotNil(t, tel.meterProvider)
+	out := stderr.String()
+	assert.Contains(t, out, `troupe: warning: telemetry: OTEL_TRACES_EXPORTER=zipkin: "zipkin" is not an exporter troupe has; set OTEL_TRACES_EXPORTER to otlp or none`)
+	assert.Contains(t, out, "troupe: warning: telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=http/thrift is not supported for metrics; set it to grpc or http/protobuf")
+	assert.Equal(t, 2, strings.Count(out, "\n"), out)
+	stderr.Reset()
+	emit(t, tel)
+	_, metrics := r.got()
+	assert.Equal(t, []string{"test.tokens over http"}, names(metrics))
+	assert.Empty(t, stderr.String())
+
+	// A list may name otlp beside one troupe does not have.
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, envTracesExporter: "console, otlp", envMetricsExporter: "none"})
+	stderr.Reset()
+	tel = newTelemetry(context.Background(), os.Environ(), &stderr)
+	assert.NotNil(t, tel.tracerProvider)
+	assert.Contains(t, stderr.String(), `"console" is not an exporter troupe has`)
+	tel.shutdown()
+}
+
+// TestTelemetryContentCaptureIsOptIn: prompts and completions go on the
+// spans only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is
+// true.
+func TestTelemetryContentCaptureIsOptIn(t *testing.T) {
+	for value, want := range map[string]bool{"": false, "false": false, "yes": false, "true": true, "True": true} {
+		t.Run(value, func(t *testing.T) {
+			otelEnv(t, map[string]string{envTracesExporter: "none", envMetricsExporter: "none", envCaptureContent: value})
+			tel := newTelemetry(context.Background(), os.Environ(), io.Discard)
+			assert.Equal(t, want, tel.recordContent)
+		})
+	}
+}
+
+// TestTelemetryRefusedCollectorWarnsOnce: with nothing listening at the
+// endpoint, over either protocol, shutdown returns and one line on
+// stderr says what was lost.
+func TestTelemetryRefusedCollectorWarnsOnce(t *testing.T) {
+	dead := closedPort(t)
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + dead, envProtocol: protocol})
+			var stderr bytes.Buffer
+			tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+			// Bound far beyond any test's patience: a refused connection
+			// must end the flush, not the bound.
+			tel.flushBound = time.Hour
+			for range 3 {
+				record(t, tel)
+			}
+			tel.shutdown()
+			out := stderr.String()
+			assert.Equal(t, 1, strings.Count(out, "\n"), out)
+			assert.Contains(t, out, "troupe: warning: telemetry: not all spans and metrics were exported: ")
+			assert.Contains(t, out, "connection refused")
+		})
+	}
+}
+
+// TestTelemetryHungCollectorIsBounded: a collector that takes the
+// request and never answers holds shutdown no longer than its bound,
+// and the export still on its way is abandoned (the collector sees the
+// client go), not left running.
+func TestTelemetryHungCollectorIsBounded(t *testing.T) {
+	abandoned := make(chan struct{}, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The server sees the client go once the body is read.
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<20))
+		<-r.Context().Done()
+		abandoned <- struct{}{}
+	}))
+	t.Cleanup(srv.Close)
+	// Left alone, the export would wait for an hour.
+	otelEnv(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, envMetricsExporter: "none",
+		"OTEL_EXPORTER_OTLP_TIMEOUT": "3600000", "OTEL_BSP_EXPORT_TIMEOUT": "3600000",
+	})
+	var stderr bytes.Buffer
+	tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+	tel.flushBound = 50 * time.Millisecond
+	emit(t, tel)
+	select {
+	case <-abandoned:
+	case <-time.After(time.Minute):
+		t.Fatal("the export shutdown gave up on is still waiting on the collector")
+	}
+	out := stderr.String()
+	assert.Equal(t, "troupe: warning: telemetry: not all spans and metrics were exported: the collector did not take it within 50ms (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT running?)\n", out)
+}
+
+// closedPort is a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
