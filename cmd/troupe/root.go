@@ -66,6 +66,9 @@ type app struct {
 	// once what of it is left out for want of trust has been said.
 	proj   *project
 	warned bool
+	// tel is what the command exports of its agents, set up by the
+	// first manager made (newManager); execute flushes it at the end.
+	tel *telemetry
 }
 
 // newApp returns the app of a real process: stdin, the environment and
@@ -91,6 +94,10 @@ func (a *app) execute(ctx context.Context, args []string) int {
 		_ = a.scripts.Close()
 	}
 	a.closePlugins()
+	if a.tel != nil {
+		// After the plugins: the spans they sent back are exported too.
+		a.tel.shutdown()
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -99,7 +99,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	}
 	spaces := a.workspaces(repo)
 	defer spaces.close()
-	mgr, err := manager.New(manager.Config{
+	mgr, err := a.newManager(cmd.Context(), manager.Config{
 		Workspaces:        spaces,
 		Registry:          reg,
 		MCP:               mcpTools,

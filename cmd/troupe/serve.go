@@ -105,7 +105,7 @@ func (a *app) mcpServe(cmd *cobra.Command, f serveFlags) error {
 	spaces := a.workspaces(repo)
 	defer spaces.close()
 	var srv *mcpserver.Server
-	mgr, err := manager.New(manager.Config{
+	mgr, err := a.newManager(ctx, manager.Config{
 		Workspaces:        spaces,
 		Registry:          reg,
 		MCP:               mcpTools,

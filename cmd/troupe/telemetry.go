@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/troupe-dev/troupe/manager"
 )
 
 // telemetry is what a command exports of its agents, as the standard
@@ -37,6 +40,24 @@ type telemetry struct {
 	stderr     io.Writer
 	stops      []func(context.Context) error
 	gate       *exportGate
+}
+
+// newManager makes a command's manager from cfg, with what every
+// command's manager shares: the telemetry the OTEL_* variables ask for.
+func (a *app) newManager(ctx context.Context, cfg manager.Config) (*manager.Manager, error) {
+	tel := a.telemetry(ctx)
+	cfg.TracerProvider, cfg.MeterProvider, cfg.RecordContent = tel.tracerProvider, tel.meterProvider, tel.recordContent
+	return manager.New(cfg)
+}
+
+// telemetry sets up, once for the command, what the OTEL_* variables
+// ask for; execute shuts it down when the command ends, however it
+// ends.
+func (a *app) telemetry(ctx context.Context) *telemetry {
+	if a.tel == nil {
+		a.tel = newTelemetry(ctx, os.Environ(), a.stderr)
+	}
+	return a.tel
 }
 
 // telemetryFlushBound is how long a command waits at exit for its last

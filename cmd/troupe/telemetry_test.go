@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,16 +20,18 @@ import (
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
 // received is one span or metric a loopback collector was sent: its
-// name, the protocol it came by and its resource's attributes.
+// name, the protocol it came by, its resource's attributes and, for a
+// span, its IDs and attributes.
 type received struct {
-	name, protocol string
-	resource       map[string]string
+	name, protocol    string
+	resource          map[string]string
+	trace, id, parent string
+	attrs             map[string]string
 }
 
 // otlpReceiver is a collector on loopback: it decodes the OTLP export
@@ -102,17 +106,20 @@ func writeProto(w http.ResponseWriter, m proto.Message) {
 	_, _ = w.Write(b)
 }
 
-func attrs(res *resourcepb.Resource) map[string]string {
+func attrs(kvs []*commonpb.KeyValue) map[string]string {
 	out := map[string]string{}
-	for _, kv := range res.GetAttributes() {
+	for _, kv := range kvs {
 		out[kv.GetKey()] = stringValue(kv.GetValue())
 	}
 	return out
 }
 
 func stringValue(v *commonpb.AnyValue) string {
-	if s, ok := v.GetValue().(*commonpb.AnyValue_StringValue); ok {
-		return s.StringValue
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
 	}
 	return v.String()
 }
@@ -123,7 +130,11 @@ func (r *otlpReceiver) addSpans(in *coltracepb.ExportTraceServiceRequest, protoc
 	for _, rs := range in.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
-				r.spans = append(r.spans, received{s.GetName(), protocol, attrs(rs.GetResource())})
+				r.spans = append(r.spans, received{
+					name: s.GetName(), protocol: protocol, resource: attrs(rs.GetResource().GetAttributes()),
+					trace: hex.EncodeToString(s.GetTraceId()), id: hex.EncodeToString(s.GetSpanId()),
+					parent: hex.EncodeToString(s.GetParentSpanId()), attrs: attrs(s.GetAttributes()),
+				})
 			}
 		}
 	}
@@ -135,7 +146,7 @@ func (r *otlpReceiver) addMetrics(in *colmetricpb.ExportMetricsServiceRequest, p
 	for _, rm := range in.GetResourceMetrics() {
 		for _, sm := range rm.GetScopeMetrics() {
 			for _, m := range sm.GetMetrics() {
-				r.metrics = append(r.metrics, received{m.GetName(), protocol, attrs(rm.GetResource())})
+				r.metrics = append(r.metrics, received{name: m.GetName(), protocol: protocol, resource: attrs(rm.GetResource().GetAttributes())})
 			}
 		}
 	}
