@@ -233,6 +233,7 @@ func TestRunBadInputExitsTwo(t *testing.T) {
 		{"NaN cost", []string{"run", "explore", "--max-cost", "NaN", "task"}, "--max-cost NaN: a budget must be positive"},
 		{"infinite cost", []string{"run", "explore", "--max-cost", "+Inf", "task"}, "--max-cost +Inf: a budget must be positive"},
 		{"bad duration", []string{"run", "explore", "--max-time", "soon", "task"}, `--max-time "soon" is not a duration`},
+		{"zero depth", []string{"run", "explore", "--max-depth", "0", "task"}, "--max-depth 0: delegation depth must be at least 1"},
 		{"unknown model", []string{"run", "explore", "--model", "acme:x", "task"}, `unknown provider "acme"`},
 		{"missing key", []string{"run", "explore", "--model", "openai:gpt-4o-mini", "task"}, "OPENAI_API_KEY"},
 		{"offline refused", []string{"run", "plan", "add a flag"}, "TROUPE_MODEL"},

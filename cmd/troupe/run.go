@@ -28,6 +28,7 @@ type runFlags struct {
 	maxToolCalls int
 	maxTurns     int
 	maxCost      float64
+	maxDepth     int
 	json         bool
 	progress     string
 	yes          bool
@@ -57,6 +58,7 @@ func (a *app) runCommand() *cobra.Command {
 	fl.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "tool-call budget")
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "turn (model call) budget")
 	fl.Float64Var(&f.maxCost, "max-cost", 0, "cost budget in US dollars, such as 0.50, over the agent and its subagents\n(needs a model with a known price)")
+	fl.IntVar(&f.maxDepth, "max-depth", 0, "how deep delegation may go: 1 (the default) lets the agent's subagents work\nbut not delegate, 2 lets them delegate once more")
 	fl.BoolVar(&f.json, "json", false, "print the result as one JSON object")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto, plain, json or none")
 	fl.BoolVar(&f.apply, "apply", false, "apply the run's changes to the directory it ran in once it completes, after showing them\n(a terminal asks first; elsewhere nothing is applied without --yes)")
@@ -68,6 +70,9 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	budget, err := budgetFlags(cmd, f)
 	if err != nil {
 		return err
+	}
+	if cmd.Flags().Changed("max-depth") && f.maxDepth <= 0 {
+		return usagef("--max-depth %d: delegation depth must be at least 1; leave the flag out for 1", f.maxDepth)
 	}
 	mode, err := progressMode(f.progress, a.stderr, a.getenv, a.isTerminal)
 	if err != nil {
@@ -110,6 +115,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		Logger:            a.logger(),
 		ApproveDelegation: a.approver(f.yes, con),
 		AskUser:           a.asker(con),
+		MaxDepth:          f.maxDepth,
 	})
 	if err != nil {
 		return err
