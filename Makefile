@@ -28,17 +28,30 @@ test:
 	$(GO) test -race -shuffle=on -count=1 $(PKGS); \
 	if [ "$(PKGS)" = "./..." ]; then echo $$(( $$(date +%s) - start )) > bin/make-test-seconds; fi
 
+# Jaeger is a Go program: .ci/jaeger is a module of its own whose go.mod
+# pins it as a tool, so its many dependencies stay out of troupe's. It is
+# built once into bin/tools, named by its version (read from that go.mod);
+# the build takes about 8 minutes on 2 busy cores, the first time.
+JAEGER_VERSION := $(shell awk '$$1 == "github.com/jaegertracing/jaeger" { print $$2 }' .ci/jaeger/go.mod)
+JAEGER = bin/tools/jaeger-$(JAEGER_VERSION)
+$(JAEGER):
+	@mkdir -p $(dir $@)
+	cd .ci/jaeger && $(GO) build -o $(CURDIR)/$@.tmp github.com/jaegertracing/jaeger/cmd/jaeger
+	mv $@.tmp $@
+
 # Tests against real outside programs: the MCP servers of .ci/mcp-servers,
 # which builtin/mcp's client speaks to, and the MCP Inspector's
 # command-line client, which drives troupe mcp serve in cmd/troupe; all
 # installed from the npm registry by pinned version (npm ci, from its
-# lock file). They carry the integration build tag, so make test never
-# needs node.
+# lock file). And Jaeger, which cmd/troupe sends a run's trace to and
+# reads it back from. They carry the integration build tag, so make test
+# never needs node or Jaeger.
 MCP_SERVERS := .ci/mcp-servers
 INTEGRATION_PKGS ?= ./builtin/mcp/... ./cmd/troupe/...
-integration:
+integration: $(JAEGER)
 	cd $(MCP_SERVERS) && npm ci --no-audit --no-fund --loglevel=error
 	TROUPE_MCP_SERVERS_BIN=$(CURDIR)/$(MCP_SERVERS)/node_modules/.bin \
+	TROUPE_JAEGER_BIN=$(CURDIR)/$(JAEGER) \
 		$(GO) test -race -count=1 -tags integration -run Integration $(INTEGRATION_PKGS)
 
 # A new user's first hour, as CI runs it (.ci/walkthrough): on a fresh
