@@ -335,8 +335,16 @@ type metricExporter struct {
 	gate *exportGate
 }
 
+// Export sends rm, unless it holds no metric: a command that ran no
+// agent (types list, with a plugin host that counts restarts) sends
+// nothing.
 func (e metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
-	e.gate.do(ctx, func(ctx context.Context) error { return e.Exporter.Export(ctx, rm) })
+	for _, sm := range rm.ScopeMetrics {
+		if len(sm.Metrics) > 0 {
+			e.gate.do(ctx, func(ctx context.Context) error { return e.Exporter.Export(ctx, rm) })
+			return nil
+		}
+	}
 	return nil
 }
 

@@ -38,9 +38,10 @@ type received struct {
 // requests sent to it over HTTP (/v1/traces, /v1/metrics, protobuf) and
 // over gRPC, and keeps what they carried.
 type otlpReceiver struct {
-	mu      sync.Mutex
-	spans   []received
-	metrics []received
+	mu       sync.Mutex
+	requests int
+	spans    []received
+	metrics  []received
 
 	httpURL  string // http://127.0.0.1:PORT
 	grpcAddr string // 127.0.0.1:PORT
@@ -127,6 +128,7 @@ func stringValue(v *commonpb.AnyValue) string {
 func (r *otlpReceiver) addSpans(in *coltracepb.ExportTraceServiceRequest, protocol string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.requests++
 	for _, rs := range in.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
@@ -143,6 +145,7 @@ func (r *otlpReceiver) addSpans(in *coltracepb.ExportTraceServiceRequest, protoc
 func (r *otlpReceiver) addMetrics(in *colmetricpb.ExportMetricsServiceRequest, protocol string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.requests++
 	for _, rm := range in.GetResourceMetrics() {
 		for _, sm := range rm.GetScopeMetrics() {
 			for _, m := range sm.GetMetrics() {
@@ -324,6 +327,33 @@ func TestTelemetryOff(t *testing.T) {
 	spans, metrics := r.got()
 	assert.Empty(t, spans)
 	assert.Empty(t, metrics)
+}
+
+// TestTelemetryWithNothingMadeSendsNothing: set up, but with no span
+// made and no metric recorded (a meter and an instrument made, as a
+// plugin host makes its restart counter), shutdown sends the collector
+// no request at all.
+func TestTelemetryWithNothingMadeSendsNothing(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			r := newOTLPReceiver(t)
+			endpoint := r.httpURL
+			if protocol == "grpc" {
+				endpoint = "http://" + r.grpcAddr
+			}
+			otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, envProtocol: protocol})
+			var stderr bytes.Buffer
+			tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+			_, err := tel.meterProvider.Meter("test").Int64Counter("test.restarts")
+			require.NoError(t, err)
+			_ = tel.tracerProvider.Tracer("test")
+			tel.shutdown()
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			assert.Zero(t, r.requests)
+			assert.Empty(t, stderr.String())
+		})
+	}
 }
 
 // TestTelemetryOneSignalOff: each exporter variable turns its own
