@@ -110,7 +110,7 @@ func newTelemetry(ctx context.Context, environ []string, stderr io.Writer) *tele
 	)
 	if err != nil {
 		// What could be read of the resource is kept.
-		t.warnf("OTEL_RESOURCE_ATTRIBUTES: %v", err)
+		t.warnf("OTEL_RESOURCE_ATTRIBUTES: %v (write it as key=value pairs, comma-separated; the rest is used)", err)
 	}
 	t.gate = newExportGate()
 	if traces {

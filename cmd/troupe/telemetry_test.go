@@ -297,6 +297,19 @@ func TestTelemetryResourceFromTheEnvironment(t *testing.T) {
 	assert.Equal(t, "tools", spans[0].resource["team"])
 	assert.Equal(t, "opentelemetry", spans[0].resource["telemetry.sdk.name"])
 	assert.Empty(t, stderr.String())
+
+	// Attributes that do not parse are said, and those that do are kept.
+	r = newOTLPReceiver(t)
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, "OTEL_RESOURCE_ATTRIBUTES": "team=tools,oops", envMetricsExporter: "none"})
+	stderr.Reset()
+	emit(t, newTelemetry(context.Background(), os.Environ(), &stderr))
+	spans, _ = r.got()
+	require.Len(t, spans, 1)
+	assert.Equal(t, "tools", spans[0].resource["team"])
+	assert.Equal(t, "troupe", spans[0].resource["service.name"])
+	assert.Contains(t, stderr.String(), "troupe: warning: telemetry: OTEL_RESOURCE_ATTRIBUTES: ")
+	assert.Contains(t, stderr.String(), "oops")
+	assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), stderr.String())
 }
 
 // TestTelemetryOff: with no OTEL_* variable set, with the SDK disabled
