@@ -21,8 +21,9 @@ import (
 
 // A tree of three levels, as the tree model plays it: the lead calls
 // the plugin's shout tool and delegates to a middle agent, which greps
-// and delegates to a leaf, which lists a directory and shouts. Each is
-// told apart by its task's first word.
+// and delegates to a leaf, which lists a directory and calls the
+// plugin's traced tool, which makes spans of its own in the plugin's
+// process. Each agent is told apart by its task's first word.
 var treeScript = map[string][]treeStep{
 	"LEAD": {
 		{tool: "shout", args: `{"text":"lead"}`},
@@ -36,7 +37,7 @@ var treeScript = map[string][]treeStep{
 	},
 	"LEAF": {
 		{tool: "ls", args: `{"path":"."}`},
-		{tool: "shout", args: `{"text":"leaf"}`},
+		{tool: "traced", args: `{}`},
 		{text: "leaf done"},
 	},
 }
@@ -45,13 +46,13 @@ var treeScript = map[string][]treeStep{
 // subagent gets only tools its parent has: the upper types list the
 // tools of those below.
 var treeTypes = map[string]string{
-	"lead":   "name: lead\ndescription: Leads a review and hands part of it to a middle agent.\nprompt: You lead.\ntools: [shout, grep, ls, delegate]\n",
-	"middle": "name: middle\ndescription: Looks at one part and hands a piece of it to a leaf agent.\nprompt: You look.\ntools: [grep, ls, shout, delegate]\n",
-	"leaf":   "name: leaf\ndescription: Looks at one small thing.\nprompt: You look closely.\ntools: [ls, shout]\n",
+	"lead":   "name: lead\ndescription: Leads a review and hands part of it to a middle agent.\nprompt: You lead.\ntools: [shout, grep, ls, traced, delegate]\n",
+	"middle": "name: middle\ndescription: Looks at one part and hands a piece of it to a leaf agent.\nprompt: You look.\ntools: [grep, ls, traced, delegate]\n",
+	"leaf":   "name: leaf\ndescription: Looks at one small thing.\nprompt: You look closely.\ntools: [ls, traced]\n",
 }
 
 // treeTools are the tools each agent of the tree calls, by type.
-var treeTools = map[string][]string{"lead": {"delegate", "shout"}, "middle": {"delegate", "grep"}, "leaf": {"ls", "shout"}}
+var treeTools = map[string][]string{"lead": {"delegate", "shout"}, "middle": {"delegate", "grep"}, "leaf": {"ls", "traced"}}
 
 type treeStep struct {
 	tool, args string // a tool call, or
@@ -172,7 +173,8 @@ func runLeadTree(t *testing.T, bin, repo string, model *httptest.Server) jsonRes
 // were collected: one trace; the lead's invoke_agent span at its root,
 // each agent's under the delegate call that made it; each agent's tool
 // calls and model calls under its own span, the plugin's among them;
-// and on each chat span the tokens the model reported for that call.
+// and on each chat span the tokens the model reported for that call;
+// under the plugin's traced call, the spans the plugin made.
 func checkTreeTrace(t *testing.T, spans []received, served map[string][]tokens) {
 	t.Helper()
 	traces := map[string]bool{}
@@ -225,6 +227,20 @@ func checkTreeTrace(t *testing.T, spans []received, served map[string][]tokens) 
 		agent = children[0]
 	}
 	assert.Equal(t, "invoke_agent leaf", agent.name)
+	var traced []received
+	for _, s := range byParent[agent.id] {
+		if s.name == "execute_tool traced" {
+			traced = append(traced, s)
+		}
+	}
+	require.Len(t, traced, 1, "the leaf's call of the plugin's traced tool")
+	step := byParent[traced[0].id]
+	require.Len(t, step, 1, "the plugin's span under its tool call: %v", names(step))
+	assert.Equal(t, "step", step[0].name)
+	assert.Equal(t, "look", step[0].attrs["step.what"])
+	inner := byParent[step[0].id]
+	require.Len(t, inner, 1, "the plugin's span under its own: %v", names(inner))
+	assert.Equal(t, "inner", inner[0].name)
 }
 
 // TestRunTreeIsOneTrace: a run whose lead delegates to a middle agent
