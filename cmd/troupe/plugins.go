@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,10 @@ func (a *app) plugins(root string) *plugins.Host {
 			CacheDir: a.pluginCacheDir(),
 			Digests:  a.digests(),
 			Logger:   a.logger(),
+			// Restarts after a crash are counted where the OTEL_*
+			// variables send metrics; a command that ran no agent sends
+			// none (see metricExporter).
+			MeterProvider: a.telemetry(context.Background()).meterProvider,
 		})
 	}
 	return a.host

@@ -66,8 +66,9 @@ type app struct {
 	// once what of it is left out for want of trust has been said.
 	proj   *project
 	warned bool
-	// tel is what the command exports of its agents, set up by the
-	// first manager made (newManager); execute flushes it at the end.
+	// tel is what the command exports of its agents and plugins, set up
+	// by the first that needs it (the plugin host, newManager); execute
+	// flushes it at the end.
 	tel *telemetry
 }
 
