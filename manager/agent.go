@@ -316,6 +316,9 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 		ID: a.id, Type: a.typ.Name, Model: a.modelName, State: to, Reason: reason,
 		Partial: partial, Output: output, Data: data, Err: err, TokensOverBudget: overBudget, Changes: changes,
 	}
+	if a.span != nil {
+		r.TraceID = a.span.SpanContext().TraceID().String()
+	}
 	from, settled := a.record(&r, now)
 	a.m.tel.endAgent(a, &r, now)
 	// The slot is free once the agent is terminal (an agent waiting for

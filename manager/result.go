@@ -87,6 +87,9 @@ type Result struct {
 	Turns      int                 `json:"turns"`
 	Duration   time.Duration       `json:"-"`
 	Transcript string              `json:"transcript,omitempty"`
+	// TraceID is the OpenTelemetry trace the run's spans are in, in hex;
+	// empty without a Config.TracerProvider.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Success reports whether the run completed.

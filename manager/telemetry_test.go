@@ -139,6 +139,7 @@ func TestTelemetryTreeIsOneTraceUnderItsDelegateCalls(t *testing.T) {
 	}
 
 	lead := st.agentSpan(t, "lead")
+	assert.Equal(t, traceID.String(), res.TraceID, "the result names its trace")
 	assert.Equal(t, "invoke_agent lead", lead.Name())
 	assert.Equal(t, caller.SpanContext().SpanID(), lead.Parent().SpanID())
 	assert.Equal(t, "invoke_agent", attrString(lead, "gen_ai.operation.name"))

@@ -109,6 +109,7 @@ func troupeCtx(t *testing.T, ctx context.Context, args ...string) outcome {
 
 type jsonResult struct {
 	ID        string `json:"id"`
+	TraceID   string `json:"trace_id"`
 	Type      string `json:"type"`
 	Model     string `json:"model"`
 	State     string `json:"state"`

@@ -315,6 +315,9 @@ func summary(r manager.Result, below []manager.Info) string {
 			fmt.Fprintf(&b, "\n  transcript: %s", r.Transcript)
 		}
 	}
+	if r.TraceID != "" {
+		fmt.Fprintf(&b, "\n  trace: %s", r.TraceID)
+	}
 	return b.String()
 }
 

@@ -93,6 +93,7 @@ func TestRunExportsItsTrace(t *testing.T) {
 			root := roots[0]
 			assert.Empty(t, root.parent)
 			assert.Equal(t, res.ID, root.attrs["gen_ai.agent.id"])
+			assert.Equal(t, root.trace, res.TraceID, "the result names the run's trace")
 			assert.Equal(t, "troupe", root.resource["service.name"])
 			var chats, tools []received
 			for _, s := range spans {
@@ -123,18 +124,19 @@ func TestRunExportsItsTrace(t *testing.T) {
 
 // TestRunExportsItsTraceWhenItFailsOrIsInterrupted: the spans are
 // flushed at exit however the command ends: a run its budget stopped
-// (exit 1), and one interrupted while its model call was on its way
+// (exit 1), whose summary names the trace, and one interrupted while its model call was on its way
 // (exit 130).
 func TestRunExportsItsTraceWhenItFailsOrIsInterrupted(t *testing.T) {
 	bin := troupeBinary(t)
 	t.Run("failed", func(t *testing.T) {
 		r := newOTLPReceiver(t)
 		otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL})
-		o := runTroupe(t, bin, nil, "run", "explore", "--repo", shop, "--progress", "none", "--max-turns", "1", "where is the discount applied?")
+		o := runTroupe(t, bin, nil, "run", "explore", "--repo", shop, "--progress", "plain", "--max-turns", "1", "where is the discount applied?")
 		require.Equal(t, 1, o.code, o.stderr)
 		spans, _ := r.got()
 		roots := spansNamed(spans, "invoke_agent explore")
 		require.Len(t, roots, 1, "spans: %v", names(spans))
+		assert.Contains(t, o.stderr, "\n  trace: "+roots[0].trace, "the summary names the run's trace")
 		assert.Equal(t, "budget_turns", roots[0].attrs["troupe.agent.reason"])
 	})
 	t.Run("interrupted", func(t *testing.T) {
