@@ -124,8 +124,8 @@ func TestRunExportsItsTrace(t *testing.T) {
 
 // TestRunExportsItsTraceWhenItFailsOrIsInterrupted: the spans are
 // flushed at exit however the command ends: a run its budget stopped
-// (exit 1), whose summary names the trace, and one interrupted while its model call was on its way
-// (exit 130).
+// (exit 1), whose summary names the trace, and one interrupted while its
+// model call was on its way (exit 130).
 func TestRunExportsItsTraceWhenItFailsOrIsInterrupted(t *testing.T) {
 	bin := troupeBinary(t)
 	t.Run("failed", func(t *testing.T) {
