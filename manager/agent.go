@@ -146,9 +146,8 @@ type Agent struct {
 	notes       []string
 	result      Result
 	// span is its invoke_agent span when spans are on, set before ready
-	// closes and ended by finish; traceParent is the span that spawned it.
-	span        trace.Span
-	traceParent trace.SpanContext
+	// closes and ended by finish.
+	span trace.Span
 	// history is the conversation so far, for children whose type
 	// inherits it. Messages below its length are never changed.
 	history []llms.MessageContent

@@ -96,7 +96,7 @@ func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, err
 		g.agents = append(g.agents, a)
 	}
 	for i, a := range g.agents {
-		if err := m.admitHeld(a); err != nil {
+		if err := m.admitHeld(ctx, a); err != nil {
 			for _, p := range g.agents[:i] {
 				p.Cancel()
 			}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tmc/langchaingo/llms"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/models/modelcap"
@@ -173,12 +172,13 @@ type SpawnRequest struct {
 // MaxConcurrent agents are running. ctx bounds only the call (resolving the
 // model, describing the type's MCP servers, which may start them); the
 // agent itself runs until it ends, is cancelled, or the manager is closed.
+// A span in ctx is the parent of the agent's (Config.TracerProvider).
 func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (*Agent, error) {
 	a, err := m.prepare(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admit(a); err != nil {
+	if err := m.admit(ctx, a); err != nil {
 		m.discard(a)
 		return nil, err
 	}
@@ -238,9 +238,6 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		done: make(chan struct{}), ready: make(chan struct{}), created: m.cfg.now(), state: Pending,
 	}
 	a.tshard = shardOf(a.id)
-	if m.tel != nil {
-		a.traceParent = trace.SpanContextFromContext(ctx)
-	}
 	if err := a.join(at.ctx, !req.Detach); err != nil {
 		return nil, err
 	}
@@ -372,7 +369,7 @@ func (m *Manager) discard(a *Agent) {
 // waited on; and before the manager's lock is let go, so Close, which
 // sets closed under that lock and then cancels every agent it knows,
 // misses none.
-func (m *Manager) admit(a *Agent) error {
+func (m *Manager) admit(ctx context.Context, a *Agent) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -400,7 +397,7 @@ func (m *Manager) admit(a *Agent) error {
 		a.stopWatch = context.AfterFunc(a.ctx, a.endIfQueued)
 	}
 
-	a.m.tel.startAgent(a)
+	m.tel.startAgent(ctx, a)
 	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
 	close(a.ready)
 	if start {
@@ -411,7 +408,7 @@ func (m *Manager) admit(a *Agent) error {
 
 // admitHeld registers a as pending without starting or queueing it: its
 // group lets it go (releaseHeld) when the group's concurrency allows.
-func (m *Manager) admitHeld(a *Agent) error {
+func (m *Manager) admitHeld(ctx context.Context, a *Agent) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -427,7 +424,7 @@ func (m *Manager) admitHeld(a *Agent) error {
 	m.wg.Add(1)
 	m.counts[Pending].Add(1)
 	m.mu.Unlock()
-	m.tel.startAgent(a)
+	m.tel.startAgent(ctx, a)
 	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
 	close(a.ready)
 	return nil
@@ -929,7 +926,7 @@ func (m *Manager) SpawnParallel(ctx context.Context, reqs []SpawnRequest) ([]Res
 		prepared[i] = a
 	}
 	for i, a := range prepared {
-		if err := m.admit(a); err != nil {
+		if err := m.admit(ctx, a); err != nil {
 			for _, p := range prepared[:i] {
 				p.Cancel()
 			}

@@ -148,13 +148,13 @@ func (t *telemetry) modelOf(name string) *modelAttrs {
 }
 
 // startAgent starts a's invoke_agent span, from when it was created, as a
-// child of the span that spawned it: the delegate call's, or the Go
-// caller's; else its parent agent's.
-func (t *telemetry) startAgent(a *Agent) {
+// child of the span in the context it was spawned with: the delegate
+// call's, or the Go caller's; else its parent agent's.
+func (t *telemetry) startAgent(spawnCtx context.Context, a *Agent) {
 	if t == nil || t.tracer == nil {
 		return
 	}
-	parent := a.traceParent
+	parent := trace.SpanContextFromContext(spawnCtx)
 	if !parent.IsValid() && a.parent != nil && a.parent.span != nil {
 		parent = a.parent.span.SpanContext()
 	}
