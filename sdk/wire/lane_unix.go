@@ -53,7 +53,8 @@ import (
 // context has a valid span: the method then has laneTraced set, and the
 // W3C traceparent and tracestate follow it, each a 2-byte big-endian
 // length and that many bytes, before the request message. A call without
-// one is framed as before, byte for byte.
+// one is framed as before, byte for byte; so is one whose frame would
+// pass the limit with it (the trace context is left out, not the call).
 
 // Kinds of the control socket's messages.
 const (
@@ -197,12 +198,13 @@ func (p *peer) call(ctx context.Context, method byte, req, resp proto.Message) e
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
-	if n := proto.Size(req); n+1 > MaxMessageSize {
+	n := proto.Size(req)
+	if n+1 > MaxMessageSize {
 		return status.Errorf(codes.ResourceExhausted, "the request is %d bytes; at most %d cross", n, MaxMessageSize)
 	}
 	var th *traceHeaders
 	if p.sendTrace.Load() {
-		th = laneTrace(ctx)
+		th = laneTrace(ctx, MaxMessageSize-1-n)
 	}
 	c, err := p.get(ctx)
 	if err != nil {
@@ -402,22 +404,29 @@ func (c *laneConn) roundtrip(method byte, th *traceHeaders, req, resp proto.Mess
 	return nil
 }
 
-// laneTrace is the trace context of ctx's span as a lane carries it, or
-// nil when ctx has none. A trace state longer than a lane carries is left
-// out (W3C Trace Context lets a state be dropped; the call is not).
-func laneTrace(ctx context.Context) *traceHeaders {
+// laneTrace is the trace context of ctx's span as a lane carries it in
+// a frame that has room bytes beside its method and message, or nil when
+// ctx has none or it does not fit. A trace state longer than a lane
+// carries, or than the frame has room for, is left out (W3C Trace Context
+// lets a state be dropped); a trace context that does not fit at all is
+// left out too: the call is not, and a frame past the limit would fail
+// it, since the other side refuses such frames.
+func laneTrace(ctx context.Context, room int) *traceHeaders {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return nil // before h, which lives on the heap
 	}
 	h, ok := traceOf(ctx)
-	if !ok || len(h.parent) > maxLaneTrace {
+	if !ok || len(h.parent) > maxLaneTrace || laneTraceSize(h.parent, "") > room {
 		return nil
 	}
-	if len(h.state) > maxLaneTrace {
+	if len(h.state) > maxLaneTrace || laneTraceSize(h.parent, h.state) > room {
 		h.state = ""
 	}
 	return &h
 }
+
+// laneTraceSize is what a trace context takes of a frame.
+func laneTraceSize(parent, state string) int { return 2 + len(parent) + 2 + len(state) }
 
 // appendLaneString appends s to b, after its length in 2 bytes.
 func appendLaneString(b []byte, s string) []byte {

@@ -5,6 +5,7 @@ package wire
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
@@ -184,4 +186,35 @@ func TestALongTraceStateIsLeftOutNotTheCall(t *testing.T) {
 	got := <-seen
 	assert.Equal(t, sc.SpanID(), got.SpanID())
 	assert.Empty(t, got.TraceState().String())
+}
+
+// A request as large as a lane carries untraced is carried traced too:
+// the trace context, which would take its frame past the limit, is left
+// out, not the call.
+func TestARequestAtTheLimitIsCarriedTracedOrNot(t *testing.T) {
+	seen := make(chan trace.SpanContext, 1)
+	lane, _ := servedLane(t, func(ctx context.Context, req *pluginv1.CallToolRequest) *pluginv1.CallToolResponse {
+		seen <- trace.SpanContextFromContext(ctx)
+		return &pluginv1.CallToolResponse{Text: strconv.Itoa(len(req.GetArgs()))}
+	})
+	lane.CarryTrace()
+	req := &pluginv1.CallToolRequest{Name: "n"}
+	for req.Args = make([]byte, MaxMessageSize-16); proto.Size(req) < MaxMessageSize-1; {
+		req.Args = append(req.Args, 'a')
+	}
+	require.Equal(t, MaxMessageSize-1, proto.Size(req))
+	traced := trace.ContextWithSpanContext(context.Background(), spanContext(t))
+	for _, ctx := range []context.Context{context.Background(), traced} {
+		resp, err := lane.CallTool(ctx, req)
+		require.NoError(t, err)
+		assert.Equal(t, strconv.Itoa(len(req.Args)), resp.GetText())
+		assert.False(t, (<-seen).IsValid(), "no room for the trace context")
+	}
+	_, err := lane.CallTool(traced, &pluginv1.CallToolRequest{Name: "n"})
+	require.NoError(t, err)
+	assert.True(t, (<-seen).IsValid(), "a small request carries it still")
+
+	req.Args = append(req.Args, 'a')
+	_, err = lane.CallTool(traced, req)
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "one byte more is too large")
 }
