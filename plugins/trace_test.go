@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -178,6 +179,36 @@ func TestAHostilePluginsSpansAreCutByTheHost(t *testing.T) {
 	assert.Empty(t, c.named("duplicate"))
 	// 1005 sent, MaxSpans recorded, and the 7 the plugin says it left out.
 	assert.Equal(t, int64(1005-wire.MaxSpans+7), attr(c.call, wire.SpansDroppedKey).AsInt64())
+}
+
+// A plugin that answers every call, traced or not, with millions of
+// empty spans costs the host little more than the answer's bytes: the
+// spans of a traced call are read within the limits, and counted as left
+// out; those of a call not traced are not read. The bound is generous: a
+// struct a span would cost more than a hundred times as much.
+func TestAHostilePluginsFloodOfEmptySpansCostsTheHostBoundedMemory(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{Env: []string{"TESTPLUGIN_HOSTILE_SPANS=1"}}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	ctx := ctxTimeout(t, 20*time.Second)
+	var traced tracedCall
+	for _, trace := range []bool{false, true} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if trace {
+			traced = callTraced(t, reg, "empty-spans", `{}`)
+		} else {
+			out, err := callTool(ctx, t, reg, "empty-spans", `{}`)
+			require.NoError(t, err)
+			assert.Equal(t, "empty", out)
+		}
+		runtime.ReadMemStats(&after)
+		cost := after.TotalAlloc - before.TotalAlloc
+		assert.Less(t, cost, uint64(6*wire.MaxMessageSize), "traced %t: bytes allocated", trace)
+		t.Logf("traced %t: %d bytes allocated", trace, cost)
+	}
+	assert.Equal(t, "empty", traced.out)
+	require.Len(t, traced.spans, 1, "none of them is recorded")
+	assert.Greater(t, attr(traced.call, wire.SpansDroppedKey).AsInt64(), int64(4_000_000), "each is counted as left out")
 }
 
 // checkLimits checks every span the plugin's call recorded: within the

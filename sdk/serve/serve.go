@@ -231,10 +231,7 @@ func (s *server) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1
 func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
 	ctx, spans := s.spans.begin(ctx)
 	resp := s.callTool(ctx, req)
-	resp.Trace = s.spans.finish(spans)
-	if !fits(resp, resp.Trace) {
-		resp.Trace = leftOut(resp.Trace)
-	}
+	answerTrace(resp, s.spans.finish(spans), func(b []byte) { resp.Trace = b })
 	return resp, nil
 }
 
@@ -264,10 +261,7 @@ func (s *server) callTool(ctx context.Context, req *pluginv1.CallToolRequest) *p
 func (s *server) RunLoop(ctx context.Context, req *pluginv1.RunLoopRequest) (*pluginv1.RunLoopResponse, error) {
 	ctx, spans := s.spans.begin(ctx)
 	resp := s.runLoop(ctx, req)
-	resp.Trace = s.spans.finish(spans)
-	if !fits(resp, resp.Trace) {
-		resp.Trace = leftOut(resp.Trace)
-	}
+	answerTrace(resp, s.spans.finish(spans), func(b []byte) { resp.Trace = b })
 	return resp, nil
 }
 

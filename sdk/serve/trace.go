@@ -148,10 +148,26 @@ func (c *collector) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 }
 
-// fits reports whether answer m, whose trace is t, is within the size the
-// protocol carries; one whose spans pass it goes without them (leftOut).
-func fits(m proto.Message, t *pluginv1.Trace) bool {
-	return len(t.GetSpans()) == 0 || proto.Size(m)+1 <= wire.MaxMessageSize
+// answerTrace gives answer m, by set, its trace t encoded; or t without
+// its spans, counted as left out, when with them m would be larger than
+// the protocol carries. It sets none when t is nil.
+func answerTrace(m proto.Message, t *pluginv1.Trace, set func([]byte)) {
+	if t == nil {
+		return
+	}
+	set(encodeTrace(t))
+	if len(t.GetSpans()) > 0 && proto.Size(m)+1 > wire.MaxMessageSize {
+		set(encodeTrace(leftOut(t)))
+	}
+}
+
+// encodeTrace is t as an answer carries it.
+func encodeTrace(t *pluginv1.Trace) []byte {
+	b, err := proto.Marshal(t)
+	if err != nil { // only text that is not UTF-8, which spanToWire never makes
+		b, _ = proto.Marshal(leftOut(t))
+	}
+	return b
 }
 
 // leftOut is t without its spans, counted as left out.

@@ -95,9 +95,14 @@ func TestACallKeepsAtMostMaxSpans(t *testing.T) {
 // goes without them.
 func TestSpansThatWouldNotFitAreLeftOff(t *testing.T) {
 	tr := &pluginv1.Trace{Spans: []*pluginv1.Span{{Name: strings.Repeat("y", 200)}}, DroppedSpans: 2}
-	resp := &pluginv1.CallToolResponse{Text: strings.Repeat("x", wire.MaxMessageSize-100), Trace: tr}
-	assert.False(t, fits(resp, tr))
-	assert.True(t, proto.Equal(&pluginv1.Trace{DroppedSpans: 3}, leftOut(tr)), "the spans are counted as left out")
-	resp.Text = "small"
-	assert.True(t, fits(resp, tr))
+	resp := &pluginv1.CallToolResponse{Text: strings.Repeat("x", wire.MaxMessageSize-100)}
+	answerTrace(resp, tr, func(b []byte) { resp.Trace = b })
+	got := &pluginv1.Trace{}
+	require.NoError(t, proto.Unmarshal(resp.GetTrace(), got))
+	assert.True(t, proto.Equal(&pluginv1.Trace{DroppedSpans: 3}, got), "the spans are counted as left out")
+
+	resp = &pluginv1.CallToolResponse{Text: "small"}
+	answerTrace(resp, tr, func(b []byte) { resp.Trace = b })
+	require.NoError(t, proto.Unmarshal(resp.GetTrace(), got))
+	assert.True(t, proto.Equal(tr, got))
 }

@@ -161,38 +161,39 @@ func (w window) clamp(unixNano int64) time.Time {
 const SpansDroppedKey = attribute.Key("troupe.plugin.spans_dropped")
 
 // RecordSpans records the spans of a plugin's answer to a call that began
-// at start and ended at end (its Trace), as ReplaySpans does, and counts
-// those left out, by the plugin or here, in SpansDroppedKey on ctx's span.
-func RecordSpans(ctx context.Context, scope string, t *pluginv1.Trace, start, end time.Time) {
-	if t == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+// at start and ended at end (its encoded Trace) under the span of ctx,
+// the call's, with the tracer named scope of that span's TracerProvider:
+// their names, kinds, attributes, events and statuses, each at the times
+// the plugin gave, moved into the call's time, and each under its parent
+// among them, or under ctx's span when it names none of them. What
+// passes the limits (MaxSpans and kin) is cut or left out as it is read;
+// the spans left out, by the plugin or here, are counted in
+// SpansDroppedKey on ctx's span. When ctx has no valid span, the trace is
+// not read at all, and nothing is recorded.
+func RecordSpans(ctx context.Context, scope string, encoded []byte, start, end time.Time) {
+	if len(encoded) == 0 || !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
-	dropped := ReplaySpans(ctx, scope, t.GetSpans(), start, end) + int(t.GetDroppedSpans())
+	spans, dropped := readTrace(encoded)
+	replaySpans(ctx, scope, spans, start, end)
 	if dropped > 0 {
 		trace.SpanFromContext(ctx).SetAttributes(SpansDroppedKey.Int(dropped))
 	}
 }
 
-// ReplaySpans records spans, which a plugin returned with a call that
-// began at start and ended at end, under the span of ctx (the call's),
-// with the tracer named scope of that span's TracerProvider: their names,
-// kinds, attributes, events and statuses, each at the times the plugin
-// gave, moved into the call's time, and each under its parent among them,
-// or under ctx's span when it names none of them. What passes the limits
-// (MaxSpans and kin) is cut or left out; it returns how many spans were
-// left out. When ctx has no valid span, nothing is recorded.
-func ReplaySpans(ctx context.Context, scope string, spans []*pluginv1.Span, start, end time.Time) (dropped int) {
-	if len(spans) == 0 || !trace.SpanContextFromContext(ctx).IsValid() {
-		return len(spans)
+// replaySpans records spans, read within the limits, as RecordSpans
+// says.
+func replaySpans(ctx context.Context, scope string, spans []*pluginv1.Span, start, end time.Time) {
+	if len(spans) == 0 {
+		return
 	}
 	if end.Before(start) {
 		end = start
 	}
-	kept, dropped := keepSpans(spans)
 	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(scope)
 	w := window{start: start, end: end}
-	made := make(map[trace.SpanID]context.Context, len(kept))
-	for _, s := range spanOrder(kept) {
+	made := make(map[trace.SpanID]context.Context, len(spans))
+	for _, s := range spanOrder(spans) {
 		parent := ctx
 		if id, ok := spanID(s.GetParentSpanId()); ok && made[id] != nil {
 			parent = made[id]
@@ -200,31 +201,6 @@ func ReplaySpans(ctx context.Context, scope string, spans []*pluginv1.Span, star
 		id, _ := spanID(s.GetSpanId())
 		made[id] = replaySpan(parent, tracer, s, w)
 	}
-	return dropped
-}
-
-// keepSpans are the spans of a plugin's answer that stay within the
-// limits: at most MaxSpans, each with a valid ID of its own, and
-// MaxSpanBytes of them together once cut (see SpanCost). It returns how
-// many it left out.
-func keepSpans(spans []*pluginv1.Span) (kept []*pluginv1.Span, dropped int) {
-	ids := make(map[trace.SpanID]bool, min(len(spans), MaxSpans))
-	budget := MaxSpanBytes
-	for i, s := range spans {
-		if len(kept) == MaxSpans {
-			return kept, dropped + len(spans) - i
-		}
-		id, ok := spanID(s.GetSpanId())
-		cost := SpanCost(s)
-		if !ok || ids[id] || cost > budget {
-			dropped++
-			continue
-		}
-		budget -= cost
-		ids[id] = true
-		kept = append(kept, s)
-	}
-	return kept, dropped
 }
 
 // spanOrder orders spans, whose IDs are valid and their own, so that

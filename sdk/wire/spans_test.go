@@ -3,6 +3,8 @@ package wire_test
 import (
 	"context"
 	"encoding/binary"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +17,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/troupe-dev/troupe/sdk/wire"
 	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
@@ -29,13 +33,21 @@ func replay(t *testing.T, spans []*pluginv1.Span, dropped uint32, start, end tim
 		AttributeValueLengthLimit: -1, AttributeCountLimit: -1, EventCountLimit: -1, AttributePerEventCountLimit: -1,
 	}))
 	ctx, call := tp.Tracer("test").Start(context.Background(), "call")
-	wire.RecordSpans(ctx, "scope", &pluginv1.Trace{Spans: spans, DroppedSpans: dropped}, start, end)
+	wire.RecordSpans(ctx, "scope", encode(t, &pluginv1.Trace{Spans: spans, DroppedSpans: dropped}), start, end)
 	call.End()
 	got := rec.Ended()
 	require.NotEmpty(t, got)
 	last := got[len(got)-1]
 	require.Equal(t, "call", last.Name())
 	return append([]sdktrace.ReadOnlySpan{last}, got[:len(got)-1]...)
+}
+
+// encode is tr as a plugin's answer carries it.
+func encode(t *testing.T, tr *pluginv1.Trace) []byte {
+	t.Helper()
+	b, err := proto.Marshal(tr)
+	require.NoError(t, err)
+	return b
 }
 
 func sid(n int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
@@ -199,9 +211,8 @@ func TestSpansWhoseParentsMakeALoopAreStillRecorded(t *testing.T) {
 // recorded at all.
 func TestSpansAreNotRecordedWithoutACallSpan(t *testing.T) {
 	assert.NotPanics(t, func() {
-		wire.RecordSpans(context.Background(), "scope", &pluginv1.Trace{Spans: []*pluginv1.Span{{SpanId: sid(1), Name: "x"}}}, time.Now(), time.Now())
+		wire.RecordSpans(context.Background(), "scope", encode(t, &pluginv1.Trace{Spans: []*pluginv1.Span{{SpanId: sid(1), Name: "x"}}}), time.Now(), time.Now())
 	})
-	assert.Equal(t, 1, wire.ReplaySpans(context.Background(), "scope", []*pluginv1.Span{{SpanId: sid(1), Name: "x"}}, time.Now(), time.Now()))
 }
 
 func TestCutKeepsCharactersWholeAndTextValid(t *testing.T) {
@@ -209,4 +220,88 @@ func TestCutKeepsCharactersWholeAndTextValid(t *testing.T) {
 	assert.Equal(t, "a", wire.Cut("aü", 2), "ü is two bytes")
 	assert.Equal(t, "a\uFFFDb", wire.Cut("a\xffb", 10))
 	assert.Equal(t, "short", wire.Cut("short", 100))
+}
+
+// flood is prefix followed by field, each part(i), as many times as fit
+// in size bytes; it returns how many.
+func flood(size int, prefix []byte, field protowire.Number, part func(i int) []byte) (b []byte, n int) {
+	b = prefix
+	for len(b) < size {
+		b = protowire.AppendBytes(protowire.AppendTag(b, field, protowire.BytesType), part(n))
+		n++
+	}
+	return b, n
+}
+
+// nest is b in field.
+func nest(field protowire.Number, b []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(nil, field, protowire.BytesType), b)
+}
+
+func empty(int) []byte { return nil }
+
+// answerWith is a plugin's answer, as it crosses, with trace tr.
+func answerWith(tr []byte) []byte {
+	answer := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "ok")
+	return append(answer, nest(3, tr)...)
+}
+
+// allocated is how many bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A plugin that answers with millions of spans, or a span with millions
+// of attributes or events, costs the host the answer's bytes, not a
+// struct each: on a call it traces, whose spans it reads within the
+// limits, and on one it does not, whose spans it does not read at all.
+// The bound is generous; a struct each would cost tens of times the
+// answer's size.
+func TestAFloodOfSpansCostsTheHostBoundedMemory(t *testing.T) {
+	id := slices.Clip(nest(1, sid(1))) // a span's ID, which each flood extends
+	// As many empty spans as an answer holds; of the rest, enough that a
+	// struct each would pass the bound many times over.
+	emptySpans, n := flood(wire.MaxMessageSize-64, nil, 1, empty)
+	idSpans, m := flood(1<<20, nil, 1, func(i int) []byte { return nest(1, sid(i+1)) })
+	attributes, _ := flood(1<<20, id, 7, empty)
+	events, _ := flood(1<<20, id, 8, empty)
+	eventAttributes, _ := flood(1<<20, nil, 3, empty)
+	for _, tc := range []struct {
+		name    string
+		trace   []byte
+		spans   int // recorded
+		dropped int
+	}{
+		{"empty spans", emptySpans, 0, n},
+		{"spans", idSpans, wire.MaxSpans, m - wire.MaxSpans},
+		{"attributes of a span", nest(1, attributes), 1, 0},
+		{"events of a span", nest(1, events), 1, 0},
+		{"attributes of an event", nest(1, append(id, nest(8, eventAttributes)...)), 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answer := answerWith(tc.trace)
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			traced, call := tp.Tracer("test").Start(context.Background(), "call")
+			for _, ctx := range []context.Context{context.Background(), traced} {
+				cost := allocated(func() {
+					resp := &pluginv1.CallToolResponse{}
+					require.NoError(t, proto.Unmarshal(answer, resp))
+					wire.RecordSpans(ctx, "scope", resp.GetTrace(), time.Now(), time.Now())
+				})
+				assert.Less(t, cost, uint64(len(answer)+1<<20), "bytes allocated: the answer's, and at most a MiB more")
+				t.Logf("traced %t: %d bytes allocated for an answer of %d", ctx != context.Background(), cost, len(answer))
+			}
+			call.End()
+			got := rec.Ended()
+			require.Len(t, got, 1+tc.spans)
+			dropped, _ := attrOf(got[len(got)-1], wire.SpansDroppedKey)
+			assert.Equal(t, int64(tc.dropped), dropped.AsInt64(), "each left out is counted")
+		})
+	}
+	assert.Greater(t, n, 4_000_000, "millions of spans")
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/troupe-dev/troupe/sdk/wire"
 	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
@@ -15,7 +17,9 @@ import (
 // serveHostileSpans serves, without the SDK, a plugin whose tool "spans"
 // answers with spans that pass every limit: too many, too large, times
 // outside the call, parents that do not exist or point at each other,
-// IDs that are no IDs.
+// IDs that are no IDs; and whose tool "empty-spans" answers with as many
+// empty spans as an answer holds, millions. Both answer with them
+// whether the call was traced or not.
 func serveHostileSpans() {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
@@ -33,12 +37,22 @@ type hostile struct {
 func (hostile) Describe(context.Context, *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
 	return &pluginv1.DescribeResponse{
 		Name: "test", ProtocolVersion: wire.Version, TraceContext: true,
-		Tools: []*pluginv1.ToolSpec{{Name: "spans", Description: "Answers with hostile spans.", Parameters: []byte(`{"type":"object"}`)}},
+		Tools: []*pluginv1.ToolSpec{
+			{Name: "spans", Description: "Answers with hostile spans.", Parameters: []byte(`{"type":"object"}`)},
+			{Name: "empty-spans", Description: "Answers with millions of empty spans.", Parameters: []byte(`{"type":"object"}`)},
+		},
 	}, nil
 }
 
-func (hostile) CallTool(context.Context, *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
-	return &pluginv1.CallToolResponse{Text: "hostile", Trace: &pluginv1.Trace{Spans: hostileSpans(), DroppedSpans: 7}}, nil
+func (hostile) CallTool(_ context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+	if req.GetName() == "empty-spans" {
+		return &pluginv1.CallToolResponse{Text: "empty", Trace: emptySpans}, nil
+	}
+	tr, err := proto.Marshal(&pluginv1.Trace{Spans: hostileSpans(), DroppedSpans: 7})
+	if err != nil {
+		return nil, err
+	}
+	return &pluginv1.CallToolResponse{Text: "hostile", Trace: tr}, nil
 }
 
 func id(n int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
@@ -81,3 +95,13 @@ func hostileSpans() []*pluginv1.Span {
 	}
 	return spans
 }
+
+// emptySpans is an encoded Trace of empty spans, two bytes each, as many
+// as an answer holds.
+var emptySpans = func() []byte {
+	b := make([]byte, 0, wire.MaxMessageSize-1024)
+	for len(b) < cap(b) {
+		b = protowire.AppendVarint(protowire.AppendTag(b, 1, protowire.BytesType), 0)
+	}
+	return b
+}()

@@ -733,9 +733,12 @@ type CallToolResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	Error *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	// trace holds the spans the plugin made under the call's trace
-	// context, when the host sent one.
-	Trace         *Trace `protobuf:"bytes,3,opt,name=trace,proto3" json:"trace,omitempty"`
+	// trace is an encoded Trace: the spans the plugin made under the call's
+	// trace context, when the host sent one. It crosses as bytes, so that
+	// no answer's spans are decoded but those of a call the host traces,
+	// which it reads within the limits (sdk/wire's MaxSpans and kin) as it
+	// decodes them.
+	Trace         []byte `protobuf:"bytes,3,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -784,7 +787,7 @@ func (x *CallToolResponse) GetError() *Error {
 	return nil
 }
 
-func (x *CallToolResponse) GetTrace() *Trace {
+func (x *CallToolResponse) GetTrace() []byte {
 	if x != nil {
 		return x.Trace
 	}
@@ -891,8 +894,8 @@ type RunLoopResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Output string                 `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
 	Error  *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	// trace is as CallToolResponse's.
-	Trace         *Trace `protobuf:"bytes,3,opt,name=trace,proto3" json:"trace,omitempty"`
+	// trace is an encoded Trace, as CallToolResponse's.
+	Trace         []byte `protobuf:"bytes,3,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -941,17 +944,18 @@ func (x *RunLoopResponse) GetError() *Error {
 	return nil
 }
 
-func (x *RunLoopResponse) GetTrace() *Trace {
+func (x *RunLoopResponse) GetTrace() []byte {
 	if x != nil {
 		return x.Trace
 	}
 	return nil
 }
 
-// Trace is what a plugin sends back of a call's trace: the spans it made
-// under the call's trace context, and how many it left out to stay
-// within the limits (sdk/wire's MaxSpans and kin). One field of the
-// answer, so that an answer without it costs nothing.
+// Trace is what a plugin sends back of a call's trace, encoded in its
+// answer's trace: the spans it made under the call's trace context, and
+// how many it left out to stay within the limits (sdk/wire's MaxSpans
+// and kin). One field of the answer, so that an answer without it costs
+// nothing.
 type Trace struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spans         []*Span                `protobuf:"bytes,1,rep,name=spans,proto3" json:"spans,omitempty"`
@@ -2132,11 +2136,11 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04args\x18\x02 \x01(\fR\x04args\x12-\n" +
 	"\x05agent\x18\x03 \x01(\v2\x17.troupe.plugin.v1.AgentR\x05agent\x12(\n" +
-	"\x10deadline_unix_ms\x18\x04 \x01(\x03R\x0edeadlineUnixMs\"\x84\x01\n" +
+	"\x10deadline_unix_ms\x18\x04 \x01(\x03R\x0edeadlineUnixMs\"k\n" +
 	"\x10CallToolResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12-\n" +
-	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12-\n" +
-	"\x05trace\x18\x03 \x01(\v2\x17.troupe.plugin.v1.TraceR\x05trace\"\xeb\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12\x14\n" +
+	"\x05trace\x18\x03 \x01(\fR\x05trace\"\xeb\x01\n" +
 	"\x0eRunLoopRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12-\n" +
@@ -2144,11 +2148,11 @@ const file_troupe_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0ehost_broker_id\x18\x04 \x01(\rR\fhostBrokerId\x12\x15\n" +
 	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12(\n" +
 	"\x10deadline_unix_ms\x18\x06 \x01(\x03R\x0edeadlineUnixMs\x12\x1b\n" +
-	"\thost_lane\x18\a \x01(\bR\bhostLane\"\x87\x01\n" +
+	"\thost_lane\x18\a \x01(\bR\bhostLane\"n\n" +
 	"\x0fRunLoopResponse\x12\x16\n" +
 	"\x06output\x18\x01 \x01(\tR\x06output\x12-\n" +
-	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12-\n" +
-	"\x05trace\x18\x03 \x01(\v2\x17.troupe.plugin.v1.TraceR\x05trace\"Z\n" +
+	"\x05error\x18\x02 \x01(\v2\x17.troupe.plugin.v1.ErrorR\x05error\x12\x14\n" +
+	"\x05trace\x18\x03 \x01(\fR\x05trace\"Z\n" +
 	"\x05Trace\x12,\n" +
 	"\x05spans\x18\x01 \x03(\v2\x16.troupe.plugin.v1.SpanR\x05spans\x12#\n" +
 	"\rdropped_spans\x18\x02 \x01(\rR\fdroppedSpans\"\xf3\x02\n" +
@@ -2297,47 +2301,45 @@ var file_troupe_plugin_v1_plugin_proto_depIdxs = []int32{
 	5,  // 3: troupe.plugin.v1.Type.run:type_name -> troupe.plugin.v1.RunPolicy
 	7,  // 4: troupe.plugin.v1.CallToolRequest.agent:type_name -> troupe.plugin.v1.Agent
 	0,  // 5: troupe.plugin.v1.CallToolResponse.error:type_name -> troupe.plugin.v1.Error
-	12, // 6: troupe.plugin.v1.CallToolResponse.trace:type_name -> troupe.plugin.v1.Trace
-	7,  // 7: troupe.plugin.v1.RunLoopRequest.agent:type_name -> troupe.plugin.v1.Agent
-	0,  // 8: troupe.plugin.v1.RunLoopResponse.error:type_name -> troupe.plugin.v1.Error
-	12, // 9: troupe.plugin.v1.RunLoopResponse.trace:type_name -> troupe.plugin.v1.Trace
-	13, // 10: troupe.plugin.v1.Trace.spans:type_name -> troupe.plugin.v1.Span
-	15, // 11: troupe.plugin.v1.Span.attributes:type_name -> troupe.plugin.v1.Attribute
-	14, // 12: troupe.plugin.v1.Span.events:type_name -> troupe.plugin.v1.SpanEvent
-	15, // 13: troupe.plugin.v1.SpanEvent.attributes:type_name -> troupe.plugin.v1.Attribute
-	16, // 14: troupe.plugin.v1.Message.tool_calls:type_name -> troupe.plugin.v1.ToolCall
-	17, // 15: troupe.plugin.v1.GenerateRequest.messages:type_name -> troupe.plugin.v1.Message
-	16, // 16: troupe.plugin.v1.GenerateResponse.tool_calls:type_name -> troupe.plugin.v1.ToolCall
-	18, // 17: troupe.plugin.v1.GenerateResponse.usage:type_name -> troupe.plugin.v1.Usage
-	0,  // 18: troupe.plugin.v1.GenerateResponse.error:type_name -> troupe.plugin.v1.Error
-	16, // 19: troupe.plugin.v1.HostCallToolRequest.call:type_name -> troupe.plugin.v1.ToolCall
-	6,  // 20: troupe.plugin.v1.ToolsResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
-	0,  // 21: troupe.plugin.v1.ToolsResponse.error:type_name -> troupe.plugin.v1.Error
-	0,  // 22: troupe.plugin.v1.Ack.error:type_name -> troupe.plugin.v1.Error
-	0,  // 23: troupe.plugin.v1.AskParentResponse.error:type_name -> troupe.plugin.v1.Error
-	1,  // 24: troupe.plugin.v1.Plugin.Describe:input_type -> troupe.plugin.v1.DescribeRequest
-	8,  // 25: troupe.plugin.v1.Plugin.CallTool:input_type -> troupe.plugin.v1.CallToolRequest
-	10, // 26: troupe.plugin.v1.Plugin.RunLoop:input_type -> troupe.plugin.v1.RunLoopRequest
-	19, // 27: troupe.plugin.v1.Host.Generate:input_type -> troupe.plugin.v1.GenerateRequest
-	21, // 28: troupe.plugin.v1.Host.CallTool:input_type -> troupe.plugin.v1.HostCallToolRequest
-	22, // 29: troupe.plugin.v1.Host.Tools:input_type -> troupe.plugin.v1.ToolsRequest
-	24, // 30: troupe.plugin.v1.Host.Note:input_type -> troupe.plugin.v1.NoteRequest
-	27, // 31: troupe.plugin.v1.Host.AskParent:input_type -> troupe.plugin.v1.AskParentRequest
-	25, // 32: troupe.plugin.v1.Host.Event:input_type -> troupe.plugin.v1.EventRequest
-	2,  // 33: troupe.plugin.v1.Plugin.Describe:output_type -> troupe.plugin.v1.DescribeResponse
-	9,  // 34: troupe.plugin.v1.Plugin.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
-	11, // 35: troupe.plugin.v1.Plugin.RunLoop:output_type -> troupe.plugin.v1.RunLoopResponse
-	20, // 36: troupe.plugin.v1.Host.Generate:output_type -> troupe.plugin.v1.GenerateResponse
-	9,  // 37: troupe.plugin.v1.Host.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
-	23, // 38: troupe.plugin.v1.Host.Tools:output_type -> troupe.plugin.v1.ToolsResponse
-	26, // 39: troupe.plugin.v1.Host.Note:output_type -> troupe.plugin.v1.Ack
-	28, // 40: troupe.plugin.v1.Host.AskParent:output_type -> troupe.plugin.v1.AskParentResponse
-	26, // 41: troupe.plugin.v1.Host.Event:output_type -> troupe.plugin.v1.Ack
-	33, // [33:42] is the sub-list for method output_type
-	24, // [24:33] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	7,  // 6: troupe.plugin.v1.RunLoopRequest.agent:type_name -> troupe.plugin.v1.Agent
+	0,  // 7: troupe.plugin.v1.RunLoopResponse.error:type_name -> troupe.plugin.v1.Error
+	13, // 8: troupe.plugin.v1.Trace.spans:type_name -> troupe.plugin.v1.Span
+	15, // 9: troupe.plugin.v1.Span.attributes:type_name -> troupe.plugin.v1.Attribute
+	14, // 10: troupe.plugin.v1.Span.events:type_name -> troupe.plugin.v1.SpanEvent
+	15, // 11: troupe.plugin.v1.SpanEvent.attributes:type_name -> troupe.plugin.v1.Attribute
+	16, // 12: troupe.plugin.v1.Message.tool_calls:type_name -> troupe.plugin.v1.ToolCall
+	17, // 13: troupe.plugin.v1.GenerateRequest.messages:type_name -> troupe.plugin.v1.Message
+	16, // 14: troupe.plugin.v1.GenerateResponse.tool_calls:type_name -> troupe.plugin.v1.ToolCall
+	18, // 15: troupe.plugin.v1.GenerateResponse.usage:type_name -> troupe.plugin.v1.Usage
+	0,  // 16: troupe.plugin.v1.GenerateResponse.error:type_name -> troupe.plugin.v1.Error
+	16, // 17: troupe.plugin.v1.HostCallToolRequest.call:type_name -> troupe.plugin.v1.ToolCall
+	6,  // 18: troupe.plugin.v1.ToolsResponse.tools:type_name -> troupe.plugin.v1.ToolSpec
+	0,  // 19: troupe.plugin.v1.ToolsResponse.error:type_name -> troupe.plugin.v1.Error
+	0,  // 20: troupe.plugin.v1.Ack.error:type_name -> troupe.plugin.v1.Error
+	0,  // 21: troupe.plugin.v1.AskParentResponse.error:type_name -> troupe.plugin.v1.Error
+	1,  // 22: troupe.plugin.v1.Plugin.Describe:input_type -> troupe.plugin.v1.DescribeRequest
+	8,  // 23: troupe.plugin.v1.Plugin.CallTool:input_type -> troupe.plugin.v1.CallToolRequest
+	10, // 24: troupe.plugin.v1.Plugin.RunLoop:input_type -> troupe.plugin.v1.RunLoopRequest
+	19, // 25: troupe.plugin.v1.Host.Generate:input_type -> troupe.plugin.v1.GenerateRequest
+	21, // 26: troupe.plugin.v1.Host.CallTool:input_type -> troupe.plugin.v1.HostCallToolRequest
+	22, // 27: troupe.plugin.v1.Host.Tools:input_type -> troupe.plugin.v1.ToolsRequest
+	24, // 28: troupe.plugin.v1.Host.Note:input_type -> troupe.plugin.v1.NoteRequest
+	27, // 29: troupe.plugin.v1.Host.AskParent:input_type -> troupe.plugin.v1.AskParentRequest
+	25, // 30: troupe.plugin.v1.Host.Event:input_type -> troupe.plugin.v1.EventRequest
+	2,  // 31: troupe.plugin.v1.Plugin.Describe:output_type -> troupe.plugin.v1.DescribeResponse
+	9,  // 32: troupe.plugin.v1.Plugin.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
+	11, // 33: troupe.plugin.v1.Plugin.RunLoop:output_type -> troupe.plugin.v1.RunLoopResponse
+	20, // 34: troupe.plugin.v1.Host.Generate:output_type -> troupe.plugin.v1.GenerateResponse
+	9,  // 35: troupe.plugin.v1.Host.CallTool:output_type -> troupe.plugin.v1.CallToolResponse
+	23, // 36: troupe.plugin.v1.Host.Tools:output_type -> troupe.plugin.v1.ToolsResponse
+	26, // 37: troupe.plugin.v1.Host.Note:output_type -> troupe.plugin.v1.Ack
+	28, // 38: troupe.plugin.v1.Host.AskParent:output_type -> troupe.plugin.v1.AskParentResponse
+	26, // 39: troupe.plugin.v1.Host.Event:output_type -> troupe.plugin.v1.Ack
+	31, // [31:40] is the sub-list for method output_type
+	22, // [22:31] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_troupe_plugin_v1_plugin_proto_init() }
