@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -43,20 +44,26 @@ func newTracerProvider(c *collector) *sdktrace.TracerProvider {
 // the spans that end within a call, for that call's answer.
 type collector struct {
 	mu sync.Mutex
-	// open are the spans started within a call and not yet ended, and
-	// the call each belongs to.
-	open map[trace.SpanID]*callSpans
+	// calls is the call of each span started within one and not yet
+	// ended, until the call answers.
+	calls map[trace.SpanID]*callSpans
 }
 
 var _ sdktrace.SpanProcessor = (*collector)(nil)
 
 func newCollector() *collector {
-	return &collector{open: map[trace.SpanID]*callSpans{}}
+	return &collector{calls: map[trace.SpanID]*callSpans{}}
 }
 
-// callSpans are the spans of one call: those ended, within the limits,
-// and how many were left out. done is set once the call has answered.
+// callSpans are the spans of one call: those started and not yet ended,
+// those ended, within the limits, and how many were left out. A span is
+// open until it ends or the call answers, whichever comes first: then it
+// is kept or counted as left out, under mu, in one step. done is set
+// once the call has answered.
 type callSpans struct {
+	mu      sync.Mutex
+	open    []trace.SpanID // in few, while they fit
+	few     [4]trace.SpanID
 	spans   []*pluginv1.Span
 	cost    int
 	started int
@@ -77,26 +84,28 @@ func (c *collector) begin(ctx context.Context) (context.Context, *callSpans) {
 		return ctx, nil
 	}
 	cs := &callSpans{}
+	cs.open = cs.few[:0]
 	return context.WithValue(ctx, callKey{}, cs), cs
 }
 
 // finish returns what the answer of the call cs, which has answered,
 // sends back of its trace: its spans and how many were left out, those
 // still open now among them; nil when there is nothing to send. Spans of
-// it that end later are not kept.
+// it that end later are not kept. It touches no other call's spans.
 func (c *collector) finish(cs *callSpans) *pluginv1.Trace {
 	if cs == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	cs.done = true
-	for id, open := range c.open {
-		if open == cs {
-			delete(c.open, id)
-			cs.dropped++
-		}
+	c.mu.Lock()
+	for _, id := range cs.open {
+		delete(c.calls, id)
 	}
+	c.mu.Unlock()
+	cs.dropped += uint32(len(cs.open))
+	cs.open = nil
 	if len(cs.spans) == 0 && cs.dropped == 0 {
 		return nil
 	}
@@ -108,12 +117,17 @@ func (c *collector) finish(cs *callSpans) *pluginv1.Trace {
 // call's.
 func (c *collector) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
 	cs, _ := parent.Value(callKey{}).(*callSpans)
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if cs == nil {
-		cs = c.open[s.Parent().SpanID()]
+		c.mu.Lock()
+		cs = c.calls[s.Parent().SpanID()]
+		c.mu.Unlock()
 	}
-	if cs == nil || cs.done {
+	if cs == nil {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.done {
 		return
 	}
 	cs.started++
@@ -121,31 +135,40 @@ func (c *collector) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
 		cs.dropped++ // it could not be kept anyway
 		return
 	}
-	c.open[s.SpanContext().SpanID()] = cs
+	id := s.SpanContext().SpanID()
+	cs.open = append(cs.open, id)
+	c.mu.Lock() // under cs.mu: finish cannot miss it
+	c.calls[id] = cs
+	c.mu.Unlock()
 }
 
-// OnEnd keeps s for its call's answer, within the limits.
+// OnEnd keeps s for its call's answer, within the limits, unless the
+// call has answered, and counted s as left out, already.
 func (c *collector) OnEnd(s sdktrace.ReadOnlySpan) {
 	id := s.SpanContext().SpanID()
 	c.mu.Lock()
-	cs := c.open[id]
-	delete(c.open, id)
+	cs := c.calls[id]
+	delete(c.calls, id)
 	c.mu.Unlock()
 	if cs == nil {
 		return
 	}
 	w := spanToWire(s)
 	cost := wire.SpanCost(w)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case cs.done:
-	case len(cs.spans) == wire.MaxSpans || cs.cost+cost > wire.MaxSpanBytes:
-		cs.dropped++
-	default:
-		cs.spans = append(cs.spans, w)
-		cs.cost += cost
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	i := slices.Index(cs.open, id)
+	if i < 0 {
+		return
 	}
+	cs.open[i] = cs.open[len(cs.open)-1]
+	cs.open = cs.open[:len(cs.open)-1]
+	if len(cs.spans) == wire.MaxSpans || cs.cost+cost > wire.MaxSpanBytes {
+		cs.dropped++
+		return
+	}
+	cs.spans = append(cs.spans, w)
+	cs.cost += cost
 }
 
 // answerTrace gives answer m, by set, its trace t encoded; or t without

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestACallsSpansAreCollectedForItsAnswer(t *testing.T) {
 	hostID := host.SpanID()
 	assert.Equal(t, hostID[:], got[1].GetParentSpanId())
 	assert.Equal(t, got[1].GetSpanId(), got[0].GetParentSpanId())
-	assert.Empty(t, c.open, "nothing is left open")
+	assert.Empty(t, c.calls, "nothing is left open")
 }
 
 // A call whose host sent no trace context, or one not sampled, collects
@@ -105,4 +106,51 @@ func TestSpansThatWouldNotFitAreLeftOff(t *testing.T) {
 	answerTrace(resp, tr, func(b []byte) { resp.Trace = b })
 	require.NoError(t, proto.Unmarshal(resp.GetTrace(), got))
 	assert.True(t, proto.Equal(tr, got))
+}
+
+// A span that ends as its call answers is either sent with the answer or
+// counted as left out, never lost between the two.
+func TestASpanEndingAsItsCallAnswersIsSentOrCounted(t *testing.T) {
+	c := newCollector()
+	tracer := newTracerProvider(c).Tracer("t")
+	in, _ := hostCall(true)
+	for i := range 2000 {
+		ctx, spans := c.begin(in)
+		_, span := tracer.Start(ctx, "racing")
+		start, answered := make(chan struct{}), make(chan *pluginv1.Trace)
+		go func() {
+			<-start
+			answered <- c.finish(spans)
+		}()
+		close(start)
+		span.End()
+		tr := <-answered
+		require.Equal(t, 1, len(tr.GetSpans())+int(tr.GetDroppedSpans()), "call %d: the span is sent or counted", i)
+	}
+}
+
+// BenchmarkCallAmongOpenSpans: a call that makes one span and answers,
+// while other calls in flight hold spans open: its cost must not grow
+// with theirs.
+func BenchmarkCallAmongOpenSpans(b *testing.B) {
+	for _, others := range []int{0, 10_000} {
+		b.Run(fmt.Sprintf("open-%d", others), func(b *testing.B) {
+			c := newCollector()
+			tracer := newTracerProvider(c).Tracer("t")
+			in, _ := hostCall(true)
+			for range others / wire.MaxSpans {
+				ctx, _ := c.begin(in)
+				for range wire.MaxSpans {
+					_, _ = tracer.Start(ctx, "open") // held open
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, spans := c.begin(in)
+				_, span := tracer.Start(ctx, "s")
+				span.End()
+				c.finish(spans)
+			}
+		})
+	}
 }
