@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	"github.com/troupe-dev/troupe/agenttypes"
@@ -60,10 +59,11 @@ func (t *pluginTool) Call(ctx context.Context, args json.RawMessage) (string, er
 const Scope = "github.com/troupe-dev/troupe/plugins"
 
 // traced reports whether a call with ctx carries its trace context to
-// r's plugin and records the spans the plugin sends back: ctx has a valid
-// span context and the plugin takes it.
+// r's plugin and records the spans the plugin sends back: ctx has a
+// sampled span context (under one that is not, the plugin records
+// nothing) and the plugin takes it.
 func (r *running) traced(ctx context.Context) bool {
-	return r.traces && trace.SpanContextFromContext(ctx).IsValid()
+	return r.traces && wire.Traced(ctx)
 }
 
 // callTool makes a tool call on the plugin's lane when it serves one,

@@ -20,11 +20,12 @@
 // a few sockets that cost a call a fraction of a gRPC round trip, when
 // the plugin serves it, and over gRPC and go-plugin's broker otherwise.
 //
-// A call made within a span carries its trace context to a plugin that
-// takes it (one built with sdk/serve), and the spans the plugin made under
-// it come back with the answer: they are recorded under the call's span by
-// that span's TracerProvider (scope Scope), held to sdk/wire's limits,
-// whatever the plugin sent. Config.MeterProvider counts the restarts of
+// A call made within a sampled span carries its trace context to a
+// plugin that takes it (one built with sdk/serve), and the spans the
+// plugin made under it come back with the answer: they are recorded under
+// the call's span by that span's TracerProvider (scope Scope), held to
+// sdk/wire's limits as they are read, whatever the plugin sent. Those
+// that come back with any other call are not even read. Config.MeterProvider counts the restarts of
 // plugins that crashed (RestartsMetric).
 //
 // Failure stays with the plugin: a process that exits fails only the

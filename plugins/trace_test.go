@@ -140,6 +140,27 @@ func TestACallWithoutASpanCarriesNoTraceContext(t *testing.T) {
 	}
 }
 
+// A call under a span that is not sampled sends no trace context
+// either: the plugin would record nothing under it.
+func TestACallUnderASpanNotSampledCarriesNoTraceContext(t *testing.T) {
+	for _, path := range []struct {
+		name string
+		env  []string
+	}{{"lane", nil}, {"grpc", []string{"TESTPLUGIN_NO_LANE=1"}}} {
+		t.Run(path.name, func(t *testing.T) {
+			h, _ := newHost(t, plugins.Config{Env: path.env}, pluginDir(t, "test"))
+			reg := loaded(t, h)
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+			ctx, span := tp.Tracer("test").Start(ctxTimeout(t, 10*time.Second), "execute_tool traced")
+			defer span.End()
+			require.True(t, span.SpanContext().IsValid())
+			out, err := callTool(ctx, t, reg, "traced", `{}`)
+			require.NoError(t, err)
+			assert.Equal(t, "none", out)
+		})
+	}
+}
+
 // A plugin that makes far more spans, far larger, than a call may
 // return sends what the limits allow, cut, and says how many it left out.
 func TestAPluginsFloodOfSpansIsCutToTheLimits(t *testing.T) {
@@ -209,6 +230,39 @@ func TestAHostilePluginsFloodOfEmptySpansCostsTheHostBoundedMemory(t *testing.T)
 	assert.Equal(t, "empty", traced.out)
 	require.Len(t, traced.spans, 1, "none of them is recorded")
 	assert.Greater(t, attr(traced.call, wire.SpansDroppedKey).AsInt64(), int64(4_000_000), "each is counted as left out")
+}
+
+// recordOnly records the spans named name without sampling them, and
+// samples every other span, whatever its parent.
+type recordOnly struct{ name string }
+
+func (r recordOnly) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if p.Name == r.name {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+
+func (r recordOnly) Description() string { return "recordOnly" }
+
+// A hostile plugin that answers a call not traced (its span is recorded
+// but not sampled) with spans anyway has none of them recorded, even by a
+// provider that would record them.
+func TestAHostilePluginsSpansOnACallNotTracedAreIgnored(t *testing.T) {
+	h, _ := newHost(t, plugins.Config{Env: []string{"TESTPLUGIN_HOSTILE_SPANS=1"}}, pluginDir(t, "test"))
+	reg := loaded(t, h)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(recordOnly{"execute_tool spans"}))
+	ctx, span := tp.Tracer("test").Start(ctxTimeout(t, 10*time.Second), "execute_tool spans")
+	require.True(t, span.IsRecording())
+	require.False(t, span.SpanContext().IsSampled())
+	out, err := callTool(ctx, t, reg, "spans", `{}`)
+	require.NoError(t, err)
+	assert.Equal(t, "hostile", out)
+	span.End()
+	ended := rec.Ended()
+	require.Equal(t, 1, len(ended), "the call's span alone is recorded")
+	assert.Empty(t, ended[0].Attributes(), "nothing is counted either")
 }
 
 // checkLimits checks every span the plugin's call recorded: within the

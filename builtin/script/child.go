@@ -15,7 +15,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -190,7 +189,7 @@ func (r *ChildRunner) roundtrip(ctx context.Context, pr *proc, tool string, req 
 		r.put(pr)
 		return response{}, fmt.Errorf("%w: %s: %v", agenttypes.ErrScript, fn, err)
 	}
-	traced := pr.traces && trace.SpanContextFromContext(ctx).IsValid()
+	traced := pr.traces && wire.Traced(ctx)
 	var start time.Time
 	if traced {
 		start = time.Now()

@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -49,8 +48,9 @@ import (
 // serves it (RunLoopRequest.host_lane).
 //
 // A call's trace context rides in its request frame when the host's end
-// is told that the plugin takes it (Lane.CarryTrace) and the call's
-// context has a valid span: the method then has laneTraced set, and the
+// is told that the plugin takes it (Lane.CarryTrace) and the call is
+// Traced (its context has a sampled span): the method then has
+// laneTraced set, and the
 // W3C traceparent and tracestate follow it, each a 2-byte big-endian
 // length and that many bytes, before the request message. A call without
 // one is framed as before, byte for byte; so is one whose frame would
@@ -412,7 +412,7 @@ func (c *laneConn) roundtrip(method byte, th *traceHeaders, req, resp proto.Mess
 // left out too: the call is not, and a frame past the limit would fail
 // it, since the other side refuses such frames.
 func laneTrace(ctx context.Context, room int) *traceHeaders {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	if !Traced(ctx) {
 		return nil // before h, which lives on the heap
 	}
 	h, ok := traceOf(ctx)

@@ -168,10 +168,11 @@ const SpansDroppedKey = attribute.Key("troupe.plugin.spans_dropped")
 // among them, or under ctx's span when it names none of them. What
 // passes the limits (MaxSpans and kin) is cut or left out as it is read;
 // the spans left out, by the plugin or here, are counted in
-// SpansDroppedKey on ctx's span. When ctx has no valid span, the trace is
-// not read at all, and nothing is recorded.
+// SpansDroppedKey on ctx's span. When a call with ctx is not Traced (its
+// span is not valid, or not sampled), the trace is not read at all, and
+// nothing is recorded.
 func RecordSpans(ctx context.Context, scope string, encoded []byte, start, end time.Time) {
-	if len(encoded) == 0 || !trace.SpanContextFromContext(ctx).IsValid() {
+	if len(encoded) == 0 || !Traced(ctx) {
 		return
 	}
 	spans, dropped := readTrace(encoded)

@@ -45,9 +45,11 @@ func (h *traceHeaders) Set(key, value string) {
 func (h *traceHeaders) Keys() []string { return []string{TraceParentKey, TraceStateKey} }
 
 // traceOf returns the headers of the span context of ctx, and false when
-// it has no valid one: then nothing is formatted or allocated.
+// it has none that is valid and sampled: then nothing is formatted or
+// allocated. A plugin records nothing under a span context that is not
+// sampled, so none crosses.
 func traceOf(ctx context.Context) (traceHeaders, bool) {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	if !Traced(ctx) {
 		return traceHeaders{}, false
 	}
 	var h traceHeaders
@@ -61,9 +63,17 @@ func withRemoteTrace(ctx context.Context, h traceHeaders) context.Context {
 	return propagation.TraceContext{}.Extract(ctx, &h)
 }
 
+// Traced reports whether a call made with ctx carries its trace context
+// to a plugin that takes it, and records the spans the plugin sends
+// back: ctx's span context is valid and sampled.
+func Traced(ctx context.Context) bool {
+	sc := trace.SpanContextFromContext(ctx)
+	return sc.IsValid() && sc.IsSampled()
+}
+
 // OutgoingTrace returns ctx with the trace context of its span in the
 // outgoing gRPC metadata, for a plugin that takes it; it returns ctx
-// itself, and allocates nothing, when ctx has no valid span context.
+// itself, and allocates nothing, when a call with ctx is not Traced.
 func OutgoingTrace(ctx context.Context) context.Context {
 	h, ok := traceOf(ctx)
 	if !ok {

@@ -64,7 +64,8 @@ func TestALaneCarriesACallsTraceContext(t *testing.T) {
 }
 
 // Until the lane is told the plugin takes it, and for a call whose
-// context has no span, no trace context crosses.
+// context has no span, or one not sampled (under which a plugin records
+// nothing), no trace context crosses.
 func TestALaneCarriesNoTraceContextUnlessThereIsOneToCarry(t *testing.T) {
 	seen := make(chan trace.SpanContext, 1)
 	lane, _ := servedLane(t, seenTrace(seen))
@@ -77,6 +78,12 @@ func TestALaneCarriesNoTraceContextUnlessThereIsOneToCarry(t *testing.T) {
 	_, err = lane.CallTool(context.Background(), &pluginv1.CallToolRequest{Name: "n"})
 	require.NoError(t, err)
 	assert.False(t, (<-seen).IsValid(), "a call without a span carries none")
+
+	unsampled := trace.ContextWithSpanContext(context.Background(), spanContext(t).WithTraceFlags(0))
+	_, err = lane.CallTool(unsampled, &pluginv1.CallToolRequest{Name: "n"})
+	require.NoError(t, err)
+	assert.False(t, (<-seen).IsValid(), "a call under a span not sampled carries none")
+	assert.Equal(t, unsampled, OutgoingTrace(unsampled), "nor does it over gRPC")
 }
 
 // Carrying trace context costs a call without a span nothing: the same
