@@ -2,6 +2,8 @@ package wire
 
 import (
 	"context"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -132,12 +134,23 @@ func attributesFromWire(as []*pluginv1.Attribute, limit int) []attribute.KeyValu
 		case *pluginv1.Attribute_IntValue:
 			out = append(out, key.Int64(v.IntValue))
 		case *pluginv1.Attribute_DoubleValue:
-			out = append(out, key.Float64(v.DoubleValue))
+			out = append(out, doubleAttribute(key, v.DoubleValue))
 		case *pluginv1.Attribute_BoolValue:
 			out = append(out, key.Bool(v.BoolValue))
 		}
 	}
 	return out
+}
+
+// doubleAttribute is a plugin's number as an attribute: NaN and the
+// infinities as their text ("NaN", "+Inf", "-Inf"), which an exporter
+// that writes JSON, which has no such numbers, would fail on, and with
+// them on every span of its batch.
+func doubleAttribute(key attribute.Key, v float64) attribute.KeyValue {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return key.String(strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return key.Float64(v)
 }
 
 // window is the time a call took, as its caller saw it: what a plugin

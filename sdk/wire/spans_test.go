@@ -3,6 +3,7 @@ package wire_test
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -186,6 +187,24 @@ func TestACallsSpansAreBoundedInBytes(t *testing.T) {
 	got := replay(t, spans, 0, start, start.Add(time.Second))
 	assert.Equal(t, 1+wire.MaxSpanBytes/per, len(got))
 	assert.Less(t, wire.MaxSpanBytes/per, 100, "the test must pass the budget")
+}
+
+// A number that is no number, or infinite, is recorded as its text: an
+// exporter that writes JSON would fail on it, and with it on a whole
+// batch of spans.
+func TestANumberThatIsNoNumberIsRecordedAsText(t *testing.T) {
+	double := func(key string, v float64) *pluginv1.Attribute {
+		return &pluginv1.Attribute{Key: key, Value: &pluginv1.Attribute_DoubleValue{DoubleValue: v}}
+	}
+	attrs := []*pluginv1.Attribute{double("nan", math.NaN()), double("inf", math.Inf(1)), double("-inf", math.Inf(-1)), double("pi", math.Pi)}
+	start := time.Unix(1000, 0)
+	got := replay(t, []*pluginv1.Span{{SpanId: sid(1), Name: "n", Attributes: attrs,
+		Events: []*pluginv1.SpanEvent{{Name: "e", Attributes: attrs}}}}, 0, start, start.Add(time.Second))
+	require.Len(t, got, 2)
+	want := []attribute.KeyValue{attribute.String("nan", "NaN"), attribute.String("inf", "+Inf"), attribute.String("-inf", "-Inf"), attribute.Float64("pi", math.Pi)}
+	assert.Equal(t, want, got[1].Attributes())
+	require.Len(t, got[1].Events(), 1)
+	assert.Equal(t, want, got[1].Events()[0].Attributes)
 }
 
 // Spans whose parents point at each other are recorded, each loop broken
