@@ -24,4 +24,7 @@
 // is exported from the plugin, which never learns where troupe's spans
 // go; a span outside any call, or of a call troupe does not trace, is not
 // recorded. docs/plugins.md lists the limits a call's spans are held to.
+// Serve replaces a global TracerProvider the plugin installed itself
+// before it (otel.SetTracerProvider): tracers taken from that provider
+// keep recording into it, and their spans never reach troupe.
 package serve
