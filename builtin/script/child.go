@@ -388,7 +388,7 @@ func (r *ChildRunner) start() (*proc, error) {
 		return nil, err
 	}
 	pr.conn = raw.(*wire.Conn).Plugin
-	if err := pr.describe(); err != nil {
+	if err := pr.describe(r.opts.Command == nil); err != nil {
 		pr.stop()
 		return nil, err
 	}
@@ -398,7 +398,13 @@ func (r *ChildRunner) start() (*proc, error) {
 // describe asks pr's script host what it serves: it keeps pr's lane when
 // the script host serves it (one of an older program may not), and
 // closes it otherwise, and sends calls' trace context when it takes it.
-func (pr *proc) describe() error {
+// A script host of this program (self) takes it, as its serve.Serve says:
+// without a lane to ask about, it is not asked.
+func (pr *proc) describe(self bool) error {
+	if self && pr.lane == nil {
+		pr.traces = true
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	d, err := pr.conn.Describe(ctx, &pluginv1.DescribeRequest{ProtocolVersion: wire.Version})

@@ -17,9 +17,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/sdk/wire"
+	pluginv1 "github.com/troupe-dev/troupe/sdk/wire/proto/troupe/plugin/v1"
 )
 
 const tracedScripts = `package hooks
@@ -180,4 +182,47 @@ func TestAScriptHostGetsNoTelemetryVariables(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, strings.ToUpper(string(env)), "OTEL_")
 	assert.NotContains(t, string(env), "host-secret")
+}
+
+// describer answers Describe as a script host would, and counts the
+// calls.
+type describer struct {
+	pluginv1.PluginClient
+	answer    *pluginv1.DescribeResponse
+	described int
+}
+
+func (d *describer) Describe(context.Context, *pluginv1.DescribeRequest, ...grpc.CallOption) (*pluginv1.DescribeResponse, error) {
+	d.described++
+	return d.answer, nil
+}
+
+// A script host of this program is known to take the trace context:
+// with no lane to ask about, it is not asked. One that another command
+// starts may be of an older program, and is asked.
+func TestAScriptHostIsAskedWhatItTakesOnlyWhenItCannotBeKnown(t *testing.T) {
+	d := &describer{answer: &pluginv1.DescribeResponse{}}
+	pr := &proc{conn: d}
+	require.NoError(t, pr.describe(true))
+	assert.Zero(t, d.described, "this program's script host is not asked")
+	assert.True(t, pr.traces)
+
+	d = &describer{answer: &pluginv1.DescribeResponse{}}
+	pr = &proc{conn: d}
+	require.NoError(t, pr.describe(false))
+	assert.Equal(t, 1, d.described, "another command's is")
+	assert.False(t, pr.traces, "and taken at its word")
+}
+
+// This program's script host says it takes the trace context, as
+// describe assumes of it.
+func TestThisProgramsScriptHostTakesTheTraceContext(t *testing.T) {
+	r := NewChildRunner(ChildOptions{})
+	defer r.Close()
+	pr, err := r.start()
+	require.NoError(t, err)
+	defer pr.stop()
+	d, err := pr.conn.Describe(context.Background(), &pluginv1.DescribeRequest{ProtocolVersion: wire.Version})
+	require.NoError(t, err)
+	assert.True(t, d.GetTraceContext())
 }
