@@ -308,9 +308,10 @@ func attr(s sdktrace.ReadOnlySpan, key attribute.Key) attribute.Value {
 }
 
 // No plugin process gets the OpenTelemetry SDK's variables, which say
-// where the host's telemetry goes and with which credentials: not from
-// the host's environment, and not when the host's configuration names
-// them.
+// where the host's telemetry goes and with which credentials: not when
+// the host's configuration names them (Config.Env, which passes whatever
+// else it names), and not from the host's environment (which passes only
+// the variables every process gets).
 func TestAPluginGetsNoTelemetryVariables(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer host-secret")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector.example:4317")
@@ -319,10 +320,13 @@ func TestAPluginGetsNoTelemetryVariables(t *testing.T) {
 	reg := loaded(t, h)
 	env, err := callTool(ctxTimeout(t, 10*time.Second), t, reg, "env", `{}`)
 	require.NoError(t, err)
-	assert.NotContains(t, strings.ToUpper(env), "OTEL_")
-	assert.NotContains(t, env, "secret")
-	assert.Contains(t, env, "NAMED_FOR_IT=yes", "what else the host names passes")
+	assert.Contains(t, env, "NAMED_FOR_IT=yes", "what else the configuration names passes")
+	assert.NotContains(t, env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "the configuration's variable is left out")
+	assert.NotContains(t, env, "named-secret")
+	assert.NotContains(t, env, "otel_resource_attributes", "whatever its case")
 	assert.Contains(t, logs.String(), "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "the host says what it left out")
+	assert.NotContains(t, env, "host-secret", "nor does the host's environment pass")
+	assert.NotContains(t, strings.ToUpper(env), "OTEL_")
 }
 
 // A plugin started again after it crashed counts as a restart, by name;

@@ -18,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -226,12 +227,46 @@ func TestSpansWhoseParentsMakeALoopAreStillRecorded(t *testing.T) {
 	assert.Equal(t, call.SpanContext().SpanID(), m["self"].Parent().SpanID())
 }
 
-// Without a span in the call's context, a plugin's spans are not
-// recorded at all.
+// invalidSpan is a span whose context is not valid, of a provider that
+// records: what is started under it would be recorded, in a trace of its
+// own.
+type invalidSpan struct {
+	trace.Span
+	tp trace.TracerProvider
+}
+
+func (s invalidSpan) TracerProvider() trace.TracerProvider { return s.tp }
+
+// notSampled samples no span named "call", and every other.
+type notSampled struct{}
+
+func (notSampled) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if p.Name == "call" {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+
+func (notSampled) Description() string { return "notSampled" }
+
+// Without a valid, sampled span in the call's context, a plugin's spans
+// are not recorded at all, though the provider at hand records whatever
+// it is given.
 func TestSpansAreNotRecordedWithoutACallSpan(t *testing.T) {
-	assert.NotPanics(t, func() {
-		wire.RecordSpans(context.Background(), "scope", encode(t, &pluginv1.Trace{Spans: []*pluginv1.Span{{SpanId: sid(1), Name: "x"}}}), time.Now(), time.Now())
-	})
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(notSampled{}))
+	invalid := trace.ContextWithSpan(context.Background(), invalidSpan{Span: noop.Span{}, tp: tp})
+	unsampled, call := tp.Tracer("test").Start(context.Background(), "call")
+	require.True(t, call.IsRecording())
+	require.False(t, call.SpanContext().IsSampled())
+	tr := encode(t, &pluginv1.Trace{Spans: []*pluginv1.Span{{SpanId: sid(1), Name: "x"}}, DroppedSpans: 3})
+	for _, ctx := range []context.Context{context.Background(), invalid, unsampled} {
+		wire.RecordSpans(ctx, "scope", tr, time.Now(), time.Now())
+	}
+	call.End()
+	ended := rec.Ended()
+	require.Len(t, ended, 1, "the call's span alone")
+	assert.Empty(t, ended[0].Attributes(), "nothing is counted either")
 }
 
 func TestCutKeepsCharactersWholeAndTextValid(t *testing.T) {
