@@ -145,8 +145,9 @@ type Agent struct {
 	turns       int
 	notes       []string
 	result      Result
-	// span is its invoke_agent span when spans are on, set before ready
-	// closes and ended by finish.
+	// span is its invoke_agent span when spans are on, set (under mu)
+	// before ready closes, and ended by finish; its own goroutines read
+	// it without mu.
 	span trace.Span
 	// history is the conversation so far, for children whose type
 	// inherits it. Messages below its length are never changed.

@@ -1057,6 +1057,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.closed = true
 	m.mu.Unlock()
 	m.shutdown(errShutdown)
+	m.tel.close() // a closed manager is not observed, even while its agents end
 	// Before CancelAll, so running agents end with ReasonShutdown. Every
 	// agent admitted is known by now: none is admitted once closed is set.
 	m.cancelAll(errShutdown)
@@ -1070,7 +1071,6 @@ func (m *Manager) Close(ctx context.Context) error {
 		// Subscriptions close once every agent has ended, even when the
 		// caller stopped waiting for that.
 		m.events.shutdown()
-		m.tel.close()
 		close(done)
 	}()
 	select {

@@ -155,8 +155,8 @@ func (t *telemetry) startAgent(spawnCtx context.Context, a *Agent) {
 		return
 	}
 	parent := trace.SpanContextFromContext(spawnCtx)
-	if !parent.IsValid() && a.parent != nil && a.parent.span != nil {
-		parent = a.parent.span.SpanContext()
+	if !parent.IsValid() && a.parent != nil {
+		parent = a.parent.spanContext()
 	}
 	ctx := trace.ContextWithSpanContext(context.Background(), parent)
 	ma := t.modelOf(a.modelName)
@@ -181,8 +181,24 @@ func (t *telemetry) startAgent(spawnCtx context.Context, a *Agent) {
 	if t.content {
 		attrs = append(attrs, attribute.String("troupe.agent.task", cutEnd(a.task, maxContentBytes)))
 	}
-	_, a.span = t.tracer.Start(ctx, "invoke_agent "+a.typ.Name,
+	_, span := t.tracer.Start(ctx, "invoke_agent "+a.typ.Name,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(a.created), trace.WithAttributes(attrs...))
+	// Under mu: a is known by its ID already, and a child spawned by a Go
+	// caller that found it may read it at once.
+	a.mu.Lock()
+	a.span = span
+	a.mu.Unlock()
+}
+
+// spanContext is a's span's context, for a child spawned without a span
+// of its own to go under.
+func (a *Agent) spanContext() trace.SpanContext {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.span == nil {
+		return trace.SpanContext{}
+	}
+	return a.span.SpanContext()
 }
 
 // appendBudget adds the budget fields a sets.
@@ -241,7 +257,7 @@ func (t *telemetry) endAgent(a *Agent, r *Result, end time.Time) {
 	}
 	if r.State != Completed {
 		a.span.SetAttributes(semconv.ErrorTypeKey.String(string(r.Reason)))
-		a.span.SetStatus(codes.Error, cutMiddle(r.Error, maxToolError))
+		a.span.SetStatus(codes.Error, t.describe(string(r.Reason), r.Error))
 	}
 	a.span.End(trace.WithTimestamp(end))
 }
@@ -277,10 +293,10 @@ func (t *telemetry) startChat(ctx context.Context, a *Agent, c *modelCall, maxOu
 	if maxOut > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokensKey.Int(maxOut))
 	}
-	if t.content {
-		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(messagesJSON(c.msgs, maxContentBytes)))
-	}
 	ctx, cs.span = t.tracer.Start(ctx, "chat "+cs.ma.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	if t.content && cs.span.IsRecording() {
+		cs.span.SetAttributes(semconv.GenAIInputMessagesKey.String(messagesJSON(c.msgs, maxContentBytes)))
+	}
 	return ctx, cs
 }
 
@@ -301,8 +317,9 @@ func (t *telemetry) endChat(ctx context.Context, cs chatSpan, r *modelReply, err
 		return
 	}
 	if err != nil {
-		cs.span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
-		cs.span.SetStatus(codes.Error, cutMiddle(err.Error(), maxToolError))
+		typ := errorType(err)
+		cs.span.SetAttributes(semconv.ErrorTypeKey.String(typ))
+		cs.span.SetStatus(codes.Error, t.describe(typ, err.Error()))
 		cs.span.End()
 		return
 	}
@@ -368,8 +385,9 @@ func (t *telemetry) endTool(span trace.Span, o *toolOutcome) {
 		return
 	}
 	if o.err != nil {
-		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(o.err)))
-		span.SetStatus(codes.Error, cutMiddle(o.err.Error(), maxToolError))
+		typ := errorType(o.err)
+		span.SetAttributes(semconv.ErrorTypeKey.String(typ))
+		span.SetStatus(codes.Error, t.describe(typ, o.err.Error()))
 	} else {
 		span.SetAttributes(attribute.Int("troupe.tool.result_bytes", len(o.text)))
 	}
@@ -377,6 +395,16 @@ func (t *telemetry) endTool(span trace.Span, o *toolOutcome) {
 		span.SetAttributes(semconv.GenAIToolCallResultKey.String(cutEnd(o.text, maxContentBytes)))
 	}
 	span.End()
+}
+
+// describe is a span's status description: the error's text only when
+// content is recorded, since a tool's or a provider's error can quote
+// what it read; else its type.
+func (t *telemetry) describe(typ, text string) string {
+	if t.content {
+		return cutMiddle(text, maxToolError)
+	}
+	return typ
 }
 
 // errorType names an error for error.type: low in cardinality, as the
@@ -425,25 +453,52 @@ var roles = map[llms.ChatMessageType]string{
 	llms.ChatMessageTypeGeneric: "user", llms.ChatMessageTypeFunction: "tool",
 }
 
-// messagesJSON encodes msgs in the conventions' shape, each part's text
-// cut, keeping the newest messages that fit in limit bytes.
+// messagesJSON encodes msgs in the conventions' shape, within limit
+// bytes: each message is encoded once, with its parts cut so that it fits,
+// and the newest that fit together are kept, in order. The result is
+// always whole JSON.
 func messagesJSON(msgs []llms.MessageContent, limit int) string {
-	out := make([]message, 0, len(msgs))
-	for _, m := range msgs {
-		msg := message{Role: roles[m.Role]}
-		for _, p := range m.Parts {
-			msg.Parts = append(msg.Parts, partOf(p, limit))
+	kept := make([][]byte, 0, len(msgs))
+	size := 2 // the brackets
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		b := fitted(limit-size, func(partLimit int) message {
+			msg := message{Role: roles[m.Role]}
+			for _, p := range m.Parts {
+				msg.Parts = append(msg.Parts, partOf(p, partLimit))
+			}
+			return msg
+		})
+		if b == nil {
+			break
 		}
-		out = append(out, msg)
+		size += len(b) + 1
+		kept = append(kept, b)
 	}
-	for len(out) > 0 {
-		b, err := json.Marshal(out)
-		if err == nil && (len(b) <= limit || len(out) == 1) {
-			return cutEnd(string(b), limit)
+	out := make([]byte, 0, size)
+	out = append(out, '[')
+	for i := len(kept) - 1; i >= 0; i-- {
+		out = append(out, kept[i]...)
+		if i > 0 {
+			out = append(out, ',')
 		}
-		out = out[1:]
 	}
-	return "[]"
+	return string(append(out, ']'))
+}
+
+// fitted encodes the message build makes with its parts cut to a share
+// of room, halving the share until the encoding fits in room bytes; nil
+// when not even a message with empty parts does.
+func fitted(room int, build func(partLimit int) message) []byte {
+	for partLimit := room; ; partLimit /= 2 {
+		b, err := json.Marshal(build(partLimit))
+		if err == nil && len(b) <= room {
+			return b
+		}
+		if partLimit == 0 {
+			return nil
+		}
+	}
 }
 
 func partOf(p llms.ContentPart, limit int) messagePart {
@@ -463,18 +518,20 @@ func partOf(p llms.ContentPart, limit int) messagePart {
 }
 
 // choiceJSON encodes a model's answer as the conventions' output
-// messages.
+// messages, within limit bytes, as whole JSON.
 func choiceJSON(ch *llms.ContentChoice, limit int) string {
-	msg := message{Role: "assistant", FinishReason: finishReason(ch)}
-	if ch.Content != "" {
-		msg.Parts = append(msg.Parts, messagePart{Type: "text", Content: cutEnd(ch.Content, limit)})
-	}
-	for _, tc := range ch.ToolCalls {
-		msg.Parts = append(msg.Parts, partOf(tc, limit))
-	}
-	b, err := json.Marshal([]message{msg})
-	if err != nil {
+	b := fitted(limit-2, func(partLimit int) message {
+		msg := message{Role: "assistant", FinishReason: finishReason(ch)}
+		if ch.Content != "" {
+			msg.Parts = append(msg.Parts, messagePart{Type: "text", Content: cutEnd(ch.Content, partLimit)})
+		}
+		for _, tc := range ch.ToolCalls {
+			msg.Parts = append(msg.Parts, partOf(tc, partLimit))
+		}
+		return msg
+	})
+	if b == nil {
 		return "[]"
 	}
-	return cutEnd(string(b), limit)
+	return "[" + string(b) + "]"
 }

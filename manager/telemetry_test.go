@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -165,8 +166,14 @@ func TestTelemetryTreeIsOneTraceUnderItsDelegateCalls(t *testing.T) {
 	require.Len(t, echoes, 1, "the grandchild's tool call is under its own span")
 	assert.Equal(t, "echo", attrString(echoes[0], "gen_ai.tool.name"))
 	assert.NotEmpty(t, attrString(echoes[0], "gen_ai.tool.call.id"))
-	_, hasArgs := attr(echoes[0], "gen_ai.tool.call.arguments")
-	assert.False(t, hasArgs, "no tool arguments unless content is asked for")
+	for _, key := range []string{"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
+		_, has := attr(echoes[0], key)
+		assert.False(t, has, "no %s unless content is asked for", key)
+	}
+	for _, key := range []string{"troupe.agent.task", "troupe.agent.output"} {
+		_, has := attr(leaf, key)
+		assert.False(t, has, "no %s unless content is asked for", key)
+	}
 
 	// chat spans carry the tokens the model reported, under their agent.
 	chats := st.children(leaf, "chat scripted")
@@ -179,8 +186,10 @@ func TestTelemetryTreeIsOneTraceUnderItsDelegateCalls(t *testing.T) {
 		out += int(v.AsInt64())
 		assert.Equal(t, "chat", attrString(c, "gen_ai.operation.name"))
 		assert.Equal(t, trace.SpanKindClient, c.SpanKind())
-		_, hasMessages := attr(c, "gen_ai.input.messages")
-		assert.False(t, hasMessages, "no prompt text unless content is asked for")
+		for _, key := range []string{"gen_ai.input.messages", "gen_ai.output.messages"} {
+			_, has := attr(c, key)
+			assert.False(t, has, "no %s unless content is asked for", key)
+		}
 	}
 	assert.Equal(t, 31+32, in)
 	assert.Equal(t, 8+9, out)
@@ -217,33 +226,47 @@ func TestTelemetryRecordsContentOnlyWhenAsked(t *testing.T) {
 	assert.True(t, sawTask, "the prompt's task is in gen_ai.input.messages")
 }
 
+// TestTelemetryFailedRunsAndToolsCarryErrorType: a failed run and a
+// failed tool call have status Error and error.type; the error's text,
+// which can quote what a tool read, is their description only when
+// content is recorded.
 func TestTelemetryFailedRunsAndToolsCarryErrorType(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	failing := &agenttypes.ToolFunc{
-		ToolSpec: agenttypes.ToolSpec{Name: "fail", Description: "fails"},
-		Func: func(context.Context, json.RawMessage) (string, error) {
-			return "", errors.New("disk on fire")
-		},
-	}
-	model := scripted.New(
-		scripted.Step{Calls: []scripted.Call{{Name: "fail", Args: `{}`}}},
-		scripted.Step{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"again"}`}}},
-		scripted.Step{Text: "never reached"},
-	)
-	f := newFixture(t, model, func(c *manager.Config) { c.TracerProvider = tp }, failing)
-	res := f.run(t, manager.SpawnRequest{Label: "w", Budget: agenttypes.Budget{MaxTurns: 2}})
-	require.Equal(t, manager.Failed, res.State)
+	for _, content := range []bool{false, true} {
+		t.Run(fmt.Sprintf("content %v", content), func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			failing := &agenttypes.ToolFunc{
+				ToolSpec: agenttypes.ToolSpec{Name: "fail", Description: "fails"},
+				Func: func(context.Context, json.RawMessage) (string, error) {
+					return "", errors.New("disk on fire")
+				},
+			}
+			model := scripted.New(
+				scripted.Step{Calls: []scripted.Call{{Name: "fail", Args: `{}`}}},
+				scripted.Step{Calls: []scripted.Call{{Name: "echo", Args: `{"text":"again"}`}}},
+				scripted.Step{Text: "never reached"},
+			)
+			f := newFixture(t, model, func(c *manager.Config) { c.TracerProvider = tp; c.RecordContent = content }, failing)
+			res := f.run(t, manager.SpawnRequest{Label: "w", Budget: agenttypes.Budget{MaxTurns: 2}})
+			require.Equal(t, manager.Failed, res.State)
 
-	st := newSpanTree(rec)
-	w := st.agentSpan(t, "w")
-	assert.Equal(t, codes.Error, w.Status().Code)
-	assert.Equal(t, "budget_turns", attrString(w, "error.type"))
-	fail := st.children(w, "execute_tool fail")
-	require.Len(t, fail, 1)
-	assert.Equal(t, codes.Error, fail[0].Status().Code)
-	assert.Contains(t, fail[0].Status().Description, "disk on fire")
-	assert.Equal(t, "_OTHER", attrString(fail[0], "error.type"))
+			st := newSpanTree(rec)
+			w := st.agentSpan(t, "w")
+			assert.Equal(t, codes.Error, w.Status().Code)
+			assert.Equal(t, "budget_turns", attrString(w, "error.type"))
+			fail := st.children(w, "execute_tool fail")
+			require.Len(t, fail, 1)
+			assert.Equal(t, codes.Error, fail[0].Status().Code)
+			assert.Equal(t, "_OTHER", attrString(fail[0], "error.type"))
+			if content {
+				assert.Contains(t, fail[0].Status().Description, "disk on fire")
+				assert.Contains(t, w.Status().Description, "turn budget of 2 used up")
+			} else {
+				assert.Equal(t, "_OTHER", fail[0].Status().Description, "no error text unless content is asked for")
+				assert.Equal(t, "budget_turns", w.Status().Description)
+			}
+		})
+	}
 }
 
 func TestTelemetryToolSeesItsCallSpan(t *testing.T) {
