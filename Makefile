@@ -25,7 +25,7 @@ build:
 test:
 	@mkdir -p bin; start=$$(date +%s); \
 	echo "$(GO) test -race -shuffle=on -count=1 $(PKGS)"; \
-	$(GO) test -race -shuffle=on -count=1 $(PKGS); \
+	$(GO) test -race -shuffle=on -count=1 $(PKGS) || exit $$?; \
 	if [ "$(PKGS)" = "./..." ]; then echo $$(( $$(date +%s) - start )) > bin/make-test-seconds; fi
 
 # Jaeger is a Go program: .ci/jaeger is a module of its own whose go.mod
