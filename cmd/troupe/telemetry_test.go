@@ -470,6 +470,9 @@ func TestTelemetryHungCollectorIsBounded(t *testing.T) {
 		abandoned <- struct{}{}
 	}))
 	t.Cleanup(srv.Close)
+	// First, should shutdown not have abandoned its request: Close waits
+	// for the requests on their way.
+	t.Cleanup(srv.CloseClientConnections)
 	// Left alone, the export would wait for an hour.
 	otelEnv(t, map[string]string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, envMetricsExporter: "none",
@@ -478,7 +481,8 @@ func TestTelemetryHungCollectorIsBounded(t *testing.T) {
 	var stderr bytes.Buffer
 	tel := newTelemetry(context.Background(), os.Environ(), &stderr)
 	tel.flushBound = 50 * time.Millisecond
-	emit(t, tel)
+	record(t, tel)
+	shutdownWithin(t, tel, 30*time.Second)
 	select {
 	case <-abandoned:
 	case <-time.After(time.Minute):
@@ -486,6 +490,24 @@ func TestTelemetryHungCollectorIsBounded(t *testing.T) {
 	}
 	out := stderr.String()
 	assert.Equal(t, "troupe: warning: telemetry: not all spans and metrics were exported: the collector did not take it within 50ms (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT running?)\n", out)
+}
+
+// shutdownWithin shuts tel down as a command does at exit, and fails
+// the test if that has not returned within limit: a limit far beyond
+// the bound under test, so that a shutdown that does not keep its bound
+// fails here, saying so, rather than at the test binary's timeout.
+func shutdownWithin(t *testing.T, tel *telemetry, limit time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tel.shutdown()
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		t.Fatalf("shutdown has not returned after %s: it does not keep its bound of %s", limit, tel.flushBound)
+	}
 }
 
 // closedPort is a loopback address nothing listens on.
