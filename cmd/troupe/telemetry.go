@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -110,7 +113,7 @@ func newTelemetry(ctx context.Context, environ []string, stderr io.Writer) *tele
 	)
 	if err != nil {
 		// What could be read of the resource is kept.
-		t.warnf("OTEL_RESOURCE_ATTRIBUTES: %v (write it as key=value pairs, comma-separated; the rest is used)", err)
+		t.warnf("OTEL_RESOURCE_ATTRIBUTES: %s (write it as key=value pairs, comma-separated; the rest is used)", errorText(err))
 	}
 	t.gate = newExportGate()
 	if traces {
@@ -156,7 +159,7 @@ func (t *telemetry) exporterWanted(vars map[string]string, name, signal string) 
 			otlp = true
 		case exporterNone, "":
 		default:
-			t.warnf("%s=%s: %q is not an exporter troupe has; set %s to %s (no %s are exported through %q)", name, v, e, name, supportedExporters, signal, e)
+			t.warnf("%s: %s is not an exporter troupe has; set %s to %s (no %s are exported through it)", name, quoted(e), name, supportedExporters, signal)
 		}
 	}
 	return otlp
@@ -176,7 +179,7 @@ func (t *telemetry) protocol(vars map[string]string, signal, what string) string
 	case p == protocolHTTPJSON && signal == "TRACES":
 		// The trace exporter speaks it, reading the variable itself.
 	default:
-		t.warnf("%s=%s is not supported for %s; set it to %s (sending %s meanwhile)", name, p, what, supportedProtocols, protocolHTTP)
+		t.warnf("%s=%s is not supported for %s; set it to %s (sending %s meanwhile)", name, quoted(p), what, supportedProtocols, protocolHTTP)
 		p = protocolHTTP
 	}
 	if p == "" {
@@ -197,7 +200,7 @@ func (t *telemetry) startTraces(ctx context.Context, res *resource.Resource, pro
 		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
 	}
 	if err != nil {
-		t.warnf("no traces are exported: %v", err)
+		t.warnf("no traces are exported: %s", errorText(err))
 		return
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(spanExporter{exp, t.gate}))
@@ -216,7 +219,7 @@ func (t *telemetry) startMetrics(ctx context.Context, res *resource.Resource, pr
 		exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
 	}
 	if err != nil {
-		t.warnf("no metrics are exported: %v", err)
+		t.warnf("no metrics are exported: %s", errorText(err))
 		return
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
@@ -240,15 +243,71 @@ func (t *telemetry) shutdown() {
 	}
 	wg.Wait()
 	if err := t.gate.close(); err != nil {
+		text := errorText(err)
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("the collector did not take it within %s", t.flushBound)
+			text = fmt.Sprintf("the collector did not take it within %s", t.flushBound)
 		}
-		t.warnf("not all spans and metrics were exported: %v (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT running?)", err)
+		t.warnf("not all spans and metrics were exported: %s (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT running?)", text)
 	}
 }
 
+// Bounds of what a warning quotes, so that it stays one short line: an
+// error's text (an HTTP exporter's holds the collector's whole reply)
+// and a variable's value.
+const (
+	warnErrorMax = 300
+	warnValueMax = 60
+)
+
+// warnf says one line on stderr: the line breaks, tabs and other
+// control characters that its arguments hold (a collector's reply, say)
+// become spaces.
 func (t *telemetry) warnf(format string, args ...any) {
-	fmt.Fprintf(t.stderr, telemetryWarnPrefix+format+"\n", args...)
+	fmt.Fprintf(t.stderr, "%s%s\n", telemetryWarnPrefix, oneLine(fmt.Sprintf(format, args...)))
+}
+
+// errorText is err's text for a warning: on one line, and cut.
+func errorText(err error) string {
+	return cut(oneLine(err.Error()), warnErrorMax)
+}
+
+// quoted is a variable's value for a warning: cut, and quoted, so that
+// what it holds shows as it is and cannot pass for a line of its own.
+func quoted(v string) string {
+	return strconv.Quote(cut(v, warnValueMax))
+}
+
+// oneLine is s with each run of white space and control or format
+// characters (a terminal's escapes among them) made one space.
+func oneLine(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	gap := false
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			gap = true
+			continue
+		}
+		if gap && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		gap = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// cut is s cut to at most limit bytes, at a character's start, with "…"
+// when it was.
+func cut(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	i := limit
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // exportGate is what the exporters share: it keeps the first failure

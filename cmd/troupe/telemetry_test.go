@@ -401,8 +401,8 @@ func TestTelemetryUnsupportedValuesWarn(t *testing.T) {
 	assert.Nil(t, tel.tracerProvider, "zipkin is not exported to")
 	require.NotNil(t, tel.meterProvider)
 	out := stderr.String()
-	assert.Contains(t, out, `troupe: warning: telemetry: OTEL_TRACES_EXPORTER=zipkin: "zipkin" is not an exporter troupe has; set OTEL_TRACES_EXPORTER to otlp or none`)
-	assert.Contains(t, out, "troupe: warning: telemetry: OTEL_EXPORTER_OTLP_PROTOCOL=http/thrift is not supported for metrics; set it to grpc or http/protobuf")
+	assert.Contains(t, out, `troupe: warning: telemetry: OTEL_TRACES_EXPORTER: "zipkin" is not an exporter troupe has; set OTEL_TRACES_EXPORTER to otlp or none`)
+	assert.Contains(t, out, `troupe: warning: telemetry: OTEL_EXPORTER_OTLP_PROTOCOL="http/thrift" is not supported for metrics; set it to grpc or http/protobuf`)
 	assert.Equal(t, 2, strings.Count(out, "\n"), out)
 	stderr.Reset()
 	emit(t, tel)
@@ -455,6 +455,60 @@ func TestTelemetryRefusedCollectorWarnsOnce(t *testing.T) {
 			assert.Contains(t, out, "connection refused")
 		})
 	}
+}
+
+// TestTelemetryCollectorsReplyIsOneLine: a collector that answers with
+// a page of its own (a 404 with a multi-line HTML body, as a web server
+// at the wrong path gives) costs one short line on stderr, its
+// reply's lines joined and cut.
+func TestTelemetryCollectorsReplyIsOneLine(t *testing.T) {
+	page := "<!DOCTYPE html>\n<html>\r\n<head>\n\t<title>404 Not Found</title>\n</head>\n<body>\n" +
+		strings.Repeat("<p>\x1b[31mnothing\x1b[0m here</p>\n", 200) + "</body>\n</html>\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<20))
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, page)
+	}))
+	t.Cleanup(srv.Close)
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+	var stderr bytes.Buffer
+	tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+	record(t, tel)
+	shutdownWithin(t, tel, 30*time.Second)
+	out := stderr.String()
+	require.Equal(t, 1, strings.Count(out, "\n"), out)
+	assert.True(t, strings.HasPrefix(out, "troupe: warning: telemetry: not all spans and metrics were exported: "), out)
+	assert.Contains(t, out, "404 Not Found")
+	assert.Contains(t, out, "<!DOCTYPE html> <html> <head> <title>404 Not Found</title>", "the reply's lines are joined")
+	assert.NotContains(t, out, "\x1b", "nor does the reply's terminal escape get through")
+	assert.NotContains(t, out, "\r")
+	assert.Less(t, len(out), 600, "the reply is cut: %s", out)
+}
+
+// TestTelemetryValuesAreQuoted: a variable's value that a warning
+// quotes is quoted (a newline in it cannot start a line of its own)
+// and cut when long.
+func TestTelemetryValuesAreQuoted(t *testing.T) {
+	r := newOTLPReceiver(t)
+	otelEnv(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT":         r.httpURL,
+		envTracesExporter:                     "zipkin\ntroupe: forged line",
+		"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "thrift\n" + strings.Repeat("x", 4000),
+	})
+	var stderr bytes.Buffer
+	tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+	tel.shutdown()
+	out := stderr.String()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 2, out)
+	for _, line := range lines {
+		assert.True(t, strings.HasPrefix(line, "troupe: warning: telemetry: "), line)
+		assert.Less(t, len(line), 400, line)
+	}
+	assert.Contains(t, lines[0], `OTEL_TRACES_EXPORTER: "zipkin\ntroupe: forged line" is not an exporter troupe has`)
+	assert.Contains(t, lines[1], `OTEL_EXPORTER_OTLP_METRICS_PROTOCOL="thrift\nxxxx`)
+	assert.Contains(t, lines[1], "…", "the long value is cut")
 }
 
 // TestTelemetryHungCollectorIsBounded: a collector that takes the
