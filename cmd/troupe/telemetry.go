@@ -116,11 +116,12 @@ func newTelemetry(ctx context.Context, environ []string, stderr io.Writer) *tele
 		t.warnf("OTEL_RESOURCE_ATTRIBUTES: %s (write it as key=value pairs, comma-separated; the rest is used)", errorText(err))
 	}
 	t.gate = newExportGate()
+	tracesProtocol, metricsProtocol := t.protocols(vars, traces, metrics)
 	if traces {
-		t.startTraces(ctx, res, t.protocol(vars, "TRACES", "traces"))
+		t.startTraces(ctx, res, tracesProtocol)
 	}
 	if metrics {
-		t.startMetrics(ctx, res, t.protocol(vars, "METRICS", "metrics"))
+		t.startMetrics(ctx, res, metricsProtocol)
 	}
 	return t
 }
@@ -165,27 +166,45 @@ func (t *telemetry) exporterWanted(vars map[string]string, name, signal string) 
 	return otlp
 }
 
-// protocol is the OTLP protocol for a signal: its own variable, else the
-// general one, else http/protobuf as the specification has it.
-func (t *telemetry) protocol(vars map[string]string, signal, what string) string {
-	name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
-	p, set := vars[name]
-	if !set {
-		name = envProtocol
-		p, set = vars[name]
+// protocols returns the OTLP protocol of each signal wanted: its own
+// variable, else the general one, else http/protobuf as the
+// specification has it. A value troupe does not support is warned of
+// once, naming each signal it was read for.
+func (t *telemetry) protocols(vars map[string]string, traces, metrics bool) (tracesProtocol, metricsProtocol string) {
+	var badNames []string
+	badFor := map[string][]string{} // variable → the signals it fails
+	protocol := func(signal, what string) string {
+		name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+		p, set := vars[name]
+		if !set {
+			name = envProtocol
+			p, set = vars[name]
+		}
+		switch {
+		case !set:
+			return protocolHTTP
+		case p == protocolHTTP, p == protocolGRPC:
+			return p
+		case p == protocolHTTPJSON && signal == "TRACES":
+			return p // the trace exporter speaks it, reading the variable itself
+		}
+		if badFor[name] == nil {
+			badNames = append(badNames, name)
+		}
+		badFor[name] = append(badFor[name], what)
+		return protocolHTTP
 	}
-	switch {
-	case !set, p == protocolHTTP, p == protocolGRPC:
-	case p == protocolHTTPJSON && signal == "TRACES":
-		// The trace exporter speaks it, reading the variable itself.
-	default:
-		t.warnf("%s=%s is not supported for %s; set it to %s (sending %s meanwhile)", name, quoted(p), what, supportedProtocols, protocolHTTP)
-		p = protocolHTTP
+	if traces {
+		tracesProtocol = protocol("TRACES", "traces")
 	}
-	if p == "" {
-		p = protocolHTTP
+	if metrics {
+		metricsProtocol = protocol("METRICS", "metrics")
 	}
-	return p
+	for _, name := range badNames {
+		t.warnf("%s=%s is not supported for %s; set it to %s (sending %s meanwhile)",
+			name, quoted(vars[name]), strings.Join(badFor[name], " and "), supportedProtocols, protocolHTTP)
+	}
+	return tracesProtocol, metricsProtocol
 }
 
 // startTraces sets up the tracer provider, batching spans to an OTLP

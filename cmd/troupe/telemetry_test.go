@@ -419,6 +419,27 @@ func TestTelemetryUnsupportedValuesWarn(t *testing.T) {
 	tel.shutdown()
 }
 
+// TestTelemetryABadProtocolWarnsOnce: the general protocol variable,
+// read for both signals, is warned of in one line naming both; one
+// that only the metrics lack (http/json) names them alone.
+func TestTelemetryABadProtocolWarnsOnce(t *testing.T) {
+	r := newOTLPReceiver(t)
+	for _, tt := range []struct{ protocol, want string }{
+		{"http/thrift", `OTEL_EXPORTER_OTLP_PROTOCOL="http/thrift" is not supported for traces and metrics; set it to grpc or http/protobuf (sending http/protobuf meanwhile)`},
+		{"http/json", `OTEL_EXPORTER_OTLP_PROTOCOL="http/json" is not supported for metrics; set it to grpc or http/protobuf (sending http/protobuf meanwhile)`},
+	} {
+		t.Run(tt.protocol, func(t *testing.T) {
+			otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, envProtocol: tt.protocol})
+			var stderr bytes.Buffer
+			tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+			require.NotNil(t, tel.tracerProvider)
+			require.NotNil(t, tel.meterProvider)
+			tel.shutdown()
+			assert.Equal(t, telemetryWarnPrefix+tt.want+"\n", stderr.String())
+		})
+	}
+}
+
 // TestTelemetryContentCaptureIsOptIn: prompts and completions go on the
 // spans only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is
 // true.
