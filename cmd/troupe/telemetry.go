@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -43,6 +46,10 @@ type telemetry struct {
 	stderr     io.Writer
 	stops      []func(context.Context) error
 	gate       *exportGate
+	// sdk takes what the OpenTelemetry SDK logs, to say one line of it.
+	sdk *sdkLog
+	// warned is set once a warning was said.
+	warned bool
 }
 
 // newManager makes a command's manager from cfg, with what every
@@ -69,7 +76,8 @@ func (a *app) telemetry(ctx context.Context) *telemetry {
 const telemetryFlushBound = 3 * time.Second
 
 // Names of the variables read here; the OTLP exporters read the rest
-// (endpoints, headers, timeouts, certificates, compression) themselves.
+// (endpoints, headers, timeouts, certificates, compression) themselves,
+// some checked here first (checkExporterVars).
 const (
 	envSDKDisabled      = "OTEL_SDK_DISABLED"
 	envTracesExporter   = "OTEL_TRACES_EXPORTER"
@@ -106,6 +114,12 @@ func newTelemetry(ctx context.Context, environ []string, stderr io.Writer) *tele
 	if !traces && !metrics {
 		return t
 	}
+	// In place of the SDK's logger and error handler, which print to
+	// stderr what they are given: a variable's value among it.
+	t.sdk = &sdkLog{}
+	otel.SetLogger(logr.New(t.sdk))
+	otel.SetErrorHandler(t.sdk)
+	t.checkExporterVars(vars, traces, metrics)
 	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName(defaultServiceName), semconv.ServiceVersion(version())),
 		resource.WithTelemetrySDK(),
@@ -123,6 +137,12 @@ func newTelemetry(ctx context.Context, environ []string, stderr io.Writer) *tele
 	if metrics {
 		t.startMetrics(ctx, res, metricsProtocol)
 	}
+	if t.warned {
+		// What the SDK logged while troupe read the same variables
+		// would only say again, more vaguely, what was said.
+		t.sdk.settle()
+	}
+	t.sayFromSDK()
 	return t
 }
 
@@ -261,7 +281,9 @@ func (t *telemetry) shutdown() {
 		wg.Go(func() { t.gate.fail(stop(ctx)) })
 	}
 	wg.Wait()
-	if err := t.gate.close(); err != nil {
+	err := t.gate.close()
+	t.sayFromSDK()
+	if err != nil {
 		text := errorText(err)
 		if errors.Is(err, context.DeadlineExceeded) {
 			text = fmt.Sprintf("the collector did not take it within %s", t.flushBound)
@@ -269,6 +291,156 @@ func (t *telemetry) shutdown() {
 		t.warnf("not all spans and metrics were exported: %s (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT running?)", text)
 	}
 }
+
+// checkExporterVars warns of each OTLP exporter variable, general or of
+// a signal wanted, that the exporters cannot read: they would log its
+// value (a header's credentials and all) and go on without it. The
+// warning names the variable and never shows its value.
+func (t *telemetry) checkExporterVars(vars map[string]string, traces, metrics bool) {
+	prefixes := []string{"OTEL_EXPORTER_OTLP_"}
+	if traces {
+		prefixes = append(prefixes, "OTEL_EXPORTER_OTLP_TRACES_")
+	}
+	if metrics {
+		prefixes = append(prefixes, "OTEL_EXPORTER_OTLP_METRICS_")
+	}
+	for _, prefix := range prefixes {
+		for _, c := range exporterVarChecks {
+			v, set := vars[prefix+c.suffix]
+			if !set {
+				continue
+			}
+			if problem := c.problem(v); problem != "" {
+				t.warnf("%s%s: %s (its value is not shown); %s; the exporters go on without it", prefix, c.suffix, problem, c.advice)
+			}
+		}
+	}
+}
+
+// exporterVarChecks are the OTLP exporter variables whose value the
+// exporters log when they cannot read it: what is wrong with a value
+// ("" for nothing), and how to write it.
+var exporterVarChecks = []struct {
+	suffix  string
+	problem func(string) string
+	advice  string
+}{
+	{"ENDPOINT", endpointProblem, "write it as http://host:port"},
+	{"HEADERS", headersProblem, "write it as name=value pairs, comma-separated, %-escaping what needs it"},
+	{"TIMEOUT", timeoutProblem, "write 10 s as 10000"},
+}
+
+func endpointProblem(v string) string {
+	if _, err := url.Parse(v); err != nil {
+		return "not a URL"
+	}
+	return ""
+}
+
+func timeoutProblem(v string) string {
+	if _, err := strconv.Atoi(v); err != nil {
+		return "not a whole number of milliseconds"
+	}
+	return ""
+}
+
+// headersProblem reads v as the exporters do: name=value pairs,
+// comma-separated, each name a header's and each value %-escaped.
+func headersProblem(v string) string {
+	pairs := strings.Split(v, ",")
+	for i, pair := range pairs {
+		name, value, ok := strings.Cut(pair, "=")
+		switch {
+		case !ok:
+			return fmt.Sprintf("pair %d of %d has no \"=\"", i+1, len(pairs))
+		case !isHeaderName(strings.TrimSpace(name)):
+			return fmt.Sprintf("the name of pair %d of %d is not a header's", i+1, len(pairs))
+		}
+		if _, err := url.PathUnescape(value); err != nil {
+			return fmt.Sprintf("the value of pair %d of %d has a %% that is not an escape such as %%20", i+1, len(pairs))
+		}
+	}
+	return ""
+}
+
+// isHeaderName reports whether s is an HTTP header's name: a token of
+// RFC 9110.
+func isHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		isLetterOrDigit := r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r))
+		if !isLetterOrDigit && !strings.ContainsRune("!#$%&'*+-.^_`|~", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// sayFromSDK says what the SDK logged, in one line, unless that was
+// said already.
+func (t *telemetry) sayFromSDK() {
+	if what, ok := t.sdk.take(); ok {
+		t.warnf("the OpenTelemetry SDK reported %s (the details are left out: they can hold a variable's value, credentials and all; check the OTEL_* variables)", what)
+	}
+}
+
+// sdkLog takes what the OpenTelemetry SDK logs and the errors it has
+// no one to return to, in place of its default logger and handler,
+// which print them to stderr as they come: a variable's value and all,
+// once for each exporter. It keeps the first, without its values, to
+// be said once.
+type sdkLog struct {
+	mu      sync.Mutex
+	first   string // what the first said, for a warning; "" for none
+	settled bool   // it was said, or troupe's own warnings said it
+}
+
+func (l *sdkLog) keep(what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.first == "" {
+		l.first = what
+	}
+}
+
+// take returns what to say of the SDK's logs, the first time there is
+// something to say.
+func (l *sdkLog) take() (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.first == "" || l.settled {
+		return "", false
+	}
+	l.settled = true
+	return l.first, true
+}
+
+// settle leaves the SDK's logs unsaid: troupe's own warnings said it.
+func (l *sdkLog) settle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settled = true
+}
+
+// Handle takes an error the SDK has no one to return to: its text may
+// quote a value, so it is not kept.
+func (l *sdkLog) Handle(error) { l.keep("an error") }
+
+// The logr.LogSink the SDK logs to. Only its errors are taken: its
+// warnings and information are about what troupe sets itself.
+func (l *sdkLog) Init(logr.RuntimeInfo)    {}
+func (l *sdkLog) Enabled(int) bool         { return false }
+func (l *sdkLog) Info(int, string, ...any) {}
+func (l *sdkLog) Error(_ error, msg string, _ ...any) {
+	l.keep(quoted(msg)) // the message alone: the error and values quote what it could not read
+}
+func (l *sdkLog) WithValues(...any) logr.LogSink { return l }
+func (l *sdkLog) WithName(string) logr.LogSink   { return l }
 
 // Bounds of what a warning quotes, so that it stays one short line: an
 // error's text (an HTTP exporter's holds the collector's whole reply)
@@ -282,6 +454,7 @@ const (
 // control characters that its arguments hold (a collector's reply, say)
 // become spaces.
 func (t *telemetry) warnf(format string, args ...any) {
+	t.warned = true
 	fmt.Fprintf(t.stderr, "%s%s\n", telemetryWarnPrefix, oneLine(fmt.Sprintf(format, args...)))
 }
 

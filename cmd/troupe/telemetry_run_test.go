@@ -180,3 +180,50 @@ func TestRunWithTheCollectorDown(t *testing.T) {
 		})
 	}
 }
+
+// TestTelemetryOfARunNeverPrintsAVariablesValue: an OTLP exporter
+// variable the exporters cannot read (a header written with a colon or
+// a bad %-escape, a timeout with a unit, an endpoint that is not a URL),
+// whose value may hold a credential, costs a run one line naming it;
+// its value is printed nowhere on stderr, nor are the SDK's own logs of
+// it, and what can be sent still is.
+func TestTelemetryOfARunNeverPrintsAVariablesValue(t *testing.T) {
+	bin := troupeBinary(t)
+	const secret = "sk-SECRET123"
+	r := newOTLPReceiver(t)
+	for _, tt := range []struct {
+		name, variable string
+		env            map[string]string
+	}{
+		{"a header with a colon", "OTEL_EXPORTER_OTLP_HEADERS", map[string]string{
+			"OTEL_EXPORTER_OTLP_HEADERS": "Authorization: Bearer " + secret}},
+		{"a header with a bad escape", "OTEL_EXPORTER_OTLP_HEADERS", map[string]string{
+			"OTEL_EXPORTER_OTLP_HEADERS": "x-team=tools,Authorization=Bearer%zz" + secret}},
+		{"a signal's header over grpc", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + r.grpcAddr, envProtocol: "grpc",
+			"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "api-key:" + secret}},
+		{"a timeout with a unit", "OTEL_EXPORTER_OTLP_TIMEOUT", map[string]string{
+			"OTEL_EXPORTER_OTLP_TIMEOUT": "10s" + secret}},
+		{"an endpoint that is not a URL", "OTEL_EXPORTER_OTLP_ENDPOINT", map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT":         "http://user:" + secret + "@[::1",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":  r.httpURL + "/v1/traces",
+			"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": r.httpURL + "/v1/metrics"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			otelEnv(t, env)
+			before, _ := r.got()
+			o := runTroupe(t, bin, nil, "run", "explore", "--repo", shop, "--progress", "none", "--json", "where is the discount applied?")
+			require.Equal(t, 0, o.code, o.stderr)
+			assert.NotContains(t, o.stderr, secret)
+			assert.NotContains(t, o.stderr, "10s")
+			require.Equal(t, 1, strings.Count(o.stderr, "\n"), o.stderr)
+			assert.True(t, strings.HasPrefix(o.stderr, telemetryWarnPrefix+tt.variable+": "), o.stderr)
+			after, _ := r.got()
+			assert.Greater(t, len(after), len(before), "the run's spans are sent without what could not be read")
+		})
+	}
+}

@@ -440,6 +440,63 @@ func TestTelemetryABadProtocolWarnsOnce(t *testing.T) {
 	}
 }
 
+// TestTelemetryExporterVariablesAreCheckedAsTheExportersReadThem: each
+// way an OTLP exporter variable can fail the exporters is said, naming
+// the variable and where in it, never its value; a general one is said
+// once, a signal's only when that signal is exported.
+func TestTelemetryExporterVariablesAreCheckedAsTheExportersReadThem(t *testing.T) {
+	r := newOTLPReceiver(t)
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string // "" for no warning
+	}{
+		{"headers", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=b, x-key = c%20d"}, ""},
+		{"no =", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=b,SECRET"}, `OTEL_EXPORTER_OTLP_HEADERS: pair 2 of 2 has no "="`},
+		{"a trailing comma", map[string]string{"OTEL_EXPORTER_OTLP_METRICS_HEADERS": "a=SECRET,"}, `OTEL_EXPORTER_OTLP_METRICS_HEADERS: pair 2 of 2 has no "="`},
+		{"not a header's name", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "Bearer SECRET=x"}, "OTEL_EXPORTER_OTLP_TRACES_HEADERS: the name of pair 1 of 1 is not a header's"},
+		{"a bad escape", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=SECRET%g0"}, "OTEL_EXPORTER_OTLP_HEADERS: the value of pair 1 of 1 has a % that is not an escape such as %20"},
+		{"a timeout", map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "2500"}, ""},
+		{"a timeout in seconds", map[string]string{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "2.5SECRET"}, "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: not a whole number of milliseconds"},
+		{"not a URL", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://SECRET@[::1"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not a URL"},
+		{"a signal not exported", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "SECRET", envTracesExporter: "none"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			otelEnv(t, env)
+			var stderr bytes.Buffer
+			tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+			tel.shutdown()
+			out := stderr.String()
+			assert.NotContains(t, out, "SECRET")
+			if tt.want == "" {
+				assert.Empty(t, out)
+				return
+			}
+			assert.Equal(t, 1, strings.Count(out, "\n"), out)
+			assert.True(t, strings.HasPrefix(out, telemetryWarnPrefix+tt.want+" (its value is not shown); "), out)
+		})
+	}
+}
+
+// TestTelemetrySaysTheSDKsLogsOnceWithoutValues: what the SDK logs of a
+// variable troupe does not check itself is said in one line, its
+// message alone, however often the SDK logged it.
+func TestTelemetrySaysTheSDKsLogsOnceWithoutValues(t *testing.T) {
+	r := newOTLPReceiver(t)
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.httpURL, "OTEL_METRIC_EXPORT_INTERVAL": "5sSECRET"})
+	var stderr bytes.Buffer
+	tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+	emit(t, tel)
+	out := stderr.String()
+	assert.Equal(t, telemetryWarnPrefix+`the OpenTelemetry SDK reported "parse duration" (the details are left out: they can hold a variable's value, credentials and all; check the OTEL_* variables)`+"\n", out)
+	_, metrics := r.got()
+	assert.NotEmpty(t, metrics)
+}
+
 // TestTelemetryContentCaptureIsOptIn: prompts and completions go on the
 // spans only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is
 // true.
