@@ -44,8 +44,10 @@ type telemetry struct {
 	// flushBound is how long shutdown waits for the last exports.
 	flushBound time.Duration
 	stderr     io.Writer
-	stops      []func(context.Context) error
+	stops      []func(context.Context)
 	gate       *exportGate
+	// destinations say where each signal exported goes.
+	destinations []destination
 	// sdk takes what the OpenTelemetry SDK logs, to say one line of it.
 	sdk *sdkLog
 	// warned is set once a warning was said.
@@ -87,6 +89,8 @@ const (
 	protocolHTTP        = "http/protobuf"
 	protocolHTTPJSON    = "http/json"
 	protocolGRPC        = "grpc"
+	signalTraces        = "traces"
+	signalMetrics       = "metrics"
 	defaultServiceName  = "troupe"
 	exporterOTLP        = "otlp"
 	exporterNone        = "none"
@@ -109,8 +113,8 @@ func newTelemetry(ctx context.Context, environ []string, stderr io.Writer) *tele
 		return t
 	}
 	t.recordContent = strings.EqualFold(vars[envCaptureContent], "true")
-	traces := t.exporterWanted(vars, envTracesExporter, "traces")
-	metrics := t.exporterWanted(vars, envMetricsExporter, "metrics")
+	traces := t.exporterWanted(vars, envTracesExporter, signalTraces)
+	metrics := t.exporterWanted(vars, envMetricsExporter, signalMetrics)
 	if !traces && !metrics {
 		return t
 	}
@@ -132,10 +136,10 @@ func newTelemetry(ctx context.Context, environ []string, stderr io.Writer) *tele
 	t.gate = newExportGate()
 	tracesProtocol, metricsProtocol := t.protocols(vars, traces, metrics)
 	if traces {
-		t.startTraces(ctx, res, tracesProtocol)
+		t.startTraces(ctx, vars, res, tracesProtocol)
 	}
 	if metrics {
-		t.startMetrics(ctx, res, metricsProtocol)
+		t.startMetrics(ctx, vars, res, metricsProtocol)
 	}
 	if t.warned {
 		// What the SDK logged while troupe read the same variables
@@ -215,10 +219,10 @@ func (t *telemetry) protocols(vars map[string]string, traces, metrics bool) (tra
 		return protocolHTTP
 	}
 	if traces {
-		tracesProtocol = protocol("TRACES", "traces")
+		tracesProtocol = protocol("TRACES", signalTraces)
 	}
 	if metrics {
-		metricsProtocol = protocol("METRICS", "metrics")
+		metricsProtocol = protocol("METRICS", signalMetrics)
 	}
 	for _, name := range badNames {
 		t.warnf("%s=%s is not supported for %s; set it to %s (sending %s meanwhile)",
@@ -230,7 +234,7 @@ func (t *telemetry) protocols(vars map[string]string, traces, metrics bool) (tra
 // startTraces sets up the tracer provider, batching spans to an OTLP
 // exporter. A failed export is not retried: at a command's exit there
 // is no time to back off, and the warning says what was lost.
-func (t *telemetry) startTraces(ctx context.Context, res *resource.Resource, protocol string) {
+func (t *telemetry) startTraces(ctx context.Context, vars map[string]string, res *resource.Resource, protocol string) {
 	var exp sdktrace.SpanExporter
 	var err error
 	if protocol == protocolGRPC {
@@ -244,12 +248,13 @@ func (t *telemetry) startTraces(ctx context.Context, res *resource.Resource, pro
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(spanExporter{exp, t.gate}))
 	t.tracerProvider = tp
-	t.stops = append(t.stops, tp.Shutdown)
+	t.stops = append(t.stops, func(ctx context.Context) { t.gate.fail(signalTraces, tp.Shutdown(ctx)) })
+	t.destinations = append(t.destinations, newDestination(vars, signalTraces, protocol))
 }
 
 // startMetrics sets up the meter provider, read periodically (and at
 // exit) into an OTLP exporter.
-func (t *telemetry) startMetrics(ctx context.Context, res *resource.Resource, protocol string) {
+func (t *telemetry) startMetrics(ctx context.Context, vars map[string]string, res *resource.Resource, protocol string) {
 	var exp sdkmetric.Exporter
 	var err error
 	if protocol == protocolGRPC {
@@ -264,7 +269,8 @@ func (t *telemetry) startMetrics(ctx context.Context, res *resource.Resource, pr
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
 		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metricExporter{exp, t.gate})))
 	t.meterProvider = mp
-	t.stops = append(t.stops, mp.Shutdown)
+	t.stops = append(t.stops, func(ctx context.Context) { t.gate.fail(signalMetrics, mp.Shutdown(ctx)) })
+	t.destinations = append(t.destinations, newDestination(vars, signalMetrics, protocol))
 }
 
 // shutdown exports what is left, waiting at most flushBound, and then
@@ -278,18 +284,74 @@ func (t *telemetry) shutdown() {
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, stop := range t.stops {
-		wg.Go(func() { t.gate.fail(stop(ctx)) })
+		wg.Go(func() { stop(ctx) })
 	}
 	wg.Wait()
-	err := t.gate.close()
+	signal, err := t.gate.close()
 	t.sayFromSDK()
 	if err != nil {
 		text := errorText(err)
 		if errors.Is(err, context.DeadlineExceeded) {
 			text = fmt.Sprintf("the collector did not take it within %s", t.flushBound)
 		}
-		t.warnf("not all spans and metrics were exported: %s (is the collector at OTEL_EXPORTER_OTLP_ENDPOINT running?)", text)
+		t.warnf("not all spans and metrics were exported: %s (%s)", text, t.whereTo(signal))
 	}
+}
+
+// destination is where a signal's exports go: the endpoint variable
+// that names it, or the specification's default.
+type destination struct {
+	signal      string // signalTraces or signalMetrics
+	endpointVar string // "" for the default endpoint
+	defaultPort string // the default endpoint's, by protocol
+}
+
+// newDestination is where the exporter of signal, over protocol, sends
+// as vars have it: to the signal's own endpoint variable, else the
+// general one, else the default. A variable that is not a URL is left
+// out, as the exporters leave it out.
+func newDestination(vars map[string]string, signal, protocol string) destination {
+	d := destination{signal: signal, defaultPort: "4318"}
+	if protocol == protocolGRPC {
+		d.defaultPort = "4317"
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_" + strings.ToUpper(signal) + "_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if v, set := vars[name]; set && endpointProblem(v) == "" {
+			d.endpointVar = name
+			break
+		}
+	}
+	return d
+}
+
+// whereTo says where the exports of the signal that failed went, and
+// where the other signal's go when that is elsewhere: an endpoint
+// variable set for traces alone leaves the metrics at the default.
+func (t *telemetry) whereTo(failed string) string {
+	var at destination
+	for _, d := range t.destinations {
+		if d.signal == failed {
+			at = d
+		}
+	}
+	says := "is the collector at " + at.endpointVar + " running?"
+	if at.endpointVar == "" {
+		says = at.goesTo() + ": is a collector running there?"
+	}
+	for _, d := range t.destinations {
+		if d.signal != failed && (d.endpointVar != at.endpointVar || d.endpointVar == "" && d.defaultPort != at.defaultPort) {
+			says += " " + d.goesTo()
+		}
+	}
+	return says
+}
+
+func (d destination) goesTo() string {
+	if d.endpointVar != "" {
+		return d.signal + " go to " + d.endpointVar
+	}
+	return fmt.Sprintf("%s go to the default endpoint, localhost:%s, as neither OTEL_EXPORTER_OTLP_ENDPOINT nor OTEL_EXPORTER_OTLP_%s_ENDPOINT is set",
+		d.signal, d.defaultPort, strings.ToUpper(d.signal))
 }
 
 // checkExporterVars warns of each OTLP exporter variable, general or of
@@ -509,10 +571,11 @@ type exportGate struct {
 	life  context.Context
 	abort context.CancelFunc
 
-	mu       sync.Mutex
-	closed   bool
-	inflight sync.WaitGroup
-	first    error
+	mu          sync.Mutex
+	closed      bool
+	inflight    sync.WaitGroup
+	first       error
+	firstSignal string // whose export failed first
 }
 
 func newExportGate() *exportGate {
@@ -520,10 +583,10 @@ func newExportGate() *exportGate {
 	return &exportGate{life: life, abort: abort}
 }
 
-// do runs export under the gate: with ctx cut short when the gate
-// closes, and its error kept rather than returned. After close it does
-// nothing.
-func (g *exportGate) do(ctx context.Context, export func(context.Context) error) {
+// do runs an export of signal under the gate: with ctx cut short when
+// the gate closes, and its error kept rather than returned. After close
+// it does nothing.
+func (g *exportGate) do(ctx context.Context, signal string, export func(context.Context) error) {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -536,24 +599,24 @@ func (g *exportGate) do(ctx context.Context, export func(context.Context) error)
 	defer cancel()
 	stop := context.AfterFunc(g.life, cancel)
 	defer stop()
-	g.fail(export(ctx))
+	g.fail(signal, export(ctx))
 }
 
-// fail keeps err if it is the first.
-func (g *exportGate) fail(err error) {
+// fail keeps err, of signal's exporter, if it is the first.
+func (g *exportGate) fail(signal string, err error) {
 	if err == nil {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.first == nil {
-		g.first = err
+		g.first, g.firstSignal = err, signal
 	}
 }
 
 // close aborts the exports on their way, waits for them to return, and
-// returns the first failure.
-func (g *exportGate) close() error {
+// returns the first failure and the signal whose it was.
+func (g *exportGate) close() (string, error) {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
@@ -561,7 +624,7 @@ func (g *exportGate) close() error {
 	g.inflight.Wait()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.first
+	return g.firstSignal, g.first
 }
 
 // spanExporter hands a span exporter's failures to the gate.
@@ -571,12 +634,12 @@ type spanExporter struct {
 }
 
 func (e spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	e.gate.do(ctx, func(ctx context.Context) error { return e.SpanExporter.ExportSpans(ctx, spans) })
+	e.gate.do(ctx, signalTraces, func(ctx context.Context) error { return e.SpanExporter.ExportSpans(ctx, spans) })
 	return nil
 }
 
 func (e spanExporter) Shutdown(ctx context.Context) error {
-	e.gate.fail(e.SpanExporter.Shutdown(ctx))
+	e.gate.fail(signalTraces, e.SpanExporter.Shutdown(ctx))
 	return nil
 }
 
@@ -592,7 +655,7 @@ type metricExporter struct {
 func (e metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
 	for _, sm := range rm.ScopeMetrics {
 		if len(sm.Metrics) > 0 {
-			e.gate.do(ctx, func(ctx context.Context) error { return e.Exporter.Export(ctx, rm) })
+			e.gate.do(ctx, signalMetrics, func(ctx context.Context) error { return e.Exporter.Export(ctx, rm) })
 			return nil
 		}
 	}
@@ -600,6 +663,6 @@ func (e metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetri
 }
 
 func (e metricExporter) Shutdown(ctx context.Context) error {
-	e.gate.fail(e.Exporter.Shutdown(ctx))
+	e.gate.fail(signalMetrics, e.Exporter.Shutdown(ctx))
 	return nil
 }

@@ -589,6 +589,60 @@ func TestTelemetryValuesAreQuoted(t *testing.T) {
 	assert.Contains(t, lines[1], "…", "the long value is cut")
 }
 
+// TestTelemetryDeadCollectorWarningNamesItsEndpoint: the warning of
+// exports that failed names the variable of the endpoint they went to,
+// the signal's own when it is set.
+func TestTelemetryDeadCollectorWarningNamesItsEndpoint(t *testing.T) {
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://" + closedPort(t) + "/v1/traces", envMetricsExporter: "none"})
+	var stderr bytes.Buffer
+	tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+	record(t, tel)
+	shutdownWithin(t, tel, 30*time.Second)
+	out := stderr.String()
+	assert.Equal(t, 1, strings.Count(out, "\n"), out)
+	assert.True(t, strings.HasSuffix(out, "connection refused (is the collector at OTEL_EXPORTER_OTLP_TRACES_ENDPOINT running?)\n"), out)
+}
+
+// TestTelemetryWhereExportsWent: the warning of exports that failed
+// says where they went, by the variable that named it or as the
+// specification's default, and where the other signal's went when
+// that is elsewhere (one endpoint variable set for traces alone leaves
+// the metrics at the default).
+func TestTelemetryWhereExportsWent(t *testing.T) {
+	const (
+		tracesVar  = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+		metricsVar = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+		general    = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	)
+	for _, tt := range []struct {
+		name     string
+		vars     map[string]string
+		protocol string
+		failed   string
+		want     string
+	}{
+		{"the general variable", map[string]string{general: "http://collector:4318"}, protocolHTTP, "metrics",
+			"is the collector at OTEL_EXPORTER_OTLP_ENDPOINT running?"},
+		{"the signal's own over the general", map[string]string{general: "http://a:4318", metricsVar: "http://b:4318/v1/metrics"}, protocolHTTP, "metrics",
+			"is the collector at OTEL_EXPORTER_OTLP_METRICS_ENDPOINT running? traces go to OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{"traces' alone, traces failed", map[string]string{tracesVar: "http://jaeger:4318/v1/traces"}, protocolHTTP, "traces",
+			"is the collector at OTEL_EXPORTER_OTLP_TRACES_ENDPOINT running? metrics go to the default endpoint, localhost:4318, as neither OTEL_EXPORTER_OTLP_ENDPOINT nor OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set"},
+		{"traces' alone, metrics failed", map[string]string{tracesVar: "http://jaeger:4318/v1/traces"}, protocolHTTP, "metrics",
+			"metrics go to the default endpoint, localhost:4318, as neither OTEL_EXPORTER_OTLP_ENDPOINT nor OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set: is a collector running there? traces go to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+		{"none, over grpc", map[string]string{"OTEL_SERVICE_NAME": "x"}, protocolGRPC, "traces",
+			"traces go to the default endpoint, localhost:4317, as neither OTEL_EXPORTER_OTLP_ENDPOINT nor OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set: is a collector running there?"},
+		{"one that is not a URL is not used", map[string]string{general: "http://[::1"}, protocolHTTP, "traces",
+			"traces go to the default endpoint, localhost:4318, as neither OTEL_EXPORTER_OTLP_ENDPOINT nor OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set: is a collector running there?"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tel := &telemetry{destinations: []destination{
+				newDestination(tt.vars, "traces", tt.protocol), newDestination(tt.vars, "metrics", tt.protocol),
+			}}
+			assert.Equal(t, tt.want, tel.whereTo(tt.failed))
+		})
+	}
+}
+
 // TestTelemetryHungCollectorIsBounded: a collector that takes the
 // request and never answers holds shutdown no longer than its bound,
 // and the export still on its way is abandoned (the collector sees the
