@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -46,6 +50,9 @@ type telemetry struct {
 	stderr     io.Writer
 	stops      []func(context.Context)
 	gate       *exportGate
+	// closeIdle has, for each HTTP exporter, what closes its idle
+	// connections.
+	closeIdle []func()
 	// destinations say where each signal exported goes.
 	destinations []destination
 	// sdk takes what the OpenTelemetry SDK logs, to say one line of it.
@@ -240,7 +247,8 @@ func (t *telemetry) startTraces(ctx context.Context, vars map[string]string, res
 	if protocol == protocolGRPC {
 		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
 	} else {
-		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),
+			otlptracehttp.WithHTTPClient(t.otlpHTTPClient(vars, signalTraces)))
 	}
 	if err != nil {
 		t.warnf("no traces are exported: %s", errorText(err))
@@ -260,7 +268,8 @@ func (t *telemetry) startMetrics(ctx context.Context, vars map[string]string, re
 	if protocol == protocolGRPC {
 		exp, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}))
 	} else {
-		exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))
+		exp, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}),
+			otlpmetrichttp.WithHTTPClient(t.otlpHTTPClient(vars, signalMetrics)))
 	}
 	if err != nil {
 		t.warnf("no metrics are exported: %s", errorText(err))
@@ -288,15 +297,109 @@ func (t *telemetry) shutdown() {
 	}
 	wg.Wait()
 	signal, err := t.gate.close()
+	for _, closeIdle := range t.closeIdle {
+		closeIdle()
+	}
 	t.sayFromSDK()
 	if err != nil {
 		text := errorText(err)
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			text = fmt.Sprintf("the collector did not take it within %s", t.flushBound)
 		}
 		t.warnf("not all spans and metrics were exported: %s (%s)", text, t.whereTo(signal))
 	}
 }
+
+// otlpHTTPClient is the client of signal's HTTP exporter. The
+// exporter's own would share a transport with every other exporter of
+// the process, whose idle connections outlive them all; this one's are
+// closed at shutdown. Given a client, the exporter no longer reads the
+// timeout and certificate variables, so they are read here as it would.
+func (t *telemetry) otlpHTTPClient(vars map[string]string, signal string) *http.Client {
+	transport := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       otlpTLS(vars, signal),
+	}
+	t.closeIdle = append(t.closeIdle, transport.CloseIdleConnections)
+	return &http.Client{Transport: transport, Timeout: otlpTimeout(vars, signal)}
+}
+
+// otlpTimeout is how long an export of signal may take: its own
+// variable's, else the general one's, else 10 seconds.
+func otlpTimeout(vars map[string]string, signal string) time.Duration {
+	timeout := otlpDefaultTimeout
+	for _, prefix := range otlpPrefixes(signal) {
+		if ms, err := strconv.Atoi(vars[prefix+"TIMEOUT"]); err == nil {
+			timeout = time.Duration(ms) * time.Millisecond
+		}
+	}
+	return timeout
+}
+
+// otlpTLS is the TLS configuration of signal's exporter: the
+// collector's certificate to trust and the client's to show, as the
+// certificate variables have them, a signal's own over the general
+// ones; nil when none is set. A file that cannot be read is left out,
+// as the exporters leave it out (logging that they did, which is said).
+func otlpTLS(vars map[string]string, signal string) *tls.Config {
+	var cfg tls.Config
+	for _, prefix := range otlpPrefixes(signal) {
+		if file, set := vars[prefix+"CERTIFICATE"]; set {
+			certs, err := readCredential(file)
+			if pool := x509.NewCertPool(); err == nil && pool.AppendCertsFromPEM(certs) {
+				cfg.RootCAs = pool
+			}
+		}
+		certFile, certSet := vars[prefix+"CLIENT_CERTIFICATE"]
+		keyFile, keySet := vars[prefix+"CLIENT_KEY"]
+		if certSet && keySet {
+			cert, certErr := readCredential(certFile)
+			key, keyErr := readCredential(keyFile)
+			if pair, err := tls.X509KeyPair(cert, key); certErr == nil && keyErr == nil && err == nil {
+				cfg.Certificates = []tls.Certificate{pair}
+			}
+		}
+	}
+	if cfg.RootCAs == nil && cfg.Certificates == nil {
+		return nil
+	}
+	return &cfg
+}
+
+// otlpPrefixes are the prefixes of the OTLP exporter variables of
+// signal, the general ones first, as a signal's own win.
+func otlpPrefixes(signal string) []string {
+	return []string{"OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_" + strings.ToUpper(signal) + "_"}
+}
+
+// readCredential reads a certificate or key file, refusing one larger
+// than any such file is.
+func readCredential(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, credentialMax+1))
+	if err == nil && len(b) > credentialMax {
+		err = fmt.Errorf("larger than %d bytes", credentialMax)
+	}
+	return b, err
+}
+
+// Of the OTLP exporter variables read here: the specification's default
+// timeout, and the most read of a certificate or key file (a chain of
+// a few certificates is a few kilobytes).
+const (
+	otlpDefaultTimeout = 10 * time.Second
+	credentialMax      = 1 << 20
+)
 
 // destination is where a signal's exports go: the endpoint variable
 // that names it, or the specification's default.

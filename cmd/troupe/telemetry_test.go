@@ -3,12 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +29,7 @@ import (
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
@@ -45,6 +55,7 @@ type otlpReceiver struct {
 
 	httpURL  string // http://127.0.0.1:PORT
 	grpcAddr string // 127.0.0.1:PORT
+	http     http.Handler
 }
 
 func newOTLPReceiver(t *testing.T) *otlpReceiver {
@@ -69,7 +80,7 @@ func newOTLPReceiver(t *testing.T) *otlpReceiver {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	r.httpURL = srv.URL
+	r.httpURL, r.http = srv.URL, mux
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -87,6 +98,54 @@ func newOTLPReceiver(t *testing.T) *otlpReceiver {
 	})
 	r.grpcAddr = ln.Addr().String()
 	return r
+}
+
+// serveTLS serves the receiver's HTTP side over TLS too, asking for a
+// client's certificate signed by clientCA if it is not nil. It returns
+// the server's URL and a file holding its certificate.
+func (r *otlpReceiver) serveTLS(t *testing.T, clientCA *x509.Certificate) (url, certFile string) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(r.http)
+	if clientCA != nil {
+		pool := x509.NewCertPool()
+		pool.AddCert(clientCA)
+		srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	certFile = filepath.Join(t.TempDir(), "collector.pem")
+	writePEM(t, certFile, "CERTIFICATE", srv.Certificate().Raw)
+	return srv.URL, certFile
+}
+
+// clientCertificate makes a client's certificate and its key, in files,
+// the certificate its own issuer.
+func clientCertificate(t *testing.T) (cert *x509.Certificate, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "troupe test client"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err = x509.ParseCertificate(der)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
+	return cert, certFile, keyFile
+}
+
+func writePEM(t *testing.T, file, kind string, der []byte) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600))
 }
 
 func readProto(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
@@ -153,6 +212,12 @@ func (r *otlpReceiver) addMetrics(in *colmetricpb.ExportMetricsServiceRequest, p
 			}
 		}
 	}
+}
+
+// all returns the spans and metrics received so far.
+func (r *otlpReceiver) all() []received {
+	spans, metrics := r.got()
+	return append(spans, metrics...)
 }
 
 // got returns what was received so far.
@@ -641,6 +706,98 @@ func TestTelemetryWhereExportsWent(t *testing.T) {
 			assert.Equal(t, tt.want, tel.whereTo(tt.failed))
 		})
 	}
+}
+
+// TestTelemetryLeavesNoGoroutine: once shut down, the exporters leave
+// nothing running, connections to a collector that is still up among
+// it.
+func TestTelemetryLeavesNoGoroutine(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			r := newOTLPReceiver(t)
+			endpoint := r.httpURL
+			if protocol == "grpc" {
+				endpoint = "http://" + r.grpcAddr
+			}
+			otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, envProtocol: protocol})
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			var stderr bytes.Buffer
+			tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+			record(t, tel)
+			shutdownWithin(t, tel, 30*time.Second)
+			spans, metrics := r.got()
+			assert.Len(t, spans, 1)
+			assert.Len(t, metrics, 1)
+			assert.Empty(t, stderr.String())
+		})
+	}
+}
+
+// TestTelemetryTLSFromTheEnvironment: over HTTP, the exporters trust
+// the collector's certificate and show their own as the certificate
+// variables say, a signal's own over the general ones; without them a
+// collector's certificate no one signed is refused.
+func TestTelemetryTLSFromTheEnvironment(t *testing.T) {
+	r := newOTLPReceiver(t)
+	clientCA, clientCert, clientKey := clientCertificate(t)
+	plainURL, plainCert := r.serveTLS(t, nil)
+	mutualURL, mutualCert := r.serveTLS(t, clientCA)
+	otherCert := clientCert // a certificate, not the collector's
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		sent int // spans and metrics
+	}{
+		{"the collector's certificate", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": plainURL, "OTEL_EXPORTER_OTLP_CERTIFICATE": plainCert}, 2},
+		{"a signal's own", map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": plainURL, "OTEL_EXPORTER_OTLP_CERTIFICATE": otherCert, "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": plainCert,
+		}, 1},
+		{"and the client's", map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": mutualURL, "OTEL_EXPORTER_OTLP_CERTIFICATE": mutualCert,
+			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": clientCert, "OTEL_EXPORTER_OTLP_CLIENT_KEY": clientKey,
+		}, 2},
+		{"none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": plainURL}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			otelEnv(t, tt.env)
+			before := len(r.all())
+			var stderr bytes.Buffer
+			tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+			record(t, tel)
+			shutdownWithin(t, tel, 30*time.Second)
+			assert.Len(t, r.all(), before+tt.sent)
+			if tt.sent == 2 {
+				assert.Empty(t, stderr.String())
+			} else {
+				assert.Contains(t, stderr.String(), "certificate signed by unknown authority")
+			}
+		})
+	}
+}
+
+// TestTelemetryTimeoutFromTheEnvironment: over HTTP, an export waits
+// for the collector as long as the timeout variables say, a signal's
+// own over the general one, however long shutdown would wait.
+func TestTelemetryTimeoutFromTheEnvironment(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<20))
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(srv.CloseClientConnections)
+	otelEnv(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, envMetricsExporter: "none", "OTEL_BSP_EXPORT_TIMEOUT": "3600000",
+		"OTEL_EXPORTER_OTLP_TIMEOUT": "3600000", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "50",
+	})
+	var stderr bytes.Buffer
+	tel := newTelemetry(context.Background(), os.Environ(), &stderr)
+	tel.flushBound = time.Hour
+	record(t, tel)
+	shutdownWithin(t, tel, 30*time.Second)
+	out := stderr.String()
+	assert.Equal(t, 1, strings.Count(out, "\n"), out)
+	assert.Contains(t, out, "Client.Timeout exceeded")
+	assert.NotContains(t, out, "within 1h", "the export's own timeout ended it, not shutdown's bound")
 }
 
 // TestTelemetryHungCollectorIsBounded: a collector that takes the
