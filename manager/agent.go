@@ -116,6 +116,10 @@ type Agent struct {
 	emitMu sync.Mutex
 	tshard int
 
+	// step is set on the transient agent of a step (StepAgent), whose
+	// events and end go to the step's result.
+	step *stepState
+
 	mu        sync.Mutex
 	state     State
 	ending    bool // a finish is under way: later ones, and a start, give way
@@ -289,6 +293,10 @@ func (a *Agent) finish(to State, reason Reason, err error, output string, data a
 }
 
 func (a *Agent) finishWith(to State, reason Reason, err error, output string, data any, partial bool, overBudget int) {
+	if a.step != nil {
+		a.step.ended(to, reason, err, output, data, partial, overBudget)
+		return
+	}
 	now := a.m.cfg.now()
 	a.mu.Lock()
 	if a.ending || !CanTransition(a.state, to) {
@@ -431,7 +439,7 @@ func (m *Manager) guard(what string, fn func()) {
 // observed reports whether anyone will see events: a subscriber or a
 // transcript. Events are not built when nobody will.
 func (a *Agent) observed() bool {
-	return a.m.transcripts != nil || a.m.events.active()
+	return a.m.transcripts != nil || a.m.events.active() || a.step != nil
 }
 
 // emit stamps e with the agent's identity and sends it to the transcript
@@ -447,6 +455,10 @@ func (a *Agent) emit(e *Event) {
 	e.Depth = a.depth
 	if a.group != nil {
 		e.Group = a.group.id
+	}
+	if a.step != nil {
+		a.step.collect(e)
+		return
 	}
 	a.emitMu.Lock()
 	defer a.emitMu.Unlock()

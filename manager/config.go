@@ -136,6 +136,11 @@ type Config struct {
 	// arguments and results on spans, each cut to 16 KiB. Off by default:
 	// they can hold secrets. Usage and metadata are always recorded.
 	RecordContent bool
+	// Backend, when set, runs every top-level agent and its subtree
+	// elsewhere (see Backend): the manager keeps their handles, queue and
+	// events here. Models may then be nil, since the backend's workers
+	// resolve the models; types that change files are refused.
+	Backend Backend
 	// now is replaced in tests.
 	now func() time.Time
 }

@@ -34,6 +34,11 @@ func (a *Agent) run() {
 	a.emit(&Event{Kind: EventState, From: Pending, State: Running})
 
 	ctx := a.ctx
+	if a.remote() {
+		// The backend bounds the run's time itself, where it runs.
+		a.runRemote(ctx)
+		return
+	}
 	if a.budget.MaxTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, a.budget.MaxTime, errTimeBudget)
@@ -407,12 +412,17 @@ func (l *loop) partialOutput() string {
 	l.a.mu.Lock()
 	notes := l.a.notes
 	l.a.mu.Unlock()
+	return partialText(l.lastText, notes)
+}
+
+// partialText is the last assistant text followed by the notes.
+func partialText(lastText string, notes []string) string {
 	if len(notes) == 0 {
-		return l.lastText
+		return lastText
 	}
 	var b strings.Builder
-	b.WriteString(l.lastText)
-	if l.lastText != "" {
+	b.WriteString(lastText)
+	if lastText != "" {
 		b.WriteString("\n\n")
 	}
 	b.WriteString("## Notes\n")

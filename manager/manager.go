@@ -80,7 +80,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Registry == nil {
 		return nil, errors.New("manager: Config.Registry is nil; pass agenttypes.NewRegistry() with types registered")
 	}
-	if cfg.Models == nil {
+	if cfg.Models == nil && cfg.Backend == nil {
 		return nil, errors.New("manager: Config.Models is nil; pass a ModelResolver")
 	}
 	if err := cfg.DefaultBudget.Validate(); err != nil {
@@ -200,8 +200,13 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	if err != nil {
 		return nil, err
 	}
-	// Described before the setup is built, so that it covers their tools.
-	if err := m.describeMCP(ctx, typ); err != nil {
+	remote := m.cfg.Backend != nil && at.parent == nil
+	if remote {
+		if err := m.remoteRefuses(req, typ); err != nil {
+			return nil, err
+		}
+	} else if err := m.describeMCP(ctx, typ); err != nil {
+		// Described before the setup is built, so that it covers their tools.
 		return nil, err
 	}
 	setup, err := m.setup(typ)
@@ -215,18 +220,22 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		}
 	}
 	modelName := m.modelName(req, typ, at.parent)
-	model, err := m.model(ctx, modelName)
-	if err != nil {
-		return nil, err
+	var model llms.Model
+	var budget agenttypes.Budget
+	if remote {
+		budget = req.Budget.Merge(typ.Budget).Merge(m.cfg.DefaultBudget)
+	} else { // a backend's workers resolve the model, and check its price
+		if model, err = m.model(ctx, modelName); err != nil {
+			return nil, err
+		}
+		if modelcap.IsRetrievalOnly(model) && typ.NeedsLanguageModel {
+			return nil, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves; name a language model (provider:model) in the request, the type or Config.DefaultModel", ErrModel, typ.Name, modelName)
+		}
+		if budget, err = m.budgetFor(req, typ, at.parent, model, modelName); err != nil {
+			return nil, err
+		}
 	}
-	if modelcap.IsRetrievalOnly(model) && typ.NeedsLanguageModel {
-		return nil, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves; name a language model (provider:model) in the request, the type or Config.DefaultModel", ErrModel, typ.Name, modelName)
-	}
-	budget, err := m.budgetFor(req, typ, at.parent, model, modelName)
-	if err != nil {
-		return nil, err
-	}
-	tools, err := m.toolsFor(setup, at.parent, at.depth, req.Tools)
+	tools, err := m.toolsFor(setup, at.parent, at.depth, m.cfg.MaxDepth, req.Tools)
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +300,8 @@ func (m *Manager) place(req SpawnRequest) (placement, error) {
 		return at, fmt.Errorf("%w: parent %q", ErrNotFound, req.ParentID)
 	case p.isEnding():
 		return at, p.endedError()
+	case p.remote():
+		return at, fmt.Errorf("%w: agent %s runs on the manager's backend, with its whole tree; its own delegate tool spawns its children there", ErrDelegation, p.id)
 	case p.depth+1 > m.cfg.MaxDepth:
 		return at, fmt.Errorf("%w: agent %s is at depth %d and may not spawn children (the limit is %d)", ErrDepthExceeded, p.id, p.depth, m.cfg.MaxDepth)
 	}

@@ -212,13 +212,21 @@ func (a *Agent) runTool(ctx context.Context, c llms.ToolCall) (o toolOutcome) {
 	name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
 	o.name = name
 	tool := a.tools.byName[name]
-	a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: cutEnd(args, maxToolText)})
+	if a.step == nil || a.step.answers == nil { // a tree call answered was reported when made
+		a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: cutEnd(args, maxToolText)})
+	}
 	ctx, span := a.m.tel.startTool(ctx, a, c)
 	if span != nil {
 		defer a.m.tel.endTool(span, &o)
 	}
+	if a.step != nil {
+		ctx = context.WithValue(ctx, stepCallKey{}, c.ID)
+	}
 
 	text, panicked, err := invoke(ctx, tool, args)
+	if err != nil && errors.Is(err, ErrTreeDeferred) {
+		return o // the backend does it, and its result comes with TreeStep
+	}
 	if panicked != nil {
 		a.logger().Error("tool panicked", "tool", name, "panic", panicked.value, "stack", panicked.stack)
 		o.err = fmt.Errorf("%w: %s: %w", ErrToolPanic, name, &PanicError{Value: panicked.value, Stack: panicked.stack})

@@ -472,7 +472,7 @@ func (a *Agent) whose(x *Agent) string {
 // parent, narrowed to narrow: the type's tools, only those the parent has,
 // delegate and collect only below the depth limit, and ask_parent for every
 // child when it is registered.
-func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth int, narrow []string) (*toolset, error) {
+func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth, maxDepth int, narrow []string) (*toolset, error) {
 	own := m.expandTools(setup.typ, setup.typ.Tools)
 	names := own
 	if len(narrow) > 0 {
@@ -489,7 +489,7 @@ func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth int, narrow []
 	keep := make([]string, 0, len(names)+1)
 	for _, n := range names {
 		switch {
-		case (n == toolDelegate || n == toolCollect) && depth >= m.cfg.MaxDepth:
+		case (n == toolDelegate || n == toolCollect) && depth >= maxDepth:
 		case n == toolAskParent && depth == 0:
 		case parent != nil && n != toolAskParent && !parent.passesDown(n):
 		default:

@@ -24,6 +24,9 @@ func (m *Manager) openWorkspace(ctx context.Context, a *Agent) error {
 	if !a.needsWorkspace() {
 		return nil
 	}
+	if a.remote() {
+		return fmt.Errorf("%w: type %q changes files, and its workspace would be on one worker of the backend only; run it without Config.Backend", agenttypes.ErrWorkspace, a.typ.Name)
+	}
 	if m.cfg.Workspaces == nil {
 		return fmt.Errorf("%w: type %q changes files, so each of its agents needs a workspace of its own, and the manager has none to give; set Config.Workspaces (the builtin workspace package makes them)", agenttypes.ErrWorkspace, a.typ.Name)
 	}
