@@ -1,0 +1,223 @@
+package temporal
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tmc/langchaingo/llms"
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+)
+
+// The agent workflow is the manager's loop, made durable: the
+// conversation, the budgets and what the subtree spent live in the
+// workflow, and each step (the start, a model call, a turn's tool calls,
+// the final answer) is an activity that a worker's manager runs with the
+// loop's own code (manager.StepAgent). Children are child workflows.
+// Everything here is replay-safe: time is workflow.Now, IDs come from
+// SideEffect, and nothing iterates a map.
+
+// maxEvents is how many events an agent workflow keeps for its followers.
+const maxEvents = 4096
+
+// agentRun is one agent workflow's state.
+type agentRun struct {
+	in      agentInput
+	sa      manager.StepAgent
+	own     agenttypes.Usage
+	msgs    []message
+	events  []manager.Event
+	base    int // the index of events[0]: those before it were dropped
+	ended   bool
+	timeUp  bool
+	spawned int // children spawned over the run
+	calls   int // its own tool calls
+	model   string
+}
+
+func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
+	r := &agentRun{in: in, sa: in.Agent}
+	if err := workflow.SetQueryHandler(ctx, QueryEvents, r.page); err != nil {
+		return agentOutput{}, err
+	}
+	r.record(manager.Event{Kind: manager.EventState, From: manager.Pending, State: manager.Running})
+	end := r.run(ctx)
+	out := r.finish(end)
+	out.Duration = workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime)
+	return out, nil
+}
+
+// run runs the loop and returns how it ended.
+func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
+	ctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	var st startOut
+	if err := r.step(ctx, activityStart, short, stepInput{}, &st); err != nil {
+		return r.failed(ctx, manager.ReasonBackend, err)
+	}
+	r.model, r.sa.Model = st.Model, st.Model
+	if r.in.Child {
+		r.sa.Budget = r.sa.Budget.Merge(st.TypeBudget).Within(r.in.Ceiling)
+	}
+	r.startClock(ctx, cancel)
+	r.recordAll(st.Events)
+	if st.End != nil {
+		return *st.End
+	}
+	r.msgs = st.Messages
+	for {
+		if ctx.Err() != nil {
+			return r.stopped()
+		}
+		end, done := r.turn(ctx)
+		if done {
+			return end
+		}
+	}
+}
+
+// turn is one model call and what follows it; done says the run ended.
+func (r *agentRun) turn(ctx workflow.Context) (manager.StepEnd, bool) {
+	var ms generateOut
+	if err := r.step(ctx, activityGenerate, long, stepInput{Messages: r.msgs}, &ms); err != nil {
+		return r.failed(ctx, manager.ReasonModelError, err), true
+	}
+	r.sa.Spent.Usage = r.sa.Spent.Usage.Add(ms.Usage)
+	r.own = r.own.Add(ms.Usage)
+	r.sa.Spent.Turns = max(r.sa.Spent.Turns, ms.Turn)
+	r.recordAll(ms.Events)
+	if ms.End != nil {
+		return *ms.End, true
+	}
+	if ms.Choice.Content != "" {
+		r.sa.LastText = ms.Choice.Content
+	}
+	if ctx.Err() != nil {
+		return r.stopped(), true
+	}
+	if len(ms.Choice.Calls) == 0 {
+		var as answerOut
+		if err := r.step(ctx, activityAnswer, short, stepInput{Reply: &ms}, &as); err != nil {
+			return r.failed(ctx, manager.ReasonBackend, err), true
+		}
+		r.recordAll(as.Events)
+		if as.End != nil {
+			return *as.End, true
+		}
+		r.sa.Retried = true
+		r.msgs = append(r.msgs, as.Retry...)
+		return manager.StepEnd{}, false
+	}
+	return r.tools(ctx, ms.Choice)
+}
+
+// tools runs one turn's tool calls: the worker runs the tools, and the
+// workflow the calls that act on the tree.
+func (r *agentRun) tools(ctx workflow.Context, choice *choice) (manager.StepEnd, bool) {
+	var ts toolsOut
+	if err := r.step(ctx, activityTools, long, stepInput{Reply: &generateOut{Choice: choice}}, &ts); err != nil {
+		return r.failed(ctx, manager.ReasonBackend, err), true
+	}
+	r.sa.Spent.ToolCalls += ts.Counted
+	r.calls += ts.Counted
+	r.sa.Notes = ts.Notes
+	r.recordAll(ts.Events)
+	if ts.End != nil {
+		r.msgs = append(r.msgs, ts.Messages...)
+		return *ts.End, true
+	}
+	for _, tc := range ts.Tree {
+		if tc.Index < 0 || tc.Index >= len(choice.Calls) || 1+tc.Index >= len(ts.Messages) {
+			return r.failed(ctx, manager.ReasonBackend, fmt.Errorf("tree call %q is not one of the turn's", tc.CallID)), true
+		}
+		resp, err := r.delegate(ctx, tc)
+		if ctx.Err() != nil {
+			return r.stopped(), true
+		}
+		call := choice.Calls[tc.Index]
+		var out treeOutput
+		in := stepInput{Call: &call, Response: resp}
+		if err != nil {
+			in.Refusal = err.Error() // the tool says why, as in the manager
+		}
+		if err := r.step(ctx, activityTree, short, in, &out); err != nil {
+			return r.failed(ctx, manager.ReasonBackend, err), true
+		}
+		r.recordAll(out.Events)
+		ts.Messages[1+tc.Index] = message{Role: llms.ChatMessageTypeTool,
+			Parts: []part{{Result: &toolCall{ID: call.ID, Name: call.Name, Args: out.Text}}}}
+	}
+	r.msgs = append(r.msgs, ts.Messages...)
+	return manager.StepEnd{}, false
+}
+
+// startClock ends the run when its time budget is used up, from the
+// moment it started.
+func (r *agentRun) startClock(ctx workflow.Context, cancel workflow.CancelFunc) {
+	d := r.sa.Budget.MaxTime
+	if d <= 0 {
+		return
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if err := workflow.NewTimer(ctx, d).Get(ctx, nil); err == nil {
+			r.timeUp = true
+			cancel()
+		}
+	})
+}
+
+// deadline is when the time budget runs out; zero without one.
+func (r *agentRun) deadline(ctx workflow.Context) time.Time {
+	if r.sa.Budget.MaxTime <= 0 {
+		return time.Time{}
+	}
+	return workflow.GetInfo(ctx).WorkflowStartTime.Add(r.sa.Budget.MaxTime)
+}
+
+// stopped is the end of a run stopped between steps.
+func (r *agentRun) stopped() manager.StepEnd {
+	return manager.StoppedEnd(r.sa, r.timeUp)
+}
+
+// failed is the end of a run whose step failed for good: stopped, when
+// the failure is the run's context ending.
+func (r *agentRun) failed(ctx workflow.Context, reason manager.Reason, err error) manager.StepEnd {
+	var canceled *sdktemporal.CanceledError
+	if ctx.Err() != nil || errors.As(err, &canceled) {
+		return r.stopped()
+	}
+	var app *sdktemporal.ApplicationError
+	msg := err.Error()
+	if errors.As(err, &app) {
+		msg = app.Message()
+		if app.Type() == errTypeWorker {
+			reason = manager.ReasonBackend
+		}
+	}
+	end := manager.StoppedEnd(r.sa, false)
+	end.State, end.Reason, end.Error = manager.Failed, reason, msg
+	return end
+}
+
+// finish records the run's end and returns its output.
+func (r *agentRun) finish(end manager.StepEnd) agentOutput {
+	out := agentOutput{End: end, Model: r.model, Usage: r.sa.Spent.Usage, OwnUsage: r.own,
+		ToolCalls: r.calls, SubtreeToolCalls: r.sa.Spent.ToolCalls, Turns: r.sa.Spent.Turns}
+	r.record(manager.Event{Kind: manager.EventState, From: manager.Running, State: end.State, Reason: end.Reason, Error: end.Error})
+	r.record(manager.Event{Kind: manager.EventCompleted, From: manager.Running, State: end.State, Reason: end.Reason,
+		Text: end.Output, Usage: out.Usage, Error: end.Error})
+	r.ended = true
+	return out
+}
+
+// newID is a new agent ID, the same on every replay.
+func newID(ctx workflow.Context) string {
+	var id string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.NewString() }).Get(&id)
+	return id
+}

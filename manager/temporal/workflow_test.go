@@ -1,0 +1,322 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/tools"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+var echoTool = &agenttypes.ToolFunc{
+	ToolSpec: agenttypes.ToolSpec{Name: "echo", Description: "echoes text", ReadOnly: true},
+	Func: func(_ context.Context, args json.RawMessage) (string, error) {
+		var in struct{ Text string }
+		if err := json.Unmarshal(args, &in); err != nil {
+			return "", err
+		}
+		return "echo:" + in.Text, nil
+	},
+}
+
+// registry holds "lead", which delegates, and "helper", which echoes.
+func registry(t *testing.T) *agenttypes.Registry {
+	t.Helper()
+	reg := agenttypes.NewRegistry()
+	for _, tool := range append([]agenttypes.Tool{echoTool}, tools.Delegation()...) {
+		if err := reg.RegisterTool(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, typ := range []agenttypes.Type{
+		{Name: "lead", Description: "leads", Prompt: "You lead.", Tools: []string{"delegate", "echo"}},
+		{Name: "helper", Description: "helps", Prompt: "You help.", Tools: []string{"echo"}},
+	} {
+		if err := reg.RegisterType(typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
+}
+
+// treeModel plays a lead that delegates two tasks and sums up what its
+// helpers said, and helpers that echo their task's last word and report.
+func treeModel() *scripted.Model { return treeModelTokens(100, 300) }
+
+// treeModelTokens is treeModel with the input tokens the lead's two calls
+// report.
+func treeModelTokens(first, last int) *scripted.Model {
+	step := scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
+		system, turns := scripted.Text(msgs[0]), 0
+		for _, m := range msgs {
+			if m.Role == llms.ChatMessageTypeAI {
+				turns++
+			}
+		}
+		results := scripted.ToolResults(msgs)
+		switch {
+		case strings.Contains(system, "You lead.") && turns == 0:
+			return scripted.Step{InputTokens: first, OutputTokens: 20, Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{
+				"tasks": []map[string]any{{"label": "a", "type": "helper", "prompt": "say alpha"}, {"label": "b", "type": "helper", "prompt": "say beta"}}})}}}
+		case strings.Contains(system, "You lead."):
+			return scripted.Step{InputTokens: last, OutputTokens: 30, Text: "summary: " + results[len(results)-1].Content}
+		case turns == 0:
+			task := scripted.Text(msgs[len(msgs)-1])
+			word := task[strings.LastIndex(task, " ")+1:]
+			return scripted.Step{InputTokens: 50, OutputTokens: 10, Calls: []scripted.Call{{Name: "echo", Args: scripted.JSON(map[string]string{"text": word})}}}
+		default:
+			return scripted.Step{InputTokens: 70, OutputTokens: 12, Text: "helper heard " + results[len(results)-1].Content}
+		}
+	}}
+	return scripted.New(step, step, step)
+}
+
+func newManager(t *testing.T, reg *agenttypes.Registry, model llms.Model, backend manager.Backend) *manager.Manager {
+	t.Helper()
+	cfg := manager.Config{
+		Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxDepth: 1,
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+	}
+	if backend != nil {
+		cfg.Backend, cfg.Models = backend, nil
+	}
+	m, err := manager.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return m
+}
+
+// testEnv is the SDK's workflow test environment with the workflow and
+// activities registered, run by a manager of reg and model.
+func testEnv(t *testing.T, reg *agenttypes.Registry, model llms.Model) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	register(env, &activities{m: newManager(t, reg, model, nil), root: t.TempDir()})
+	return env
+}
+
+func runWorkflow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in agentInput) agentOutput {
+	t.Helper()
+	env.ExecuteWorkflow(WorkflowName, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var out agentOutput
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func leadInput(task string) agentInput {
+	return agentInput{Agent: manager.StepAgent{ID: "lead-1", Type: "lead", Task: task, Dir: ".", MaxDepth: 1}}
+}
+
+// inProcess runs the lead on a manager of its own, for the result the
+// workflow must give.
+func inProcess(t *testing.T, model llms.Model, task string, budget agenttypes.Budget) manager.Result {
+	t.Helper()
+	m := newManager(t, registry(t), model, nil)
+	a, err := m.Spawn(context.Background(), manager.SpawnRequest{Type: "lead", Task: task, Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := a.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var (
+	uuidPattern     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	durationPattern = regexp.MustCompile(`, [0-9.]+(µs|ms|s|m)\n`)
+)
+
+// normal is an output with its agent IDs and durations, which differ
+// from run to run, made the same.
+func normal(s string) string {
+	return durationPattern.ReplaceAllString(uuidPattern.ReplaceAllString(s, "ID"), ", DURATION\n")
+}
+
+func TestWorkflowRunsATreeAsTheManagerDoes(t *testing.T) {
+	want := inProcess(t, treeModel(), "look into it", agenttypes.Budget{})
+	if want.State != manager.Completed {
+		t.Fatalf("in process: %s %s %s", want.State, want.Reason, want.Error)
+	}
+	env := testEnv(t, registry(t), treeModel())
+	got := runWorkflow(t, env, leadInput("look into it"))
+	if got.End.State != manager.Completed || normal(got.End.Output) != normal(want.Output) {
+		t.Fatalf("workflow ended %s (%s %s) with %q; in process %q", got.End.State, got.End.Reason, got.End.Error, got.End.Output, want.Output)
+	}
+	for _, s := range []string{"helper heard echo:alpha", "helper heard echo:beta"} {
+		if !strings.Contains(got.End.Output, s) {
+			t.Errorf("the lead's answer leaves out %q: %s", s, got.End.Output)
+		}
+	}
+	if got.Usage != want.Usage || got.OwnUsage != want.OwnUsage || got.Turns != want.Turns || got.ToolCalls != want.ToolCalls {
+		t.Errorf("workflow: usage %+v own %+v, %d turns, %d tool calls; in process: %+v own %+v, %d turns, %d tool calls",
+			got.Usage, got.OwnUsage, got.Turns, got.ToolCalls, want.Usage, want.OwnUsage, want.Turns, want.ToolCalls)
+	}
+}
+
+func TestWorkflowKeepsEventsForFollowers(t *testing.T) {
+	env := testEnv(t, registry(t), treeModel())
+	got := runWorkflow(t, env, leadInput("look into it"))
+	if got.End.State != manager.Completed {
+		t.Fatalf("ended %s: %s", got.End.State, got.End.Error)
+	}
+	v, err := env.QueryWorkflow(QueryEvents, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p eventsPage
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	spawned := 0
+	for _, e := range p.Events {
+		kinds = append(kinds, string(e.Kind))
+		if e.Kind == manager.EventSpawned {
+			spawned++
+			if e.ParentID != "lead-1" || e.Depth != 1 || e.Type != "helper" {
+				t.Errorf("spawned event %+v: want a helper at depth 1 under lead-1", e)
+			}
+		}
+	}
+	if spawned != 2 || !p.Ended || p.Next != len(p.Events) {
+		t.Errorf("events %v (next %d, ended %v): want two children spawned and the end", kinds, p.Next, p.Ended)
+	}
+	if last := p.Events[len(p.Events)-1]; last.Kind != manager.EventCompleted || last.AgentID != "lead-1" {
+		t.Errorf("last event %s of %s, want the lead's completed", last.Kind, last.AgentID)
+	}
+	again, err := env.QueryWorkflow(QueryEvents, p.Next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest eventsPage
+	if err := again.Get(&rest); err != nil {
+		t.Fatal(err)
+	}
+	if len(rest.Events) != 0 || rest.Next != p.Next {
+		t.Errorf("asked from %d: %d events, next %d; want none", p.Next, len(rest.Events), rest.Next)
+	}
+}
+
+// blockingModel plays a lead that delegates two tasks, and helpers whose
+// model call waits until it is cancelled.
+func blockingModel() *scripted.Model {
+	step := scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
+		if strings.Contains(scripted.Text(msgs[0]), "You lead.") && len(msgs) == 2 {
+			return scripted.Step{Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{
+				"tasks": []map[string]any{{"label": "a", "type": "helper", "prompt": "wait"}, {"label": "b", "type": "helper", "prompt": "wait"}}})}}}
+		}
+		if strings.Contains(scripted.Text(msgs[0]), "You lead.") {
+			return scripted.Step{Text: "should not be asked"}
+		}
+		return scripted.Step{Block: true}
+	}}
+	return scripted.New(step, step)
+}
+
+func TestWorkflowCancelReachesEveryChild(t *testing.T) {
+	env := testEnv(t, registry(t), blockingModel())
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	got := runWorkflow(t, env, leadInput("wait for them"))
+	if got.End.State != manager.Cancelled || got.End.Reason != manager.ReasonCancelled {
+		t.Fatalf("the lead ended %s (%s): %s; want cancelled", got.End.State, got.End.Reason, got.End.Error)
+	}
+	v, err := env.QueryWorkflow(QueryEvents, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p eventsPage
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	spawned := 0
+	for _, e := range p.Events {
+		if e.Kind != manager.EventSpawned {
+			continue
+		}
+		spawned++
+		cv, err := env.QueryWorkflowByID(e.AgentID, QueryEvents, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cp eventsPage
+		if err := cv.Get(&cp); err != nil {
+			t.Fatal(err)
+		}
+		last := cp.Events[len(cp.Events)-1]
+		if !cp.Ended || last.Kind != manager.EventCompleted || last.State != manager.Cancelled {
+			t.Errorf("child %s: last event %s %s, ended %v; want it cancelled", e.Label, last.Kind, last.State, cp.Ended)
+		}
+	}
+	if spawned != 2 {
+		t.Fatalf("%d children spawned, want 2 (events %+v)", spawned, p.Events)
+	}
+}
+
+func TestWorkflowHoldsATokenBudgetAsTheManagerDoes(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		first, last int
+		budget      int
+		crossed     bool
+	}{
+		// The lead's last answer takes the tree past its budget, and is kept.
+		{name: "an answer past it", first: 100, last: 3000, budget: 2500, crossed: true},
+		// The lead's first call leaves 80 tokens: too few for its
+		// children, or for itself.
+		{name: "used up", first: 900, last: 300, budget: 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			budget := agenttypes.Budget{MaxTokens: c.budget}
+			want := inProcess(t, treeModelTokens(c.first, c.last), "look into it", budget)
+			env := testEnv(t, registry(t), treeModelTokens(c.first, c.last))
+			in := leadInput("look into it")
+			in.Agent.Budget = budget
+			got := runWorkflow(t, env, in)
+			if got.End.State != want.State || got.End.Reason != want.Reason || got.End.TokensOverBudget != want.TokensOverBudget ||
+				got.Usage != want.Usage || normal(got.End.Output) != normal(want.Output) {
+				t.Fatalf("workflow: %s %s, %d over, usage %+v, %q; in process: %s %s, %d over, usage %+v, %q",
+					got.End.State, got.End.Reason, got.End.TokensOverBudget, got.Usage, got.End.Output,
+					want.State, want.Reason, want.TokensOverBudget, want.Usage, want.Output)
+			}
+			if crossed := want.TokensOverBudget > 0; crossed != c.crossed {
+				t.Fatalf("in process the budget was crossed: %v, want %v; the case no longer checks what it says", crossed, c.crossed)
+			}
+			if got.Usage.Total() > c.budget+got.End.TokensOverBudget {
+				t.Errorf("the tree spent %d tokens of %d (%d over on a kept answer)", got.Usage.Total(), c.budget, got.End.TokensOverBudget)
+			}
+		})
+	}
+}
