@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/stepwire"
 )
 
 // stepKind sets a step's time limit and retries.
@@ -29,7 +30,7 @@ const (
 )
 
 // step runs one activity of the run with its agent as it stands.
-func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in stepInput, out any) error {
+func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in stepwire.Input, out any) error {
 	in.Agent, in.Checkout = r.sa, r.in.Checkout
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: shortStepTimeout,

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/stepwire"
 	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
@@ -23,8 +23,11 @@ import (
 type WorkerConfig struct {
 	// Manager runs the steps: its registry holds the types, tools,
 	// plugins and scripts of the worker's project, its models are the
-	// worker's, and its limits and hooks apply to every step. Required.
+	// worker's, and its limits and hooks apply to every step.
 	Manager *manager.Manager
+	// Steps runs the steps instead, for a worker whose manager is in
+	// another process (stepwire). Set Manager or Steps.
+	Steps stepwire.Stepper
 	// TaskQueue is the queue the worker serves; DefaultTaskQueue when
 	// empty.
 	TaskQueue string
@@ -46,7 +49,11 @@ const errTypeWorker = "troupe_worker"
 // NewWorker returns a worker that runs agent workflows and their steps
 // on cfg.TaskQueue; start it with Run or Start.
 func NewWorker(c client.Client, cfg WorkerConfig) (worker.Worker, error) {
-	if cfg.Manager == nil {
+	steps := cfg.Steps
+	if cfg.Manager != nil {
+		steps = stepwire.Local{Manager: cfg.Manager}
+	}
+	if steps == nil {
 		return nil, errors.New("temporal: WorkerConfig.Manager is nil; pass the manager whose registry and models the worker runs agents with")
 	}
 	root, err := filepath.Abs(cfg.Root)
@@ -57,7 +64,7 @@ func NewWorker(c client.Client, cfg WorkerConfig) (worker.Worker, error) {
 		cfg.TaskQueue = DefaultTaskQueue
 	}
 	w := worker.New(c, cfg.TaskQueue, cfg.Options)
-	register(w, &activities{m: cfg.Manager, root: root, checkout: cfg.Checkout})
+	register(w, &activities{steps: steps, root: root, checkout: cfg.Checkout})
 	return w, nil
 }
 
@@ -70,83 +77,83 @@ type registrar interface {
 
 func register(r registrar, a *activities) {
 	r.RegisterWorkflowWithOptions(agentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
-	r.RegisterActivityWithOptions(a.start, activity.RegisterOptions{Name: activityStart})
-	r.RegisterActivityWithOptions(a.generate, activity.RegisterOptions{Name: activityGenerate})
-	r.RegisterActivityWithOptions(a.answer, activity.RegisterOptions{Name: activityAnswer})
-	r.RegisterActivityWithOptions(a.tools, activity.RegisterOptions{Name: activityTools})
-	r.RegisterActivityWithOptions(a.tree, activity.RegisterOptions{Name: activityTree})
+	r.RegisterActivityWithOptions(a.start, activity.RegisterOptions{Name: stepwire.StepStart})
+	r.RegisterActivityWithOptions(a.generate, activity.RegisterOptions{Name: stepwire.StepGenerate})
+	r.RegisterActivityWithOptions(a.answer, activity.RegisterOptions{Name: stepwire.StepAnswer})
+	r.RegisterActivityWithOptions(a.tools, activity.RegisterOptions{Name: stepwire.StepTools})
+	r.RegisterActivityWithOptions(a.tree, activity.RegisterOptions{Name: stepwire.StepTree})
 }
 
-// activities run an agent's steps on the worker's manager.
+// activities run an agent's steps with the worker's Stepper, once the
+// run is known to be the worker's to serve.
 type activities struct {
-	m        *manager.Manager
+	steps    stepwire.Stepper
 	root     string
 	checkout string
 }
 
-// agent is the step's agent as this worker runs it: its directory in
-// the worker's checkout.
-func (a *activities) agent(in stepInput) (manager.StepAgent, error) {
-	sa := in.Agent
+// agent is the step's input as this worker runs it: the agent's
+// directory in the worker's checkout.
+func (a *activities) input(in stepwire.Input) (stepwire.Input, error) {
 	if a.checkout != "" && in.Checkout != "" && in.Checkout != a.checkout {
-		return sa, sdktemporal.NewNonRetryableApplicationError(
+		return in, sdktemporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("this worker serves checkout %s and the run needs %s; run a worker on that checkout, or run from this one", a.checkout, in.Checkout),
 			errTypeWorker, nil)
 	}
-	rel := filepath.FromSlash(sa.Dir)
+	rel := filepath.FromSlash(in.Agent.Dir)
 	if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return sa, sdktemporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("the run's directory %q is not inside the worker's checkout", sa.Dir), errTypeWorker, nil)
+		return in, sdktemporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the run's directory %q is not inside the worker's checkout", in.Agent.Dir), errTypeWorker, nil)
 	}
-	sa.Dir = filepath.Join(a.root, rel)
-	return sa, nil
+	in.Agent.Dir = filepath.Join(a.root, rel)
+	return in, nil
 }
 
-func (a *activities) start(ctx context.Context, in stepInput) (startOut, error) {
-	sa, err := a.agent(in)
+func (a *activities) start(ctx context.Context, in stepwire.Input) (stepwire.StartOut, error) {
+	in, err := a.input(in)
 	if err != nil {
-		return startOut{}, err
+		return stepwire.StartOut{}, err
 	}
-	st, err := a.m.StartStep(ctx, sa)
-	return startOut{Messages: toMessages(st.Messages), Model: st.Model, TypeBudget: st.TypeBudget, Events: st.Events, End: st.End}, classify(err)
+	out, err := a.steps.Start(ctx, in)
+	return out, classify(err)
 }
 
-func (a *activities) generate(ctx context.Context, in stepInput) (generateOut, error) {
-	sa, err := a.agent(in)
+func (a *activities) generate(ctx context.Context, in stepwire.Input) (stepwire.GenerateOut, error) {
+	in, err := a.input(in)
 	if err != nil {
-		return generateOut{}, err
+		return stepwire.GenerateOut{}, err
 	}
 	defer heartbeat(ctx)()
-	ms, err := a.m.GenerateStep(ctx, sa, fromMessages(in.Messages))
-	return generateOut{Choice: toChoice(ms.Choice), Usage: ms.Usage, Turn: ms.Turn, Past: ms.Past, Over: ms.Over, Events: ms.Events, End: ms.End}, classify(err)
+	out, err := a.steps.Generate(ctx, in)
+	return out, classify(err)
 }
 
-func (a *activities) answer(ctx context.Context, in stepInput) (answerOut, error) {
-	sa, err := a.agent(in)
-	if err != nil || in.Reply == nil {
-		return answerOut{}, errors.Join(err, errors.New("no answer to take"))
+func (a *activities) answer(ctx context.Context, in stepwire.Input) (stepwire.AnswerOut, error) {
+	in, err := a.input(in)
+	if err != nil {
+		return stepwire.AnswerOut{}, err
 	}
-	as, err := a.m.AnswerStep(ctx, sa, in.Reply.step())
-	return answerOut{Retry: toMessages(as.Retry), Events: as.Events, End: as.End}, classify(err)
+	out, err := a.steps.Answer(ctx, in)
+	return out, classify(err)
 }
 
-func (a *activities) tools(ctx context.Context, in stepInput) (toolsOut, error) {
-	sa, err := a.agent(in)
-	if err != nil || in.Reply == nil {
-		return toolsOut{}, errors.Join(err, errors.New("no tool calls to run"))
+func (a *activities) tools(ctx context.Context, in stepwire.Input) (stepwire.ToolsOut, error) {
+	in, err := a.input(in)
+	if err != nil {
+		return stepwire.ToolsOut{}, err
 	}
 	defer heartbeat(ctx)()
-	ts, err := a.m.ToolsStep(ctx, sa, in.Reply.Choice.llm())
-	return toolsOut{Messages: toMessages(ts.Messages), Counted: ts.Counted, Tree: ts.Tree, Notes: ts.Notes, Events: ts.Events, End: ts.End}, classify(err)
+	out, err := a.steps.Tools(ctx, in)
+	return out, classify(err)
 }
 
-func (a *activities) tree(ctx context.Context, in stepInput) (treeOutput, error) {
-	sa, err := a.agent(in)
-	if err != nil || in.Call == nil {
-		return treeOutput{}, errors.Join(err, errors.New("no tree call to answer"))
+func (a *activities) tree(ctx context.Context, in stepwire.Input) (stepwire.TreeOut, error) {
+	in, err := a.input(in)
+	if err != nil {
+		return stepwire.TreeOut{}, err
 	}
-	text, events, err := a.m.TreeStep(ctx, sa, in.Call.llm(), in.Response, in.Refusal)
-	return treeOutput{Text: text, Events: events}, classify(err)
+	out, err := a.steps.Tree(ctx, in)
+	return out, classify(err)
 }
 
 // heartbeat tells the server the worker is alive while a long step runs,
@@ -180,26 +187,25 @@ func heartbeat(ctx context.Context) func() {
 	return func() { close(done); <-stopped }
 }
 
-// classify makes a step's error one the server retries or not: a model
-// that is rate limited or unavailable is tried again, a bad request, an
-// unknown type or a refused key is not.
+// classify makes a step's error one the server retries or not, by its
+// class (stepwire.Fault): a model that is rate limited, unavailable or
+// unreachable is tried again; a bad request, an unknown type or a
+// refused key is not.
 func classify(err error) error {
 	if err == nil {
 		return nil
 	}
 	var fe *fault.Error
-	if errors.As(err, &fe) {
-		if fe.Retryable || fe.Code == fault.Unreachable {
-			return sdktemporal.NewApplicationError(err.Error(), string(fe.Code))
-		}
-		return sdktemporal.NewNonRetryableApplicationError(err.Error(), string(fe.Code), nil)
+	if !errors.As(err, &fe) {
+		fe, _ = stepwire.Fault(err).(*fault.Error)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case fe.Code == fault.Canceled || fe.Code == fault.DeadlineExceeded:
 		return err
+	case fe.Retryable || fe.Code == fault.Unreachable:
+		return sdktemporal.NewApplicationError(fe.Message, string(fe.Code))
+	case fe.Code == fault.InvalidArgument || fe.Code == fault.NotFound:
+		return sdktemporal.NewNonRetryableApplicationError(fe.Message, errTypeWorker, nil)
 	}
-	code := "troupe"
-	if errors.Is(err, agenttypes.ErrUnknownType) || errors.Is(err, manager.ErrModel) || errors.Is(err, manager.ErrBadRequest) {
-		code = errTypeWorker
-	}
-	return sdktemporal.NewNonRetryableApplicationError(err.Error(), code, nil)
+	return sdktemporal.NewNonRetryableApplicationError(fe.Message, string(fe.Code), nil)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/stepwire"
 )
 
 // The agent workflow is the manager's loop, made durable: the
@@ -30,7 +31,7 @@ type agentRun struct {
 	in      agentInput
 	sa      manager.StepAgent
 	own     agenttypes.Usage
-	msgs    []message
+	msgs    []stepwire.Message
 	events  []manager.Event
 	base    int // the index of events[0]: those before it were dropped
 	ended   bool
@@ -56,8 +57,8 @@ func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
 func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
 	ctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	var st startOut
-	if err := r.step(ctx, activityStart, short, stepInput{}, &st); err != nil {
+	var st stepwire.StartOut
+	if err := r.step(ctx, stepwire.StepStart, short, stepwire.Input{}, &st); err != nil {
 		return r.failed(ctx, manager.ReasonBackend, err)
 	}
 	r.model, r.sa.Model = st.Model, st.Model
@@ -83,8 +84,8 @@ func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
 
 // turn is one model call and what follows it; done says the run ended.
 func (r *agentRun) turn(ctx workflow.Context) (manager.StepEnd, bool) {
-	var ms generateOut
-	if err := r.step(ctx, activityGenerate, long, stepInput{Messages: r.msgs}, &ms); err != nil {
+	var ms stepwire.GenerateOut
+	if err := r.step(ctx, stepwire.StepGenerate, long, stepwire.Input{Messages: r.msgs}, &ms); err != nil {
 		return r.failed(ctx, manager.ReasonModelError, err), true
 	}
 	r.sa.Spent.Usage = r.sa.Spent.Usage.Add(ms.Usage)
@@ -101,8 +102,8 @@ func (r *agentRun) turn(ctx workflow.Context) (manager.StepEnd, bool) {
 		return r.stopped(), true
 	}
 	if len(ms.Choice.Calls) == 0 {
-		var as answerOut
-		if err := r.step(ctx, activityAnswer, short, stepInput{Reply: &ms}, &as); err != nil {
+		var as stepwire.AnswerOut
+		if err := r.step(ctx, stepwire.StepAnswer, short, stepwire.Input{Reply: &ms}, &as); err != nil {
 			return r.failed(ctx, manager.ReasonBackend, err), true
 		}
 		r.recordAll(as.Events)
@@ -118,9 +119,9 @@ func (r *agentRun) turn(ctx workflow.Context) (manager.StepEnd, bool) {
 
 // tools runs one turn's tool calls: the worker runs the tools, and the
 // workflow the calls that act on the tree.
-func (r *agentRun) tools(ctx workflow.Context, choice *choice) (manager.StepEnd, bool) {
-	var ts toolsOut
-	if err := r.step(ctx, activityTools, long, stepInput{Reply: &generateOut{Choice: choice}}, &ts); err != nil {
+func (r *agentRun) tools(ctx workflow.Context, choice *stepwire.Choice) (manager.StepEnd, bool) {
+	var ts stepwire.ToolsOut
+	if err := r.step(ctx, stepwire.StepTools, long, stepwire.Input{Reply: &stepwire.GenerateOut{Choice: choice}}, &ts); err != nil {
 		return r.failed(ctx, manager.ReasonBackend, err), true
 	}
 	r.sa.Spent.ToolCalls += ts.Counted
@@ -140,17 +141,17 @@ func (r *agentRun) tools(ctx workflow.Context, choice *choice) (manager.StepEnd,
 			return r.stopped(), true
 		}
 		call := choice.Calls[tc.Index]
-		var out treeOutput
-		in := stepInput{Call: &call, Response: resp}
+		var out stepwire.TreeOut
+		in := stepwire.Input{Call: &call, Response: resp}
 		if err != nil {
 			in.Refusal = err.Error() // the tool says why, as in the manager
 		}
-		if err := r.step(ctx, activityTree, short, in, &out); err != nil {
+		if err := r.step(ctx, stepwire.StepTree, short, in, &out); err != nil {
 			return r.failed(ctx, manager.ReasonBackend, err), true
 		}
 		r.recordAll(out.Events)
-		ts.Messages[1+tc.Index] = message{Role: llms.ChatMessageTypeTool,
-			Parts: []part{{Result: &toolCall{ID: call.ID, Name: call.Name, Args: out.Text}}}}
+		ts.Messages[1+tc.Index] = stepwire.Message{Role: llms.ChatMessageTypeTool,
+			Parts: []stepwire.Part{{Result: &stepwire.ToolCall{ID: call.ID, Name: call.Name, Args: out.Text}}}}
 	}
 	r.msgs = append(r.msgs, ts.Messages...)
 	return manager.StepEnd{}, false

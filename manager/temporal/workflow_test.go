@@ -17,6 +17,7 @@ import (
 	"github.com/troupe-dev/troupe/builtin/tools"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
+	"github.com/troupe-dev/troupe/manager/stepwire"
 )
 
 var echoTool = &agenttypes.ToolFunc{
@@ -112,7 +113,7 @@ func testEnv(t *testing.T, reg *agenttypes.Registry, model llms.Model) *testsuit
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
-	register(env, &activities{m: newManager(t, reg, model, nil), root: t.TempDir()})
+	register(env, &activities{steps: stepwire.Local{Manager: newManager(t, reg, model, nil)}, root: t.TempDir()})
 	return env
 }
 
