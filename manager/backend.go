@@ -59,7 +59,7 @@ type RemoteRun struct {
 	// agent itself get its identity stamped; its lifecycle (spawned,
 	// state, completed) is the manager's, so such events of the agent
 	// itself are dropped. Safe for one goroutine at a time.
-	Publish func(Event)
+	Publish func(Event) `json:"-"`
 }
 
 // RemoteOutcome is how a run on a Backend ended.
