@@ -7,6 +7,7 @@ require (
 	github.com/tmc/langchaingo v0.1.14
 	github.com/troupe-dev/troupe v0.0.0
 	go.temporal.io/api v1.64.3
+	go.uber.org/goleak v1.3.0
 )
 
 require github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
@@ -24,7 +25,7 @@ require (
 	github.com/pkoukk/tiktoken-go v0.1.8 // indirect
 	github.com/robfig/cron v1.2.0 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
