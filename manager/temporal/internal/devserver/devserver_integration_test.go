@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -25,11 +28,11 @@ import (
 func greet(ctx workflow.Context, name string) (string, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
 	var greeting string
-	err := workflow.ExecuteActivity(ctx, greeting_, name).Get(ctx, &greeting)
+	err := workflow.ExecuteActivity(ctx, hello, name).Get(ctx, &greeting)
 	return greeting, err
 }
 
-func greeting_(_ context.Context, name string) (string, error) {
+func hello(_ context.Context, name string) (string, error) {
 	return "hello, " + name, nil
 }
 
@@ -47,7 +50,7 @@ func TestIntegrationDevServerStartsAndStops(t *testing.T) {
 	const queue = "devserver-test"
 	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflow(greet)
-	w.RegisterActivity(greeting_)
+	w.RegisterActivity(hello)
 	require.NoError(t, w.Start())
 	defer w.Stop()
 
@@ -58,10 +61,50 @@ func TestIntegrationDevServerStartsAndStops(t *testing.T) {
 	var got string
 	require.NoError(t, run.Get(ctx, &got))
 	assert.Equal(t, "hello, troupe", got)
+	t.Logf("the server's resident memory after one workflow: %d KiB", residentKB(t, s.Pid()))
 
 	w.Stop()
 	c.Close()
 	require.NoError(t, s.Stop())
 	assert.True(t, errors.Is(syscall.Kill(s.Pid(), 0), syscall.ESRCH), "the server's process %d is still there after Stop", s.Pid())
 	assert.True(t, errors.Is(syscall.Kill(-s.Pid(), 0), syscall.ESRCH), "a process of the server's group %d is still there after Stop", s.Pid())
+}
+
+// BenchmarkIntegrationDevServerStart measures what a test pays for a dev
+// server: the time from Launch to the server serving, and the server's
+// resident memory once it serves (VmRSS, from /proc, on Linux).
+func BenchmarkIntegrationDevServerStart(b *testing.B) {
+	bin := os.Getenv(devserver.BinEnv)
+	if bin == "" {
+		b.Skip(devserver.BinEnv + " is not set: `make integration` builds the Temporal CLI and sets it")
+	}
+	var rssKB int
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(b.Context(), devserver.StartTimeout)
+		s, err := devserver.Launch(ctx, devserver.Options{Bin: bin, Dir: b.TempDir()})
+		cancel()
+		require.NoError(b, err)
+		b.StopTimer()
+		rssKB = max(rssKB, residentKB(b, s.Pid()))
+		require.NoError(b, s.Stop())
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(rssKB)/1024, "MiB-rss")
+}
+
+// residentKB is a process's resident set size in KiB, or 0 where /proc
+// does not say.
+func residentKB(tb testing.TB, pid int) int {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			require.NoError(tb, err)
+			return kb
+		}
+	}
+	return 0
 }
