@@ -5,6 +5,12 @@ package temporal
 import (
 	"context"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/temporal/internal/devserver"
 )
@@ -114,7 +121,7 @@ func TestIntegrationManagerRunsATreeOnTemporalAsInProcess(t *testing.T) {
 func TestIntegrationCancelReachesEveryChild(t *testing.T) {
 	c := cluster(t)
 	root := t.TempDir()
-	startWorker(t, c, "cancel", root, blockingModel())
+	startWorker(t, c, "cancel", root, blockingModel(t))
 	m := remoteManager(t, c, "cancel", root)
 	sub := m.Subscribe()
 	defer sub.Close()
@@ -150,4 +157,166 @@ func TestIntegrationCancelReachesEveryChild(t *testing.T) {
 			t.Errorf("child %s is still running after its lead ended", id)
 		}
 	}
+}
+
+// workerProcess is a worker in a process of its own: the test binary.
+type workerProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func startWorkerProcess(t *testing.T, hostPort, queue, root, log string) *workerProcess {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = []string{workerEnv + "=" + strings.Join([]string{hostPort, queue, root, log}, " "), "GORACE=atexit_sleep_ms=0",
+		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &workerProcess{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(w.done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-w.done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-w.done
+		}
+	})
+	return w
+}
+
+// modelLog reads the crash model's log: the calls done, by key, and the
+// calls started and not done, by the process that started them.
+func modelLog(t *testing.T, path string) (done map[string]int, open map[string]int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	done, open = map[string]int{}, map[string]int{}
+	started := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3 && f[0] == "start":
+			pid, _ := strconv.Atoi(f[2])
+			started[f[1]] = pid
+		case len(f) == 2 && f[0] == "done":
+			done[f[1]]++
+			delete(started, f[1])
+		}
+	}
+	for key, pid := range started {
+		open[key] = pid
+	}
+	return done, open
+}
+
+func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
+	srv := devserver.Start(t)
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root, log := t.TempDir(), filepath.Join(t.TempDir(), "model.log")
+	workers := map[int]*workerProcess{}
+	for range 3 {
+		w := startWorkerProcess(t, srv.HostPort(), "crash", root, log)
+		workers[w.cmd.Process.Pid] = w
+	}
+	reg, err := crashRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Client: c, TaskQueue: "crash", Root: root, Heartbeat: 2 * time.Second, PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, Backend: b, DefaultModel: "scripted", MaxDepth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	budget := agenttypes.Budget{MaxTokens: 20000, MaxToolCalls: 12}
+	a, err := m.Spawn(context.Background(), manager.SpawnRequest{Type: "lead", Task: "the whole", Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Once a few calls are done, the worker in the middle of one is killed.
+	killed := 0
+	for deadline := time.Now().Add(60 * time.Second); killed == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		done, open := modelLog(t, log)
+		if len(done) < 3 {
+			continue
+		}
+		for _, pid := range open {
+			if w := workers[pid]; w != nil {
+				if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				<-w.done
+				killed = pid
+				break
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatal("no worker was found in the middle of a model call to kill")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	got, err := a.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The same tree in process, for the result and the calls it makes.
+	inLog := filepath.Join(t.TempDir(), "model.log")
+	model := crashModel(inLog)
+	local, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxDepth: 2,
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close(context.Background())
+	la, err := local.Spawn(context.Background(), manager.SpawnRequest{Type: "lead", Task: "the whole", Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := la.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got.State != manager.Completed || normal(got.Output) != normal(want.Output) || got.Usage != want.Usage {
+		t.Fatalf("after a worker was killed: %s (%s), usage %+v, %q\nin process: %s, usage %+v, %q",
+			got.State, got.Error, got.Usage, got.Output, want.State, want.Usage, want.Output)
+	}
+	if got.Usage.Total() > budget.MaxTokens {
+		t.Errorf("the tree spent %d tokens of its budget of %d", got.Usage.Total(), budget.MaxTokens)
+	}
+	done, _ := modelLog(t, log)
+	wantDone, _ := modelLog(t, inLog)
+	for key := range wantDone {
+		switch n := done[key]; {
+		case n == 0:
+			t.Errorf("model call %s was lost", key)
+		case n > 1:
+			t.Errorf("model call %s was completed %d times", key, n)
+		}
+	}
+	if len(done) != len(wantDone) {
+		t.Errorf("%d model calls were completed on the cluster, %d in process", len(done), len(wantDone))
+	}
+	t.Logf("killed worker %d mid-call; %d model calls, each completed once", killed, len(done))
 }

@@ -232,9 +232,13 @@ func TestWorkflowKeepsEventsForFollowers(t *testing.T) {
 }
 
 // blockingModel plays a lead that delegates two tasks, and helpers whose
-// model call waits until it is cancelled.
-func blockingModel() *scripted.Model {
-	step := scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
+// model call waits until it is cancelled, or, since the SDK's test
+// environment does not cancel an activity its workflow gave up on, until
+// the test ends.
+func blockingModel(t *testing.T) *scripted.Model {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	step := scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
 		if strings.Contains(scripted.Text(msgs[0]), "You lead.") && len(msgs) == 2 {
 			return scripted.Step{Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{
 				"tasks": []map[string]any{{"label": "a", "type": "helper", "prompt": "wait"}, {"label": "b", "type": "helper", "prompt": "wait"}}})}}}
@@ -242,13 +246,17 @@ func blockingModel() *scripted.Model {
 		if strings.Contains(scripted.Text(msgs[0]), "You lead.") {
 			return scripted.Step{Text: "should not be asked"}
 		}
-		return scripted.Step{Block: true}
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return scripted.Step{Err: context.Canceled}
 	}}
 	return scripted.New(step, step)
 }
 
 func TestWorkflowCancelReachesEveryChild(t *testing.T) {
-	env := testEnv(t, registry(t), blockingModel())
+	env := testEnv(t, registry(t), blockingModel(t))
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
 	got := runWorkflow(t, env, leadInput("wait for them"))
 	if got.End.State != manager.Cancelled || got.End.Reason != manager.ReasonCancelled {
