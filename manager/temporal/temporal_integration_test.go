@@ -149,11 +149,11 @@ func TestIntegrationCancelReachesEveryChild(t *testing.T) {
 		t.Fatalf("the lead ended %s (%s), want cancelled", r.State, r.Error)
 	}
 	for _, id := range children {
-		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		d, err := c.DescribeWorkflow(ctx, id, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := d.WorkflowExecutionInfo.Status; st == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if st := d.RawResponse.WorkflowExecutionInfo.Status; st == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			t.Errorf("child %s is still running after its lead ended", id)
 		}
 	}
