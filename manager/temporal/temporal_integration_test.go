@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,8 +17,12 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
@@ -319,4 +324,69 @@ func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
 		t.Errorf("%d model calls were completed on the cluster, %d in process", len(done), len(wantDone))
 	}
 	t.Logf("killed worker %d mid-call; %d model calls, each completed once", killed, len(done))
+}
+
+// recordEnv names a directory to write the replay test's histories to
+// (testdata/histories holds the committed ones).
+const recordEnv = "TROUPE_TEMPORAL_RECORD"
+
+// history returns a workflow's history in the JSON form the SDK's
+// replayer reads.
+func history(t *testing.T, c client.Client, id string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := &historypb.History{}
+	it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Which process on which machine ran a step is no part of a run.
+	return identityPattern.ReplaceAll(b, []byte(`"identity": "worker"`))
+}
+
+var identityPattern = regexp.MustCompile(`"identity": *"[^"]*"`)
+
+func TestIntegrationHistoriesReplayThroughTheWorkflow(t *testing.T) {
+	c := cluster(t)
+	root := t.TempDir()
+	startWorker(t, c, "replay", root, treeModel())
+	m := remoteManager(t, c, "replay", root)
+	sub := m.Subscribe()
+	defer sub.Close()
+	lead := run(t, m, "look into it")
+	if lead.State != manager.Completed {
+		t.Fatalf("the lead ended %s: %s", lead.State, lead.Error)
+	}
+	var child string
+	for e := range sub.C() {
+		if e.Kind == manager.EventSpawned && e.ParentID == lead.ID {
+			child = e.AgentID
+			break
+		}
+	}
+	histories := map[string][]byte{"tree-lead.json": history(t, c, lead.ID), "tree-child.json": history(t, c, child)}
+	dir := t.TempDir()
+	if out := os.Getenv(recordEnv); out != "" {
+		dir = out
+	}
+	for name, b := range histories {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflowWithOptions(agentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
+			t.Errorf("%s does not replay: %v", name, err)
+		}
+	}
 }

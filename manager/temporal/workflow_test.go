@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/tools"
@@ -327,5 +330,23 @@ func TestWorkflowHoldsATokenBudgetAsTheManagerDoes(t *testing.T) {
 				t.Errorf("the tree spent %d tokens of %d (%d over on a kept answer)", got.Usage.Total(), c.budget, got.End.TokensOverBudget)
 			}
 		})
+	}
+}
+
+// TestReplayRecordedHistories replays histories that an earlier version
+// of the workflow recorded (TestIntegrationHistoriesReplayThroughTheWorkflow
+// writes them): a change that would break runs under way on a cluster
+// fails here.
+func TestReplayRecordedHistories(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no recorded histories (%v)", err)
+	}
+	for _, path := range paths {
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflowWithOptions(agentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+		if err := r.ReplayWorkflowHistoryFromJSONFile(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), path); err != nil {
+			t.Errorf("%s does not replay: %v", path, err)
+		}
 	}
 }
