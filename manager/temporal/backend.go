@@ -29,9 +29,6 @@ type Config struct {
 	// Checkout names that checkout (its commit, say); workers that serve
 	// another refuse the run. Empty: any.
 	Checkout string
-	// PollInterval is how often the events of a run's agents are asked
-	// for. Default 100 ms.
-	PollInterval time.Duration
 	// Heartbeat is how long a worker may go silent in a model or tool
 	// call before the call is given to another worker. Default 10 s.
 	Heartbeat time.Duration
@@ -63,9 +60,6 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("temporal: Config.Root %q: %w", cfg.Root, err)
 	}
 	cfg.Root = root
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 100 * time.Millisecond
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -94,7 +88,7 @@ func (b *Backend) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 	if err != nil {
 		return manager.RemoteOutcome{}, fmt.Errorf("starting the run on task queue %q: %w", b.cfg.TaskQueue, err)
 	}
-	f := newFollower(b, run.ID, run.Publish)
+	f := newFollower(b.cfg.Client, run.ID, run.Publish)
 	stopFollow := f.start(bg)
 	result := make(chan error, 1)
 	var out agentOutput

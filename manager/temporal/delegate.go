@@ -148,7 +148,7 @@ func addBudget(a, b agenttypes.Budget) agenttypes.Budget {
 	return a
 }
 
-// spawn starts a child's workflow and tells the followers.
+// spawn starts a child's workflow.
 func (r *agentRun) spawn(ctx workflow.Context, group string, k *child) {
 	model := k.task.Model
 	if model == "inherit" {
@@ -161,10 +161,8 @@ func (r *agentRun) spawn(ctx workflow.Context, group string, k *child) {
 			Ancestors: append(slices.Clone(r.sa.Ancestors), manager.StepAncestor{Type: r.sa.Type, Tools: r.sa.Tools}),
 			Budget:    k.task.Budget, MaxOutputTokens: k.task.MaxOutputTokens,
 		},
-		Child: true, Ceiling: k.ceiling, Limits: r.in.Limits, Checkout: r.in.Checkout,
+		Child: true, Group: group, Ceiling: k.ceiling, Limits: r.in.Limits, Checkout: r.in.Checkout,
 	}
-	r.keep(manager.Event{Kind: manager.EventSpawned, AgentID: k.id, ParentID: r.sa.ID, Type: k.task.Type,
-		Label: k.task.Label, Group: group, Depth: len(in.Agent.Ancestors), State: manager.Pending, Text: k.task.Prompt})
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:          k.id,
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,

@@ -5,107 +5,175 @@ import (
 	"sync"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
 	"github.com/troupe-dev/troupe/manager"
 )
 
-// A follower brings a run's events to the client: it asks each agent's
-// workflow for its events (QueryEvents) every PollInterval, and learns of
-// a child from its parent's spawned event. Queries are not written to a
-// workflow's history, so following a run costs its history nothing.
+// A follower brings a run's events to the client from the workflows'
+// histories, which the server streams as they grow (a long poll): each
+// step's events are in its result, a child's spawn is its parent's start
+// of a child workflow, and an agent's end is its workflow's. Following a
+// run so costs its workers nothing and adds nothing to its history.
 
-// drainTime bounds how long the follower asks for the last events of a
-// run that ended, from agents whose workflows no worker answers for.
+// drainTime bounds how long the follower waits, once the run has ended,
+// for the histories of agents it has not read to the end.
 const drainTime = 5 * time.Second
 
 type follower struct {
-	b       *Backend
+	history func(ctx context.Context, id string) client.HistoryEventIterator
+	dc      converter.DataConverter
 	publish func(manager.Event)
-	agents  []*followed
+	root    string
+	mu      sync.Mutex // publish is called by one goroutine at a time
+	wg      sync.WaitGroup
 }
 
-// followed is one agent's workflow and how far its events were read.
-type followed struct {
-	id    string
-	next  int
-	ended bool
-}
-
-func newFollower(b *Backend, root string, publish func(manager.Event)) *follower {
-	return &follower{b: b, publish: publish, agents: []*followed{{id: root}}}
+func newFollower(c client.Client, root string, publish func(manager.Event)) *follower {
+	if publish == nil {
+		publish = func(manager.Event) {}
+	}
+	history := func(ctx context.Context, id string) client.HistoryEventIterator {
+		return c.GetWorkflowHistory(ctx, id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	}
+	return &follower{history: history, dc: converter.GetDefaultDataConverter(), publish: publish, root: root}
 }
 
 // start follows the run until the returned func is called, and then
-// until every agent's last event was read or drainTime has passed.
+// until every agent's history was read to its end or drainTime passed.
 func (f *follower) start(ctx context.Context) (stop func()) {
-	stopping := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(f.b.cfg.PollInterval)
+	ctx, cancel := context.WithCancel(ctx)
+	_ = f.follow(ctx, f.root, agentInput{})
+	return func() {
+		done := make(chan struct{})
+		go func() { f.wg.Wait(); close(done) }()
+		t := time.NewTimer(drainTime)
 		defer t.Stop()
-		var deadline <-chan time.Time
-		for {
-			if f.poll(ctx) && deadline != nil {
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		cancel()
+		<-done
+	}
+}
+
+// follow reads one agent's history to its end, in a goroutine of its own,
+// and returns a channel closed when it has; in is what its parent started
+// it with (zero for the run's own agent).
+func (f *follower) follow(ctx context.Context, id string, in agentInput) <-chan struct{} {
+	done := make(chan struct{})
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer close(done)
+		a := &agentFollow{in: in}
+		var last int64 // the ID of the last event read
+		for wait := time.Duration(0); ; wait = min(max(2*wait, 20*time.Millisecond), time.Second) {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
 				return
 			}
-			select {
-			case <-t.C:
-			case <-stopping:
-				stopping = nil
-				d := time.NewTimer(drainTime)
-				defer d.Stop()
-				deadline = d.C
-			case <-deadline:
-				return
+			// A history is read again from its start after an error (a
+			// child's workflow not started yet, the cluster unreachable
+			// for a while), past the events already read.
+			it := f.history(ctx, id)
+			for it.HasNext() {
+				e, err := it.Next()
+				if err != nil {
+					break
+				}
+				if e.GetEventId() <= last {
+					continue
+				}
+				last, wait = e.GetEventId(), 0
+				if f.read(ctx, e, a) {
+					return
+				}
 			}
 		}
 	}()
-	return func() { close(stopping); wg.Wait() }
+	return done
 }
 
-// poll reads every agent's new events and reports whether all have
+// agentFollow is what the follower knows of one agent.
+type agentFollow struct {
+	in       agentInput
+	children []<-chan struct{} // closed when a child's history was read
+}
+
+// read publishes what one history event says; true means the agent
 // ended.
-func (f *follower) poll(ctx context.Context) bool {
-	all := true
-	for i := 0; i < len(f.agents); i++ { // agents grows as children appear
-		a := f.agents[i]
-		if a.ended {
-			continue
+func (f *follower) read(ctx context.Context, e *historypb.HistoryEvent, a *agentFollow) bool {
+	in := &a.in
+	switch e.GetEventType() {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+		f.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), in)
+		f.send(agentEvent(in, manager.Event{Kind: manager.EventState, From: manager.Pending, State: manager.Running}))
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+		var out struct{ Events []manager.Event }
+		if f.decode(e.GetActivityTaskCompletedEventAttributes().GetResult(), &out) {
+			f.send(out.Events...)
 		}
-		f.read(ctx, a)
-		all = all && a.ended
+	case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+		var child agentInput
+		if !f.decode(e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetInput(), &child) {
+			return false
+		}
+		c := &child.Agent
+		f.send(manager.Event{Kind: manager.EventSpawned, AgentID: c.ID, ParentID: c.ParentID, Type: c.Type, Label: c.Label,
+			Group: child.Group, Depth: len(c.Ancestors), State: manager.Pending, Text: c.Task})
+		a.children = append(a.children, f.follow(ctx, c.ID, child))
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+		var out agentOutput
+		f.decode(e.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &out)
+		f.ended(ctx, a, out.End, out.Usage)
+		return true
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+		f.ended(ctx, a, manager.StepEnd{State: manager.Failed, Reason: manager.ReasonBackend,
+			Error: "the agent's workflow " + in.Agent.ID + " ended: " + e.GetEventType().String()}, manager.Usage{})
+		return true
 	}
-	return all
+	return false
 }
 
-// read reads one agent's new events, page by page.
-func (f *follower) read(ctx context.Context, a *followed) {
-	for range 16 { // a bound on pages per poll, so one agent cannot hold the rest
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		v, err := f.b.cfg.Client.QueryWorkflow(qctx, a.id, "", QueryEvents, a.next)
-		cancel()
-		if err != nil {
-			// Not started yet, or between workers: asked again next time.
-			return
+// ended publishes an agent's end, after its children's: an agent's
+// workflow ends after theirs, and its end is published after their
+// events, as in process.
+func (f *follower) ended(ctx context.Context, a *agentFollow, end manager.StepEnd, usage manager.Usage) {
+	for _, done := range a.children {
+		select {
+		case <-done:
+		case <-ctx.Done():
 		}
-		var p eventsPage
-		if err := v.Get(&p); err != nil {
-			f.b.cfg.Logger.Warn("reading a run's events", "agent", a.id, "err", err)
-			return
-		}
-		if p.Dropped > 0 {
-			f.publish(manager.Event{Kind: manager.EventDropped, AgentID: a.id, Dropped: p.Dropped})
-		}
-		for _, e := range p.Events {
-			if e.Kind == manager.EventSpawned && e.AgentID != a.id {
-				f.agents = append(f.agents, &followed{id: e.AgentID})
-			}
-			f.publish(e)
-		}
-		a.next, a.ended = p.Next, p.Ended
-		if a.ended || len(p.Events) == 0 {
-			return
-		}
+	}
+	in := &a.in
+	f.send(agentEvent(in, manager.Event{Kind: manager.EventState, From: manager.Running, State: end.State, Reason: end.Reason, Error: end.Error}),
+		agentEvent(in, manager.Event{Kind: manager.EventCompleted, From: manager.Running, State: end.State, Reason: end.Reason,
+			Text: end.Output, Usage: usage, Error: end.Error}))
+}
+
+// agentEvent is e stamped with the agent's identity.
+func agentEvent(in *agentInput, e manager.Event) manager.Event {
+	a := &in.Agent
+	e.AgentID, e.ParentID, e.Type, e.Label, e.Group, e.Depth = a.ID, a.ParentID, a.Type, a.Label, in.Group, len(a.Ancestors)
+	return e
+}
+
+func (f *follower) decode(p *commonpb.Payloads, v any) bool {
+	return p != nil && f.dc.FromPayloads(p, v) == nil
+}
+
+func (f *follower) send(events ...manager.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range events {
+		f.publish(e)
 	}
 }

@@ -24,7 +24,8 @@ import (
 )
 
 // workerEnv makes the test binary a worker process, for the tests that
-// kill one: its value is "HOSTPORT QUEUE ROOT LOG".
+// kill one and the benchmarks: its value is "HOSTPORT QUEUE ROOT LOG
+// DELAY", DELAY each model call's (a Go duration).
 const workerEnv = "TROUPE_TEMPORAL_TEST_WORKER"
 
 func TestMain(m *testing.M) {
@@ -46,10 +47,14 @@ func TestMain(m *testing.M) {
 // runWorkerProcess serves the crash tests' tree until SIGTERM.
 func runWorkerProcess(spec string) error {
 	f := strings.Fields(spec)
-	if len(f) != 4 {
-		return fmt.Errorf("%s=%q: want HOSTPORT QUEUE ROOT LOG", workerEnv, spec)
+	if len(f) != 5 {
+		return fmt.Errorf("%s=%q: want HOSTPORT QUEUE ROOT LOG DELAY", workerEnv, spec)
 	}
 	hostPort, queue, root, log := f[0], f[1], f[2], f[3]
+	delay, err := time.ParseDuration(f[4])
+	if err != nil {
+		return err
+	}
 	c, err := client.Dial(client.Options{HostPort: hostPort, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
 		return err
@@ -59,8 +64,8 @@ func runWorkerProcess(spec string) error {
 	if err != nil {
 		return err
 	}
-	model := crashModel(log)
-	m, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxDepth: 2,
+	model := crashModel(log, delay)
+	m, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxDepth: 2, MaxConcurrent: 64,
 		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
 	if err != nil {
 		return err
@@ -106,14 +111,20 @@ func crashRegistry() (*agenttypes.Registry, error) {
 // long enough that a worker killed while one runs is killed mid-call.
 const crashStepDelay = 300 * time.Millisecond
 
+// noLog is crashModel's log when none is kept.
+const noLog = "-"
+
 // crashModel plays a lead that delegates two parts to mids, mids that
 // delegate two tasks each to helpers, and helpers that echo and report.
 // Each call appends "start KEY PID" to log as it begins and "done KEY"
 // once it has its answer, KEY naming the agent by its task and the call
-// by its turn.
-func crashModel(log string) *scripted.Model {
+// by its turn; each call takes delay. A log of noLog keeps none.
+func crashModel(log string, delay time.Duration) *scripted.Model {
 	var mu sync.Mutex
 	write := func(line string) {
+		if log == noLog {
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -134,10 +145,12 @@ func crashModel(log string) *scripted.Model {
 		}
 		key := strings.ReplaceAll(task, " ", "_") + "/" + fmt.Sprint(turns)
 		write(fmt.Sprintf("start %s %d", key, os.Getpid()))
-		select {
-		case <-time.After(crashStepDelay):
-		case <-ctx.Done():
-			return scripted.Step{Err: ctx.Err()}
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return scripted.Step{Err: ctx.Err()}
+			}
 		}
 		defer write("done " + key)
 		results := scripted.ToolResults(msgs)

@@ -6,7 +6,6 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/stepwire"
 )
 
@@ -57,54 +56,4 @@ func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in ste
 		}
 	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), name, in).Get(ctx, out)
-}
-
-// record keeps one event of the agent for its followers.
-func (r *agentRun) record(e manager.Event) {
-	e.AgentID, e.ParentID, e.Type, e.Label = r.sa.ID, r.sa.ParentID, r.sa.Type, r.sa.Label
-	e.Depth = len(r.sa.Ancestors)
-	r.keep(e)
-}
-
-// keep keeps an event as it is, dropping the oldest beyond maxEvents.
-func (r *agentRun) keep(e manager.Event) {
-	if len(r.events) == maxEvents {
-		n := maxEvents / 4
-		r.events = append(r.events[:0], r.events[n:]...)
-		r.base += n
-	}
-	r.events = append(r.events, e)
-}
-
-// recordAll keeps the events a step reported.
-func (r *agentRun) recordAll(events []manager.Event) {
-	for _, e := range events {
-		r.keep(e)
-	}
-}
-
-// maxPageBytes bounds one answer to QueryEvents, well under what a
-// query's answer may be.
-const maxPageBytes = 1 << 20
-
-// page answers QueryEvents: the events from index from on, as many as
-// fit in a page.
-func (r *agentRun) page(from int) (eventsPage, error) {
-	p := eventsPage{Next: max(from, r.base)}
-	if from < r.base {
-		p.Dropped = r.base - from
-	}
-	size := 0
-	for i := p.Next - r.base; i >= 0 && i < len(r.events); i++ {
-		e := r.events[i]
-		n := 256 + len(e.Text) + len(e.Args) + len(e.Error)
-		if size+n > maxPageBytes && len(p.Events) > 0 {
-			break
-		}
-		size += n
-		p.Events = append(p.Events, e)
-		p.Next++
-	}
-	p.Ended = r.ended && p.Next == r.base+len(r.events)
-	return p, nil
 }

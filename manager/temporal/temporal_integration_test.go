@@ -4,6 +4,7 @@ package temporal
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -58,7 +59,7 @@ func startWorker(t *testing.T, c client.Client, queue, root string, model llms.M
 
 func remoteManager(t *testing.T, c client.Client, queue, root string) *manager.Manager {
 	t.Helper()
-	b, err := New(Config{Client: c, TaskQueue: queue, Root: root, PollInterval: 20 * time.Millisecond})
+	b, err := New(Config{Client: c, TaskQueue: queue, Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,9 @@ func TestIntegrationManagerRunsATreeOnTemporalAsInProcess(t *testing.T) {
 	// before the lead ended.
 	ended := map[string]bool{}
 	spawned := map[string]bool{}
+	var seen []string
 	for e := range sub.C() {
+		seen = append(seen, fmt.Sprintf("%s:%s:%s", e.AgentID[:4], e.Kind, e.State))
 		switch {
 		case e.Kind == manager.EventSpawned && e.ParentID == got.ID:
 			spawned[e.AgentID] = true
@@ -114,7 +117,7 @@ func TestIntegrationManagerRunsATreeOnTemporalAsInProcess(t *testing.T) {
 		}
 	}
 	if len(spawned) != 2 || len(ended) != 2 {
-		t.Errorf("the subscriber saw %d children spawned and %d ended, before the lead's end; want 2 and 2", len(spawned), len(ended))
+		t.Errorf("the subscriber saw %d children spawned and %d ended, before the lead's end; want 2 and 2 (%v)", len(spawned), len(ended), seen)
 	}
 	for id, ok := range ended {
 		if !ok {
@@ -170,14 +173,14 @@ type workerProcess struct {
 	done chan struct{}
 }
 
-func startWorkerProcess(t *testing.T, hostPort, queue, root, log string) *workerProcess {
+func startWorkerProcess(t testing.TB, hostPort, queue, root, log string, delay time.Duration) *workerProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = []string{workerEnv + "=" + strings.Join([]string{hostPort, queue, root, log}, " "), "GORACE=atexit_sleep_ms=0",
+	cmd.Env = []string{workerEnv + "=" + strings.Join([]string{hostPort, queue, root, log, delay.String()}, " "), "GORACE=atexit_sleep_ms=0",
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -235,14 +238,14 @@ func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
 	root, log := t.TempDir(), filepath.Join(t.TempDir(), "model.log")
 	workers := map[int]*workerProcess{}
 	for range 3 {
-		w := startWorkerProcess(t, srv.HostPort(), "crash", root, log)
+		w := startWorkerProcess(t, srv.HostPort(), "crash", root, log, crashStepDelay)
 		workers[w.cmd.Process.Pid] = w
 	}
 	reg, err := crashRegistry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{Client: c, TaskQueue: "crash", Root: root, Heartbeat: 2 * time.Second, PollInterval: 50 * time.Millisecond})
+	b, err := New(Config{Client: c, TaskQueue: "crash", Root: root, Heartbeat: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,14 +283,16 @@ func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
+	killedAt := time.Now()
 	got, err := a.Wait(ctx)
+	t.Logf("the run ended %v after the kill", time.Since(killedAt))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The same tree in process, for the result and the calls it makes.
 	inLog := filepath.Join(t.TempDir(), "model.log")
-	model := crashModel(inLog)
+	model := crashModel(inLog, crashStepDelay)
 	local, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxDepth: 2,
 		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
 	if err != nil {

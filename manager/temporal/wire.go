@@ -13,8 +13,6 @@ import (
 const (
 	// WorkflowName is the agent workflow: one run of one agent.
 	WorkflowName = "troupe.agent"
-	// QueryEvents asks an agent workflow for its events from an index on.
-	QueryEvents = "troupe.events"
 )
 
 // DefaultTaskQueue is the task queue of a Config or WorkerConfig that
@@ -29,6 +27,7 @@ type agentInput struct {
 	// filled from its type's, within Ceiling, what its parent lets it
 	// have.
 	Child   bool
+	Group   string // the delegate call it was spawned by, for its events
 	Ceiling agenttypes.Budget
 	Limits  limits
 	// Checkout names the project checkout the run needs; a worker
@@ -55,16 +54,4 @@ type agentOutput struct {
 	Turns                       int
 	// Duration is how long it ran, by the workflow's clock.
 	Duration time.Duration
-}
-
-// eventsPage is an answer to QueryEvents.
-type eventsPage struct {
-	// Events are the agent's events from the index asked for; Next is
-	// the index to ask for next.
-	Events []manager.Event
-	Next   int
-	// Dropped counts events no longer kept, that the asker missed.
-	Dropped int
-	// Ended says the agent's last event is among those given so far.
-	Ended bool
 }

@@ -21,10 +21,9 @@ import (
 // the final answer) is an activity that a worker's manager runs with the
 // loop's own code (manager.StepAgent). Children are child workflows.
 // Everything here is replay-safe: time is workflow.Now, IDs come from
-// SideEffect, and nothing iterates a map.
-
-// maxEvents is how many events an agent workflow keeps for its followers.
-const maxEvents = 4096
+// SideEffect, and nothing iterates a map. The events of a run are not
+// kept here: each step's are in its result, in the workflow's history,
+// where the client's follower reads them (follow.go).
 
 // agentRun is one agent workflow's state.
 type agentRun struct {
@@ -32,9 +31,6 @@ type agentRun struct {
 	sa      manager.StepAgent
 	own     agenttypes.Usage
 	msgs    []stepwire.Message
-	events  []manager.Event
-	base    int // the index of events[0]: those before it were dropped
-	ended   bool
 	timeUp  bool
 	spawned int // children spawned over the run
 	calls   int // its own tool calls
@@ -43,10 +39,6 @@ type agentRun struct {
 
 func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
 	r := &agentRun{in: in, sa: in.Agent}
-	if err := workflow.SetQueryHandler(ctx, QueryEvents, r.page); err != nil {
-		return agentOutput{}, err
-	}
-	r.record(manager.Event{Kind: manager.EventState, From: manager.Pending, State: manager.Running})
 	end := r.run(ctx)
 	out := r.finish(end)
 	out.Duration = workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime)
@@ -66,7 +58,6 @@ func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
 		r.sa.Budget = r.sa.Budget.Merge(st.TypeBudget).Within(r.in.Ceiling)
 	}
 	r.startClock(ctx, cancel)
-	r.recordAll(st.Events)
 	if st.End != nil {
 		return *st.End
 	}
@@ -91,7 +82,6 @@ func (r *agentRun) turn(ctx workflow.Context) (manager.StepEnd, bool) {
 	r.sa.Spent.Usage = r.sa.Spent.Usage.Add(ms.Usage)
 	r.own = r.own.Add(ms.Usage)
 	r.sa.Spent.Turns = max(r.sa.Spent.Turns, ms.Turn)
-	r.recordAll(ms.Events)
 	if ms.End != nil {
 		return *ms.End, true
 	}
@@ -106,7 +96,6 @@ func (r *agentRun) turn(ctx workflow.Context) (manager.StepEnd, bool) {
 		if err := r.step(ctx, stepwire.StepAnswer, short, stepwire.Input{Reply: &ms}, &as); err != nil {
 			return r.failed(ctx, manager.ReasonBackend, err), true
 		}
-		r.recordAll(as.Events)
 		if as.End != nil {
 			return *as.End, true
 		}
@@ -127,7 +116,6 @@ func (r *agentRun) tools(ctx workflow.Context, choice *stepwire.Choice) (manager
 	r.sa.Spent.ToolCalls += ts.Counted
 	r.calls += ts.Counted
 	r.sa.Notes = ts.Notes
-	r.recordAll(ts.Events)
 	if ts.End != nil {
 		r.msgs = append(r.msgs, ts.Messages...)
 		return *ts.End, true
@@ -149,7 +137,6 @@ func (r *agentRun) tools(ctx workflow.Context, choice *stepwire.Choice) (manager
 		if err := r.step(ctx, stepwire.StepTree, short, in, &out); err != nil {
 			return r.failed(ctx, manager.ReasonBackend, err), true
 		}
-		r.recordAll(out.Events)
 		ts.Messages[1+tc.Index] = stepwire.Message{Role: llms.ChatMessageTypeTool,
 			Parts: []stepwire.Part{{Result: &stepwire.ToolCall{ID: call.ID, Name: call.Name, Args: out.Text}}}}
 	}
@@ -205,15 +192,10 @@ func (r *agentRun) failed(ctx workflow.Context, reason manager.Reason, err error
 	return end
 }
 
-// finish records the run's end and returns its output.
+// finish is the run's output.
 func (r *agentRun) finish(end manager.StepEnd) agentOutput {
-	out := agentOutput{End: end, Model: r.model, Usage: r.sa.Spent.Usage, OwnUsage: r.own,
+	return agentOutput{End: end, Model: r.model, Usage: r.sa.Spent.Usage, OwnUsage: r.own,
 		ToolCalls: r.calls, SubtreeToolCalls: r.sa.Spent.ToolCalls, Turns: r.sa.Spent.Turns}
-	r.record(manager.Event{Kind: manager.EventState, From: manager.Running, State: end.State, Reason: end.Reason, Error: end.Error})
-	r.record(manager.Event{Kind: manager.EventCompleted, From: manager.Running, State: end.State, Reason: end.Reason,
-		Text: end.Output, Usage: out.Usage, Error: end.Error})
-	r.ended = true
-	return out
 }
 
 // newID is a new agent ID, the same on every replay.

@@ -3,7 +3,9 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +13,9 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -190,48 +195,95 @@ func TestWorkflowRunsATreeAsTheManagerDoes(t *testing.T) {
 	}
 }
 
-func TestWorkflowKeepsEventsForFollowers(t *testing.T) {
-	env := testEnv(t, registry(t), treeModel())
-	got := runWorkflow(t, env, leadInput("look into it"))
-	if got.End.State != manager.Completed {
-		t.Fatalf("ended %s: %s", got.End.State, got.End.Error)
-	}
-	v, err := env.QueryWorkflow(QueryEvents, 0)
+// recordedHistory is a history iterator over a recorded history.
+type recordedHistory struct{ events []*historypb.HistoryEvent }
+
+func (h *recordedHistory) HasNext() bool { return len(h.events) > 0 }
+
+func (h *recordedHistory) Next() (*historypb.HistoryEvent, error) {
+	e := h.events[0]
+	h.events = h.events[1:]
+	return e, nil
+}
+
+func readHistory(t *testing.T, name string) []*historypb.HistoryEvent {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "histories", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p eventsPage
-	if err := v.Get(&p); err != nil {
+	h := &historypb.History{}
+	if err := (temporalproto.CustomJSONUnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, h); err != nil {
 		t.Fatal(err)
 	}
-	var kinds []string
+	return h.Events
+}
+
+// TestFollowerReadsARunsEventsFromItsHistories follows the recorded
+// histories of a tree as a client follows a run: each child's spawn, each
+// step's events, each end, with every agent's events in order.
+func TestFollowerReadsARunsEventsFromItsHistories(t *testing.T) {
+	lead, child := readHistory(t, "tree-lead.json"), readHistory(t, "tree-child.json")
+	leadID := lead[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowId()
+	childID := child[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowId()
+	var events []manager.Event
+	f := newFollower(nil, leadID, func(e manager.Event) { events = append(events, e) })
+	f.history = func(_ context.Context, id string) client.HistoryEventIterator {
+		switch id {
+		case leadID:
+			return &recordedHistory{events: lead}
+		case childID:
+			return &recordedHistory{events: child}
+		}
+		return &recordedHistory{} // the other child's history is not recorded
+	}
+	f.start(context.Background())()
+
+	var seen []string
 	spawned := 0
-	for _, e := range p.Events {
-		kinds = append(kinds, string(e.Kind))
+	for _, e := range events {
+		if e.AgentID == leadID || e.AgentID == childID {
+			who := "lead"
+			if e.AgentID == childID {
+				who = "child"
+			}
+			seen = append(seen, who+":"+string(e.Kind))
+		}
 		if e.Kind == manager.EventSpawned {
 			spawned++
-			if e.ParentID != "lead-1" || e.Depth != 1 || e.Type != "helper" {
-				t.Errorf("spawned event %+v: want a helper at depth 1 under lead-1", e)
+			if e.ParentID != leadID || e.Type != "helper" || e.Depth != 1 || e.Group == "" {
+				t.Errorf("spawned %+v: want a helper at depth 1 of the lead's group", e)
 			}
 		}
 	}
-	if spawned != 2 || !p.Ended || p.Next != len(p.Events) {
-		t.Errorf("events %v (next %d, ended %v): want two children spawned and the end", kinds, p.Next, p.Ended)
+	if spawned != 2 {
+		t.Errorf("%d children spawned, want 2", spawned)
 	}
-	if last := p.Events[len(p.Events)-1]; last.Kind != manager.EventCompleted || last.AgentID != "lead-1" {
-		t.Errorf("last event %s of %s, want the lead's completed", last.Kind, last.AgentID)
+	for _, want := range [][]string{
+		{"lead:state", "lead:model_call", "lead:tool_call", "child:spawned", "lead:tool_result", "lead:model_call", "lead:state", "lead:completed"},
+		{"child:spawned", "child:state", "child:model_call", "child:tool_call", "child:tool_result", "child:model_call", "child:state", "child:completed"},
+	} {
+		if got := inOrder(seen, want); got != "" {
+			t.Errorf("%s (events: %v)", got, seen)
+		}
 	}
-	again, err := env.QueryWorkflow(QueryEvents, p.Next)
-	if err != nil {
-		t.Fatal(err)
+	if last := events[len(events)-1]; last.AgentID != leadID || last.Kind != manager.EventCompleted || last.State != manager.Completed {
+		t.Errorf("the last event is %s %s of %s, want the lead's end", last.Kind, last.State, last.AgentID)
 	}
-	var rest eventsPage
-	if err := again.Get(&rest); err != nil {
-		t.Fatal(err)
+}
+
+// inOrder says what of want is missing from got, in want's order.
+func inOrder(got, want []string) string {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
 	}
-	if len(rest.Events) != 0 || rest.Next != p.Next {
-		t.Errorf("asked from %d: %d events, next %d; want none", p.Next, len(rest.Events), rest.Next)
+	if i < len(want) {
+		return fmt.Sprintf("%q is missing after %q", want[i], want[:i])
 	}
+	return ""
 }
 
 // blockingModel plays a lead that delegates two tasks, and helpers whose
@@ -265,36 +317,9 @@ func TestWorkflowCancelReachesEveryChild(t *testing.T) {
 	if got.End.State != manager.Cancelled || got.End.Reason != manager.ReasonCancelled {
 		t.Fatalf("the lead ended %s (%s): %s; want cancelled", got.End.State, got.End.Reason, got.End.Error)
 	}
-	v, err := env.QueryWorkflow(QueryEvents, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p eventsPage
-	if err := v.Get(&p); err != nil {
-		t.Fatal(err)
-	}
-	spawned := 0
-	for _, e := range p.Events {
-		if e.Kind != manager.EventSpawned {
-			continue
-		}
-		spawned++
-		cv, err := env.QueryWorkflowByID(e.AgentID, QueryEvents, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cp eventsPage
-		if err := cv.Get(&cp); err != nil {
-			t.Fatal(err)
-		}
-		last := cp.Events[len(cp.Events)-1]
-		if !cp.Ended || last.Kind != manager.EventCompleted || last.State != manager.Cancelled {
-			t.Errorf("child %s: last event %s %s, ended %v; want it cancelled", e.Label, last.Kind, last.State, cp.Ended)
-		}
-	}
-	if spawned != 2 {
-		t.Fatalf("%d children spawned, want 2 (events %+v)", spawned, p.Events)
-	}
+	// The lead ends after its children (its delegate waits for them, and
+	// their model calls block until cancelled): it ending at all shows
+	// the cancel reached them.
 }
 
 func TestWorkflowHoldsATokenBudgetAsTheManagerDoes(t *testing.T) {

@@ -1,0 +1,128 @@
+//go:build integration
+
+package temporal
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/temporal/internal/devserver"
+)
+
+// BenchmarkIntegrationAgents runs agents of one type (two model calls and
+// a tool call each, the model answering at once) in process and on a
+// Temporal dev server with 1, 2 and 3 worker processes, side by side:
+//   - agents/s with 32 running at once (…/parallel);
+//   - the time a step takes, for one agent running alone (…/alone), a
+//     step being a model call and what follows it;
+//   - on Temporal, the workflow history events a step adds (events/step).
+func BenchmarkIntegrationAgents(b *testing.B) {
+	srv := devserver.Start(b)
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	root := b.TempDir()
+	b.Run("in-process", func(b *testing.B) {
+		model := crashModel(noLog, 0)
+		benchAgents(b, benchManager(b, nil, func(context.Context, string) (llms.Model, error) { return model, nil }), nil)
+	})
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("temporal-%d-workers", n), func(b *testing.B) {
+			queue := fmt.Sprintf("bench-%d-%d", n, b.N)
+			for range n {
+				startWorkerProcess(b, srv.HostPort(), queue, root, noLog, 0)
+			}
+			backend, err := New(Config{Client: c, TaskQueue: queue, Root: root})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchAgents(b, benchManager(b, backend, nil), c)
+		})
+	}
+}
+
+func benchManager(b *testing.B, backend manager.Backend, models manager.ModelResolverFunc) *manager.Manager {
+	reg, err := crashRegistry()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxConcurrent: 64, Backend: backend}
+	if models != nil {
+		cfg.Models = models
+	}
+	m, err := manager.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}
+
+func benchAgents(b *testing.B, m *manager.Manager, c client.Client) {
+	ctx := context.Background()
+	runOne := func(i int) manager.Result {
+		a, err := m.Spawn(ctx, manager.SpawnRequest{Type: "helper", Task: fmt.Sprint("say ", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := a.Wait(ctx)
+		if err != nil || r.State != manager.Completed {
+			b.Fatalf("agent %d: %s %v %s", i, r.State, err, r.Error)
+		}
+		return r
+	}
+	b.Run("parallel", func(b *testing.B) {
+		sem := make(chan struct{}, 32)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range b.N {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				runOne(i)
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "agents/s")
+	})
+	b.Run("alone", func(b *testing.B) {
+		steps := 0
+		var last manager.Result
+		start := time.Now()
+		for i := range b.N {
+			last = runOne(i)
+			steps += last.Turns
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(steps), "µs/step")
+		b.ReportMetric(0, "ns/op")
+		if c != nil {
+			b.ReportMetric(float64(historyEvents(b, c, last.ID))/float64(last.Turns), "events/step")
+		}
+	})
+}
+
+// historyEvents counts a workflow's history events.
+func historyEvents(b *testing.B, c client.Client, id string) int {
+	n := 0
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		if _, err := it.Next(); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
