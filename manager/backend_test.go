@@ -201,3 +201,36 @@ func messagesText(msgs []llms.MessageContent) []string {
 	}
 	return out
 }
+
+// TestStepsTakeNoRunningSlot runs more tool steps than the manager has
+// running slots, then an agent of its own: a step's transient agent
+// neither holds a slot nor takes one when its tool calls end.
+func TestStepsTakeNoRunningSlot(t *testing.T) {
+	model := scripted.New(scripted.Step{Text: "done"})
+	f := newFixture(t, model, func(c *manager.Config) { c.MaxConcurrent = 1 })
+	ctx := context.Background()
+	sa := manager.StepAgent{ID: "s", Type: "worker", Task: "t", Model: "scripted", Dir: t.TempDir()}
+	call := &llms.ContentChoice{ToolCalls: []llms.ToolCall{{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "echo", Arguments: `{"text":"x"}`}}}}
+	for range 3 {
+		ts, err := f.mgr.ToolsStep(ctx, sa, call)
+		require.NoError(t, err)
+		require.Nil(t, ts.End)
+	}
+	res := f.run(t, manager.SpawnRequest{Task: "go"})
+	assert.Equal(t, manager.Completed, res.State)
+	assert.Equal(t, 0, f.mgr.Stats().Running)
+}
+
+func TestStartStepRefusesWhatStepsCannotRun(t *testing.T) {
+	f := newFixture(t, scripted.New(), nil)
+	require.NoError(t, f.reg.RegisterType(agenttypes.Type{Name: "own", Description: "own loop", Prompt: "x",
+		Loop: agenttypes.LoopFunc(func(context.Context, agenttypes.Session, string) (string, error) { return "", nil })}))
+	require.NoError(t, f.reg.RegisterType(agenttypes.Type{Name: "heir", Description: "inherits", Prompt: "x", InheritContext: true}))
+	ctx := context.Background()
+	_, err := f.mgr.StartStep(ctx, manager.StepAgent{ID: "a", Type: "own", Task: "t", Dir: t.TempDir()})
+	assert.ErrorIs(t, err, manager.ErrBadRequest)
+	assert.ErrorContains(t, err, "loop of its own")
+	_, err = f.mgr.StartStep(ctx, manager.StepAgent{ID: "b", Type: "heir", Task: "t", Dir: t.TempDir(), Ancestors: []manager.StepAncestor{{Type: "worker"}}})
+	assert.ErrorIs(t, err, manager.ErrBadRequest)
+	assert.ErrorContains(t, err, "inherits its parent's conversation")
+}

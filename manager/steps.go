@@ -229,9 +229,11 @@ func (m *Manager) stepBase(ctx context.Context, typeName string, narrow []string
 	if err != nil {
 		return nil, err
 	}
+	// gone: it holds no running slot of the manager's and never takes
+	// one, not even when its tool calls end.
 	a := &Agent{
 		m: m, parent: parent, depth: depth, typ: typ, setup: setup, tools: tools, narrowed: len(narrow) > 0,
-		done: make(chan struct{}), ready: make(chan struct{}), state: Running, step: &stepState{},
+		done: make(chan struct{}), ready: make(chan struct{}), state: Running, step: &stepState{}, gone: true,
 	}
 	a.root = a
 	if parent != nil {
@@ -262,6 +264,12 @@ func (m *Manager) StartStep(ctx context.Context, sa StepAgent) (StepStart, error
 		return StepStart{}, err
 	}
 	defer a.cancel(nil)
+	switch {
+	case a.typ.Loop != nil:
+		return StepStart{}, fmt.Errorf("%w: type %q runs a loop of its own, which runs in process only for now; run it without a durable backend", ErrBadRequest, a.typ.Name)
+	case a.typ.InheritContext && len(sa.Ancestors) > 0:
+		return StepStart{}, fmt.Errorf("%w: type %q inherits its parent's conversation, which a durable backend does not pass on yet; run it without one, or turn inherit_context off", ErrBadRequest, a.typ.Name)
+	}
 	if modelcap.IsRetrievalOnly(a.model) && a.typ.NeedsLanguageModel {
 		return StepStart{}, fmt.Errorf("%w: type %q needs a language model, and %q only retrieves", ErrModel, a.typ.Name, a.modelName)
 	}

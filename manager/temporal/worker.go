@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -42,8 +41,8 @@ type WorkerConfig struct {
 }
 
 // errTypeWorker is the type of the errors a worker gives for a run it
-// cannot serve: another checkout, a type it lacks, a directory outside
-// its checkout. They are never retried.
+// cannot serve: another checkout, a directory outside its checkout. They
+// are never retried. (A type it lacks fails the run's start step.)
 const errTypeWorker = "troupe_worker"
 
 // NewWorker returns a worker that runs agent workflows and their steps
@@ -100,8 +99,8 @@ func (a *activities) input(in stepwire.Input) (stepwire.Input, error) {
 			fmt.Sprintf("this worker serves checkout %s and the run needs %s; run a worker on that checkout, or run from this one", a.checkout, in.Checkout),
 			errTypeWorker, nil)
 	}
-	rel := filepath.FromSlash(in.Agent.Dir)
-	if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	rel := filepath.Clean(filepath.FromSlash(in.Agent.Dir))
+	if !filepath.IsLocal(rel) && rel != "." {
 		return in, sdktemporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the run's directory %q is not inside the worker's checkout", in.Agent.Dir), errTypeWorker, nil)
 	}
@@ -204,8 +203,6 @@ func classify(err error) error {
 		return err
 	case fe.Retryable || fe.Code == fault.Unreachable:
 		return sdktemporal.NewApplicationError(fe.Message, string(fe.Code))
-	case fe.Code == fault.InvalidArgument || fe.Code == fault.NotFound:
-		return sdktemporal.NewNonRetryableApplicationError(fe.Message, errTypeWorker, nil)
 	}
 	return sdktemporal.NewNonRetryableApplicationError(fe.Message, string(fe.Code), nil)
 }

@@ -49,6 +49,11 @@ func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
 func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
 	ctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
+	// The clock runs from the workflow's start: the time budget bounds
+	// the wait for a worker too. A child's own budget is known once its
+	// type is, from the start step: its parent's ceiling bounds the
+	// start itself.
+	r.startClock(ctx, cancel)
 	var st stepwire.StartOut
 	if err := r.step(ctx, stepwire.StepStart, short, stepwire.Input{}, &st); err != nil {
 		return r.failed(ctx, manager.ReasonBackend, err)
@@ -56,8 +61,10 @@ func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
 	r.model, r.sa.Model = st.Model, st.Model
 	if r.in.Child {
 		r.sa.Budget = r.sa.Budget.Merge(st.TypeBudget).Within(r.in.Ceiling)
+		if r.sa.Budget.MaxTime != r.in.Ceiling.MaxTime {
+			r.startClock(ctx, cancel) // its type's time budget is the tighter
+		}
 	}
-	r.startClock(ctx, cancel)
 	if st.End != nil {
 		return *st.End
 	}
@@ -147,8 +154,14 @@ func (r *agentRun) tools(ctx workflow.Context, choice *stepwire.Choice) (manager
 // startClock ends the run when its time budget is used up, from the
 // moment it started.
 func (r *agentRun) startClock(ctx workflow.Context, cancel workflow.CancelFunc) {
-	d := r.sa.Budget.MaxTime
+	dl := r.deadline(ctx)
+	if dl.IsZero() {
+		return
+	}
+	d := dl.Sub(workflow.Now(ctx))
 	if d <= 0 {
+		r.timeUp = true
+		cancel()
 		return
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -161,10 +174,14 @@ func (r *agentRun) startClock(ctx workflow.Context, cancel workflow.CancelFunc) 
 
 // deadline is when the time budget runs out; zero without one.
 func (r *agentRun) deadline(ctx workflow.Context) time.Time {
-	if r.sa.Budget.MaxTime <= 0 {
+	budget := r.sa.Budget.MaxTime
+	if c := r.in.Ceiling.MaxTime; r.in.Child && c > 0 && (budget <= 0 || c < budget) {
+		budget = c // a child's own budget may not be clamped yet
+	}
+	if budget <= 0 {
 		return time.Time{}
 	}
-	return workflow.GetInfo(ctx).WorkflowStartTime.Add(r.sa.Budget.MaxTime)
+	return workflow.GetInfo(ctx).WorkflowStartTime.Add(budget)
 }
 
 // stopped is the end of a run stopped between steps.

@@ -375,3 +375,27 @@ func TestReplayRecordedHistories(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkflowTimeBudgetEndsARunStuckInAStep(t *testing.T) {
+	env := testEnv(t, registry(t), blockingModel(t))
+	in := agentInput{Agent: manager.StepAgent{ID: "h", Type: "helper", Task: "wait", Dir: ".", Budget: agenttypes.Budget{MaxTime: 2 * time.Second}}}
+	got := runWorkflow(t, env, in)
+	if got.End.State != manager.Failed || got.End.Reason != manager.ReasonBudgetTime || !strings.Contains(got.End.Error, "time budget of 2s") {
+		t.Fatalf("ended %s (%s): %s; want failed on its time budget", got.End.State, got.End.Reason, got.End.Error)
+	}
+}
+
+func TestWorkerRefusesADirectoryOutsideItsCheckout(t *testing.T) {
+	a := &activities{root: t.TempDir()}
+	for _, dir := range []string{"sub/../../../etc", "..", "/etc", "../sibling"} {
+		if _, err := a.input(stepwire.Input{Agent: manager.StepAgent{Dir: dir}}); err == nil {
+			t.Errorf("directory %q was taken inside the checkout", dir)
+		}
+	}
+	for _, dir := range []string{".", "sub", "sub/../other"} {
+		in, err := a.input(stepwire.Input{Agent: manager.StepAgent{Dir: dir}})
+		if err != nil || !strings.HasPrefix(in.Agent.Dir, a.root) {
+			t.Errorf("directory %q: %q, %v; want it inside the checkout", dir, in.Agent.Dir, err)
+		}
+	}
+}
