@@ -390,7 +390,8 @@ func (m *Manager) ToolsStep(ctx context.Context, sa StepAgent, choice *llms.Cont
 // TreeStep is the result text, as the model is given it, of a call whose
 // tool acted on the tree, once the backend did what it asked: the tool
 // runs again and is given resp, or, when refusal is set, the backend's
-// refusal (wrapping ErrDelegation).
+// refusal, worded as the manager words its own ("delegation refused: …"),
+// as an error wrapping ErrDelegation.
 func (m *Manager) TreeStep(ctx context.Context, sa StepAgent, call llms.ToolCall, resp *agenttypes.DelegateResponse, refusal string) (string, []Event, error) {
 	a, err := m.stepAgent(ctx, sa, false)
 	if err != nil {
@@ -419,7 +420,7 @@ func (t stepTree) Delegate(ctx context.Context, req agenttypes.DelegateRequest) 
 	defer s.mu.Unlock()
 	if ans, ok := s.answers[id]; ok {
 		if ans.refusal != "" {
-			return nil, fmt.Errorf("%w: %s", ErrDelegation, ans.refusal)
+			return nil, &refusal{msg: ans.refusal}
 		}
 		return ans.resp, nil
 	}
@@ -472,3 +473,9 @@ func StoppedEnd(sa StepAgent, timeUp bool) StepEnd {
 	}
 	return end
 }
+
+// refusal is a backend's refusal of a tree call, in its own words.
+type refusal struct{ msg string }
+
+func (r *refusal) Error() string { return r.msg }
+func (r *refusal) Unwrap() error { return ErrDelegation }

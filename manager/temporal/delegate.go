@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/troupe-dev/troupe/agenttypes"
@@ -16,6 +18,18 @@ import (
 // maxLabel is the longest label a task may have, as in the manager.
 const maxLabel = 32
 
+// errDelegation words a refusal as the manager's ErrDelegation does.
+var errDelegation = errors.New("delegation refused")
+
+// taskRefusal is a refusal of one task, worded as the manager words it:
+// "task 1 (label): delegation refused: …".
+type taskRefusal struct {
+	task string
+	err  error
+}
+
+func (e *taskRefusal) Error() string { return e.task + ": delegation refused: " + e.err.Error() }
+
 // child is one task of a delegate call, as it runs.
 type child struct {
 	task    agenttypes.ChildTask
@@ -24,7 +38,20 @@ type child struct {
 	future  workflow.ChildWorkflowFuture
 	out     agentOutput
 	err     error
-	charged bool // what it spent is charged to its parent
+	charged bool   // what it spent is charged to its parent
+	refused string // why it was not started: its share was too small
+}
+
+// tooLittle says why a child's share of budget is too small to start it
+// with, or "".
+func tooLittle(share, budget agenttypes.Budget) string {
+	switch {
+	case budget.MaxTokens > 0 && share.MaxTokens < minChildTokens:
+		return fmt.Sprintf("its share of its parent's tokens, %d, is too few for a model call", share.MaxTokens)
+	case budget.MaxToolCalls > 0 && share.MaxToolCalls < 1:
+		return "its parent had no tool calls left to share"
+	}
+	return ""
 }
 
 // delegate runs a delegate call's tasks as child workflows, at most its
@@ -36,7 +63,7 @@ type child struct {
 func (r *agentRun) delegate(ctx workflow.Context, tc manager.TreeCall) (*agenttypes.DelegateResponse, error) {
 	kids, conc, err := r.newChildren(ctx, tc.Delegate)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errDelegation, err)
 	}
 	resp := &agenttypes.DelegateResponse{Group: newID(ctx)}
 	for _, k := range kids {
@@ -53,8 +80,12 @@ func (r *agentRun) delegate(ctx workflow.Context, tc manager.TreeCall) (*agentty
 			k := kids[next]
 			next++
 			k.ceiling = r.share(ctx, held, conc-running)
+			if why := tooLittle(k.ceiling, r.sa.Budget); why != "" {
+				k.refused = why
+				continue
+			}
 			held = addBudget(held, k.ceiling)
-			r.spawn(ctx, resp.Group, k)
+			r.spawn(ctx, resp.Group, k, conc)
 			running++
 			sel.AddFuture(k.future, func(f workflow.Future) { k.err = f.Get(wait, &k.out) })
 		}
@@ -112,10 +143,44 @@ func (r *agentRun) newChildren(ctx workflow.Context, req *agenttypes.DelegateReq
 		case task.Resume != "":
 			return nil, 0, fmt.Errorf("task %d resumes an agent, which the Temporal backend does not offer yet; give it a fresh task", i+1)
 		}
-		kids[i] = &child{task: task, id: newID(ctx)}
+		kids[i] = &child{task: task}
+	}
+	if err := r.canDelegate(ctx, conc); err != nil {
+		// As the manager says it: the first task is the one refused.
+		return nil, 0, &taskRefusal{task: fmt.Sprintf("task 1 (%s)", kids[0].task.Label), err: err}
+	}
+	for _, k := range kids {
+		k.id = newID(ctx)
 	}
 	r.spawned += n
 	return kids, conc, nil
+}
+
+// minChildTokens is the fewest tokens a child is started with: the
+// manager's default MinOutputTokens, the fewest a model call is made
+// for.
+const minChildTokens = 64
+
+// canDelegate refuses a delegate call the agent has no budget left for,
+// as the manager does, or that would take its subtree past its share of
+// the tree's agents.
+func (r *agentRun) canDelegate(ctx workflow.Context, conc int) error {
+	b, spent, id := r.sa.Budget, r.sa.Spent, r.sa.ID
+	switch {
+	case b.MaxTokens > 0 && b.MaxTokens-spent.Usage.Total() < minChildTokens:
+		return fmt.Errorf("agent %s has %d of its %d tokens left, too few for a child", id, max(b.MaxTokens-spent.Usage.Total(), 0), b.MaxTokens)
+	case b.MaxToolCalls > 0 && b.MaxToolCalls-spent.ToolCalls <= 0:
+		return fmt.Errorf("agent %s has used all %d of its tool calls", id, b.MaxToolCalls)
+	case b.MaxCostUSD > 0 && b.MaxCostUSD-spent.Usage.CostUSD <= 0:
+		return fmt.Errorf("agent %s has spent its $%g", id, b.MaxCostUSD)
+	}
+	if dl := r.deadline(ctx); !dl.IsZero() && !workflow.Now(ctx).Before(dl) {
+		return fmt.Errorf("agent %s has used its time", id)
+	}
+	if n := r.in.Limits.TreeAgents; n > 0 && (n-1)/conc < 1 {
+		return fmt.Errorf("agent %s's part of the tree may have %d agents alive at once, itself included: too few for %d children at once; delegate fewer at once, or do the work itself", id, n, conc)
+	}
+	return nil
 }
 
 // share is what a child starting now may have of the agent's budget: an
@@ -127,10 +192,10 @@ func (r *agentRun) share(ctx workflow.Context, held agenttypes.Budget, slots int
 	slots = max(slots, 1)
 	var c agenttypes.Budget
 	if b.MaxTokens > 0 {
-		c.MaxTokens = max((b.MaxTokens-spent.Usage.Total()-held.MaxTokens)/slots, 1)
+		c.MaxTokens = max((b.MaxTokens-spent.Usage.Total()-held.MaxTokens)/slots, 0)
 	}
 	if b.MaxToolCalls > 0 {
-		c.MaxToolCalls = max((b.MaxToolCalls-spent.ToolCalls-held.MaxToolCalls)/slots, 1)
+		c.MaxToolCalls = max((b.MaxToolCalls-spent.ToolCalls-held.MaxToolCalls)/slots, 0)
 	}
 	if b.MaxCostUSD > 0 {
 		c.MaxCostUSD = max((b.MaxCostUSD-spent.Usage.CostUSD-held.MaxCostUSD)/float64(slots), 1e-9)
@@ -149,7 +214,7 @@ func addBudget(a, b agenttypes.Budget) agenttypes.Budget {
 }
 
 // spawn starts a child's workflow.
-func (r *agentRun) spawn(ctx workflow.Context, group string, k *child) {
+func (r *agentRun) spawn(ctx workflow.Context, group string, k *child, conc int) {
 	model := k.task.Model
 	if model == "inherit" {
 		model = ""
@@ -162,6 +227,9 @@ func (r *agentRun) spawn(ctx workflow.Context, group string, k *child) {
 			Budget:    k.task.Budget, MaxOutputTokens: k.task.MaxOutputTokens,
 		},
 		Child: true, Group: group, Ceiling: k.ceiling, Limits: r.in.Limits, Checkout: r.in.Checkout,
+	}
+	if n := r.in.Limits.TreeAgents; n > 0 {
+		in.Limits.TreeAgents = (n - 1) / conc // at most conc children are alive at once
 	}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:          k.id,
@@ -186,8 +254,14 @@ func (k *child) result(started bool) agenttypes.ChildResult {
 	res := manager.Result{ID: k.id, Type: k.task.Type, Model: k.out.Model, State: k.out.End.State, Reason: k.out.End.Reason,
 		Partial: k.out.End.Partial, Output: k.out.End.Output, Error: k.out.End.Error, Usage: k.out.Usage, OwnUsage: k.out.OwnUsage,
 		ToolCalls: k.out.ToolCalls, Turns: k.out.Turns, TokensOverBudget: k.out.End.TokensOverBudget, Duration: k.out.Duration}
+	var canceled *sdktemporal.CanceledError
 	switch {
-	case !started:
+	case k.refused != "":
+		res.State, res.Reason, res.Error = manager.Failed, manager.ReasonBudgetTokens, "not started: "+k.refused
+		if !strings.Contains(k.refused, "tokens") {
+			res.Reason = manager.ReasonBudgetToolCalls
+		}
+	case !started || errors.As(k.err, &canceled):
 		res.State, res.Reason, res.Error = manager.Cancelled, manager.ReasonCancelled, "not started: its parent was stopped"
 	case k.err != nil:
 		res.State, res.Reason, res.Error = manager.Failed, manager.ReasonBackend, k.err.Error()

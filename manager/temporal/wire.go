@@ -38,6 +38,10 @@ type agentInput struct {
 // limits are the manager's limits on a tree, carried down it.
 type limits struct {
 	MaxChildren int
+	// TreeAgents is how many agents of the agent's subtree, itself
+	// included, may be alive at once: its share of MaxTreeAgents. 0: no
+	// bound.
+	TreeAgents int
 	// Heartbeat is how long a worker may go silent in a long model or
 	// tool call before the call is given to another worker.
 	Heartbeat time.Duration

@@ -132,6 +132,10 @@ func (r *agentRun) tools(ctx workflow.Context, choice *stepwire.Choice) (manager
 			return r.failed(ctx, manager.ReasonBackend, fmt.Errorf("tree call %q is not one of the turn's", tc.CallID)), true
 		}
 		resp, err := r.delegate(ctx, tc)
+		var tr *taskRefusal
+		if errors.As(err, &tr) {
+			err = tr // as the manager words it, without the generic prefix
+		}
 		if ctx.Err() != nil {
 			return r.stopped(), true
 		}

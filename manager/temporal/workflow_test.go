@@ -142,7 +142,7 @@ func runWorkflow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in agentI
 }
 
 func leadInput(task string) agentInput {
-	return agentInput{Agent: manager.StepAgent{ID: "lead-1", Type: "lead", Task: task, Dir: ".", MaxDepth: 1}}
+	return agentInput{Agent: manager.StepAgent{ID: "00000000-0000-4000-8000-00000000000a", Type: "lead", Task: task, Dir: ".", MaxDepth: 1}}
 }
 
 // inProcess runs the lead on a manager of its own, for the result the
@@ -397,5 +397,33 @@ func TestWorkerRefusesADirectoryOutsideItsCheckout(t *testing.T) {
 		if err != nil || !strings.HasPrefix(in.Agent.Dir, a.root) {
 			t.Errorf("directory %q: %q, %v; want it inside the checkout", dir, in.Agent.Dir, err)
 		}
+	}
+}
+
+func TestWorkflowRefusesChildrenTheBudgetCannotPayForAsTheManagerDoes(t *testing.T) {
+	// The delegate call is the lead's one tool call: none is left for
+	// its children, and the delegation is refused.
+	budget := agenttypes.Budget{MaxToolCalls: 1}
+	want := inProcess(t, treeModel(), "look into it", budget)
+	env := testEnv(t, registry(t), treeModel())
+	in := leadInput("look into it")
+	in.Agent.Budget = budget
+	got := runWorkflow(t, env, in)
+	if got.SubtreeToolCalls != 1 || got.Usage != want.Usage || normal(got.End.Output) != normal(want.Output) {
+		t.Fatalf("workflow: %d tool calls in the tree, usage %+v, %q; in process: usage %+v, %q",
+			got.SubtreeToolCalls, got.Usage, got.End.Output, want.Usage, want.Output)
+	}
+	if !strings.Contains(got.End.Output, "has used all 1 of its tool calls") {
+		t.Errorf("the lead was not told why its children were refused: %q", got.End.Output)
+	}
+}
+
+func TestWorkflowKeepsASubtreeWithinItsShareOfTreeAgents(t *testing.T) {
+	env := testEnv(t, registry(t), treeModel())
+	in := leadInput("look into it")
+	in.Limits.TreeAgents = 2 // the lead and one child at a time; it asks for two at once
+	got := runWorkflow(t, env, in)
+	if !strings.Contains(got.End.Output, "may have 2 agents alive at once") {
+		t.Fatalf("the lead was not refused two children at once: %q", got.End.Output)
 	}
 }
