@@ -132,8 +132,9 @@ func (a *Agent) runRemote(ctx context.Context) {
 	out, err := a.m.cfg.Backend.Run(ctx, run)
 	if err != nil {
 		if ctx.Err() != nil {
+			// Cancelled here; what the backend could not confirm is said.
 			state, reason, cerr := a.stopOutcome(context.Cause(ctx))
-			a.finish(state, reason, cerr, "", nil, true)
+			a.finish(state, reason, fmt.Errorf("%w; the backend: %w", cerr, err), "", nil, true)
 			return
 		}
 		a.finish(Failed, ReasonBackend, fmt.Errorf("%w: %w", ErrBackend, err), "", nil, true)
@@ -145,12 +146,18 @@ func (a *Agent) runRemote(ctx context.Context) {
 	a.toolCalls, a.subToolCalls, a.turns = out.ToolCalls, out.ToolCalls, out.Turns
 	a.mu.Unlock()
 	a.budgetMu.Unlock()
-	state, reason := out.State, out.Reason
-	if !state.Terminal() || state == Pending {
+	state, reason, err := out.State, out.Reason, out.err()
+	switch {
+	case !state.Terminal():
 		state, reason = Failed, ReasonBackend
 		out.Error = fmt.Sprintf("the backend returned state %q, which is not an end", out.State)
+		err = out.err()
+	case state == Cancelled && ctx.Err() != nil:
+		// Said as in process: why it was cancelled (the manager closing,
+		// the agent's own cancel).
+		_, reason, err = a.stopOutcome(context.Cause(ctx))
 	}
-	a.finishWith(state, reason, out.err(), out.Output, out.Data, out.Partial, out.TokensOverBudget)
+	a.finishWith(state, reason, err, out.Output, out.Data, out.Partial, out.TokensOverBudget)
 }
 
 // relay publishes an event the backend reports: the agent's own with its

@@ -234,3 +234,22 @@ func TestStartStepRefusesWhatStepsCannotRun(t *testing.T) {
 	assert.ErrorIs(t, err, manager.ErrBadRequest)
 	assert.ErrorContains(t, err, "inherits its parent's conversation")
 }
+
+func TestBackendRunsEndAsShutdownWhenTheManagerCloses(t *testing.T) {
+	b := &fakeBackend{runs: make(chan manager.RemoteRun, 1), run: func(ctx context.Context, _ manager.RemoteRun) (manager.RemoteOutcome, error) {
+		<-ctx.Done()
+		return manager.RemoteOutcome{State: manager.Cancelled, Reason: manager.ReasonCancelled, Error: "agent cancelled"}, nil
+	}}
+	reg := agenttypes.NewRegistry()
+	require.NoError(t, reg.RegisterType(agenttypes.Type{Name: "worker", Description: "works", Prompt: "x"}))
+	m, err := manager.New(manager.Config{Registry: reg, Backend: b})
+	require.NoError(t, err)
+	a, err := m.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "go"})
+	require.NoError(t, err)
+	<-b.runs
+	require.NoError(t, m.Close(context.Background()))
+	res, err := a.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, manager.Cancelled, res.State)
+	assert.Equal(t, manager.ReasonShutdown, res.Reason)
+}

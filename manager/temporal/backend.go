@@ -29,6 +29,9 @@ type Config struct {
 	// Checkout names that checkout (its commit, say); workers that serve
 	// another refuse the run. Empty: any.
 	Checkout string
+	// CancelWait bounds how long Run waits for a cancelled run to end
+	// (a run no worker serves never does). Default 30 s.
+	CancelWait time.Duration
 	// Heartbeat is how long a worker may go silent in a model or tool
 	// call before the call is given to another worker. Default 10 s.
 	Heartbeat time.Duration
@@ -63,6 +66,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.CancelWait <= 0 {
+		cfg.CancelWait = 30 * time.Second
+	}
 	return &Backend{cfg: cfg}, nil
 }
 
@@ -90,22 +96,45 @@ func (b *Backend) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 	}
 	f := newFollower(b.cfg.Client, run.ID, run.Publish)
 	stopFollow := f.start(bg)
+	drain := drainTime
+	defer func() { stopFollow(drain) }()
+	getCtx, stopGet := context.WithCancel(bg)
+	defer stopGet()
 	result := make(chan error, 1)
 	var out agentOutput
-	go func() { result <- wr.Get(bg, &out) }()
+	go func() { result <- wr.Get(getCtx, &out) }()
 	select {
 	case err = <-result:
 	case <-ctx.Done():
-		if cerr := b.cfg.Client.CancelWorkflow(bg, run.ID, ""); cerr != nil {
-			b.cfg.Logger.Warn("cancelling a run", "agent", run.ID, "err", cerr)
+		b.cancel(bg, run.ID)
+		t := time.NewTimer(b.cfg.CancelWait)
+		defer t.Stop()
+		select {
+		case err = <-result:
+		case <-t.C:
+			drain = 0 // its events will not come either
+			return manager.RemoteOutcome{}, fmt.Errorf("run %s did not end within %s of its cancel (no worker took it?); its workflow was asked to cancel and may still end", run.ID, b.cfg.CancelWait)
 		}
-		err = <-result
 	}
-	stopFollow()
 	if err != nil {
+		if ctx.Err() == nil {
+			// The run is lost to this client: it is not left to run,
+			// and spend, with nobody waiting for it.
+			b.cancel(bg, run.ID)
+		}
 		return manager.RemoteOutcome{}, fmt.Errorf("run %s: %w", run.ID, err)
 	}
 	return outcome(out), nil
+}
+
+// cancel asks the cluster to cancel a run's workflow, and with it its
+// children, within a bound.
+func (b *Backend) cancel(ctx context.Context, id string) {
+	ctx, done := context.WithTimeout(ctx, 10*time.Second)
+	defer done()
+	if err := b.cfg.Client.CancelWorkflow(ctx, id, ""); err != nil {
+		b.cfg.Logger.Warn("cancelling a run", "agent", id, "err", err)
+	}
 }
 
 // input is a run's workflow input.

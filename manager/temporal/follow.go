@@ -44,14 +44,14 @@ func newFollower(c client.Client, root string, publish func(manager.Event)) *fol
 }
 
 // start follows the run until the returned func is called, and then
-// until every agent's history was read to its end or drainTime passed.
-func (f *follower) start(ctx context.Context) (stop func()) {
+// until every agent's history was read to its end or drain passed.
+func (f *follower) start(ctx context.Context) (stop func(drain time.Duration)) {
 	ctx, cancel := context.WithCancel(ctx)
 	_ = f.follow(ctx, f.root, agentInput{})
-	return func() {
+	return func(drain time.Duration) {
 		done := make(chan struct{})
 		go func() { f.wg.Wait(); close(done) }()
-		t := time.NewTimer(drainTime)
+		t := time.NewTimer(drain)
 		defer t.Stop()
 		select {
 		case <-done:

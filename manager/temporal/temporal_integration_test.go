@@ -395,3 +395,33 @@ func TestIntegrationHistoriesReplayThroughTheWorkflow(t *testing.T) {
 		}
 	}
 }
+
+func TestIntegrationCancelOfARunNoWorkerServesIsBounded(t *testing.T) {
+	c := cluster(t)
+	b, err := New(Config{Client: c, TaskQueue: "nobody", Root: t.TempDir(), CancelWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, registry(t), nil, b)
+	sub := m.Subscribe()
+	defer sub.Close()
+	a, err := m.Spawn(context.Background(), manager.SpawnRequest{Type: "lead", Task: "nobody takes it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range sub.C() { // the run is the backend's once it runs
+		if e.Kind == manager.EventState && e.State == manager.Running {
+			break
+		}
+	}
+	a.Cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := a.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != manager.Cancelled || !strings.Contains(r.Error, "did not end within 1s of its cancel") {
+		t.Fatalf("ended %s (%s): %s; want it cancelled, and the backend to say it gave up waiting", r.State, r.Reason, r.Error)
+	}
+}

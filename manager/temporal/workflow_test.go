@@ -237,7 +237,7 @@ func TestFollowerReadsARunsEventsFromItsHistories(t *testing.T) {
 		}
 		return &recordedHistory{} // the other child's history is not recorded
 	}
-	f.start(context.Background())()
+	f.start(context.Background())(drainTime)
 
 	var seen []string
 	spawned := 0
