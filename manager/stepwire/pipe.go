@@ -37,8 +37,9 @@ type frame struct {
 var ErrClosed = errors.New("step pipe closed")
 
 // Serve runs the steps read from r with s, several at once, and writes
-// each one's answer to w, until r ends, a frame cannot be read, or ctx
-// ends; then it cancels the steps under way, waits for them, and returns.
+// each one's answer to w, until r ends or a frame cannot be read; then it
+// cancels the steps under way, waits for them, and returns. Ending ctx
+// cancels the steps; to stop Serve, end ctx and close r.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, s Stepper) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -109,11 +110,14 @@ func runStep(ctx context.Context, s Stepper, f frame) (answer frame) {
 		return answer
 	}
 	b, err := json.Marshal(out)
-	if err != nil {
+	switch {
+	case err != nil:
 		answer.Error = fault.Errorf(fault.Internal, "step %s: encoding its result: %v", f.Step, err)
-		return answer
+	case len(b) > MaxFrame-1024:
+		answer.Error = fault.Errorf(fault.ResponseTooLarge, "step %s: its result of %d bytes is larger than a frame may be (%d)", f.Step, len(b), MaxFrame)
+	default:
+		answer.Output = b
 	}
-	answer.Output = b
 	return answer
 }
 

@@ -130,6 +130,8 @@ func (p *Process) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 		cmd.Env = minimalEnv()
 	}
 	cmd.Stderr = p.Stderr
+	// A helper's own children holding its output open do not hold Run.
+	cmd.WaitDelay = time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return manager.RemoteOutcome{}, err
@@ -141,15 +143,10 @@ func (p *Process) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 	if err := cmd.Start(); err != nil {
 		return manager.RemoteOutcome{}, fmt.Errorf("starting %s: %w", p.Path, err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	in := &frameWriter{w: stdin}
-	sent := run
-	sent.Publish = nil
-	if err := writeRunFrame(in, runFrame{Run: &sent}); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return manager.RemoteOutcome{}, fmt.Errorf("sending the run to %s: %w", p.Path, err)
-	}
-	done := make(chan struct{})
+	finished := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // a cancel is sent once; the helper ends its run and says how
@@ -157,14 +154,21 @@ func (p *Process) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 		select {
 		case <-ctx.Done():
 			_ = writeRunFrame(in, runFrame{Cancel: true})
-			p.killAfter(cmd, done)
-		case <-done:
+			p.killAfter(cmd, finished)
+		case <-finished:
 		}
 	}()
-	outcome, rerr := readOutcome(stdout, run.Publish)
-	_ = stdin.Close()
-	werr := cmd.Wait()
-	close(done)
+	sent := run
+	sent.Publish = nil
+	outcome, rerr := func() (manager.RemoteOutcome, error) {
+		if err := writeRunFrame(in, runFrame{Run: &sent}); err != nil {
+			return manager.RemoteOutcome{}, fmt.Errorf("sending the run: %w", err)
+		}
+		return readOutcome(stdout, run.Publish)
+	}()
+	_ = stdin.Close() // the helper's cue to exit
+	werr := p.awaitExit(cmd, exited)
+	close(finished)
 	wg.Wait()
 	if rerr != nil {
 		if werr != nil {
@@ -175,19 +179,36 @@ func (p *Process) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 	return outcome, nil
 }
 
-// killAfter kills a cancelled run's helper that has not ended within
-// CancelWait.
-func (p *Process) killAfter(cmd *exec.Cmd, done <-chan struct{}) {
-	wait := p.CancelWait
-	if wait <= 0 {
-		wait = 10 * time.Second
+func (p *Process) cancelWait() time.Duration {
+	if p.CancelWait <= 0 {
+		return 10 * time.Second
 	}
-	t := time.NewTimer(wait)
+	return p.CancelWait
+}
+
+// awaitExit waits for the helper to exit once its run is over, and kills
+// one that lingers past CancelWait.
+func (p *Process) awaitExit(cmd *exec.Cmd, exited <-chan error) error {
+	t := time.NewTimer(p.cancelWait())
+	defer t.Stop()
+	select {
+	case err := <-exited:
+		return err
+	case <-t.C:
+		_ = cmd.Process.Kill()
+		return <-exited
+	}
+}
+
+// killAfter kills a cancelled run's helper that has not finished within
+// CancelWait.
+func (p *Process) killAfter(cmd *exec.Cmd, finished <-chan struct{}) {
+	t := time.NewTimer(p.cancelWait())
 	defer t.Stop()
 	select {
 	case <-t.C:
 		_ = cmd.Process.Kill()
-	case <-done:
+	case <-finished:
 	}
 }
 

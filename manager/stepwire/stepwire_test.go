@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"testing"
 	"time"
 
@@ -31,6 +32,10 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			os.Stderr.WriteString(err.Error())
 			os.Exit(1)
+		}
+		if os.Getenv("STEPWIRE_TEST_LINGER") != "" {
+			signal.Ignore(os.Interrupt)
+			select {} // a helper that does not exit once its run is over
 		}
 		os.Exit(0)
 	}
@@ -196,4 +201,21 @@ func TestProcessSaysWhenItsHelperCannotStart(t *testing.T) {
 	_, err := (&stepwire.Process{Path: "/nonexistent/troupe-helper"}).Run(context.Background(), manager.RemoteRun{ID: "r"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "/nonexistent/troupe-helper")
+}
+
+func TestProcessDoesNotWaitForAHelperThatLingers(t *testing.T) {
+	p := helper(t)
+	p.Env = append(p.Env, "STEPWIRE_TEST_LINGER=1")
+	p.CancelWait = 500 * time.Millisecond
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run(context.Background(), manager.RemoteRun{ID: "r", Type: "plain", Task: "the work"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "the outcome was sent; the helper lingering after it is not the run's failure")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run waited for a helper that lingered after its outcome")
+	}
 }
