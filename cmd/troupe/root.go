@@ -197,7 +197,7 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.pluginsCommand(), a.trustCommand(), a.runsCommand(), a.mcpCommand(), a.versionCommand())
+	root.AddCommand(a.runCommand(), a.typesCommand(), a.toolsCommand(), a.pluginsCommand(), a.trustCommand(), a.runsCommand(), a.mcpCommand(), a.workerCommand(), a.versionCommand())
 	typedUsage(root)
 	return root
 }

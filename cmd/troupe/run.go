@@ -33,6 +33,7 @@ type runFlags struct {
 	progress     string
 	yes          bool
 	apply        bool
+	temporal     temporalFlags
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -44,7 +45,8 @@ func (a *app) runCommand() *cobra.Command {
   troupe run explore --json --max-turns 5 "which files parse YAML?"
   troupe run plan --model openai:gpt-4o-mini "add a --dry-run flag"
   troupe run general --yes --max-cost 0.50 "review this change for security, correctness and style"
-  troupe run general --apply "make the failing cart test pass"`,
+  troupe run general --apply "make the failing cart test pass"
+  troupe run explore --temporal 127.0.0.1:7233 "where are budgets enforced?"`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.run(cmd, f, args[0], strings.Join(args[1:], " "))
@@ -63,6 +65,7 @@ func (a *app) runCommand() *cobra.Command {
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto, plain, json or none")
 	fl.BoolVar(&f.apply, "apply", false, "apply the run's changes to the directory it ran in once it completes, after showing them\n(a terminal asks first; elsewhere nothing is applied without --yes)")
 	fl.BoolVar(&f.yes, "yes", false, "let agents delegate to subagents, and --apply apply the changes, without asking\n(without it, a terminal asks; elsewhere delegation is refused and nothing is applied)")
+	addTemporalFlags(cmd, &f.temporal, "run on the Temporal cluster whose frontend is HOST:PORT, on the workers\n'troupe worker' runs there (they choose the model unless --model does)")
 	return cmd
 }
 
@@ -78,7 +81,14 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRemoteRun(cmd, f); err != nil {
+		return err
+	}
 	repo, where, err := repoDir(cmd)
+	if err != nil {
+		return err
+	}
+	backend, err := a.remoteBackend(cmd.Context(), f.temporal, repo)
 	if err != nil {
 		return err
 	}
@@ -86,12 +96,16 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	mcpTools, closeMCP, err := a.mcpTools(reg, agenttypes.FindProjectRoot(repo), typeName)
-	if err != nil {
-		return err
+	var mcpTools agenttypes.MCPToolSource
+	var def, used models.Choice
+	if backend == nil { // on Temporal, the workers have their own
+		var closeMCP func()
+		if mcpTools, closeMCP, err = a.mcpTools(reg, agenttypes.FindProjectRoot(repo), typeName); err != nil {
+			return err
+		}
+		defer closeMCP()
+		def, used = chooseModel(cmd.Context(), resolver, reg, typeName, f.model)
 	}
-	defer closeMCP()
-	def, used := chooseModel(cmd.Context(), resolver, reg, typeName, f.model)
 	model := def.Name
 	runs := a.transcriptDir()
 	// The user is asked, about delegations and children's questions, only
@@ -104,7 +118,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	}
 	spaces := a.workspaces(repo)
 	defer spaces.close()
-	mgr, err := a.newManager(cmd.Context(), manager.Config{
+	cfg := manager.Config{
 		Workspaces:        spaces,
 		Registry:          reg,
 		MCP:               mcpTools,
@@ -116,12 +130,22 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		ApproveDelegation: a.approver(f.yes, con),
 		AskUser:           a.asker(con),
 		MaxDepth:          f.maxDepth,
-	})
+	}
+	if backend != nil {
+		// The workers resolve the models, with their keys, and run the tools.
+		cfg.Backend, cfg.Models, cfg.Workspaces, cfg.MCP = backend, nil, nil, nil
+	}
+	mgr, err := a.newManager(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
-	if (mode == progressPlain || mode == progressLive) && announceModel(cmd.Context(), a.stderr, reg, resolver, typeName, used) {
-		fmt.Fprintln(a.stderr, workingIn(repo, where))
+	if mode == progressPlain || mode == progressLive {
+		if backend != nil {
+			fmt.Fprintf(a.stderr, "running on Temporal at %s, task queue %s%s\n", f.temporal.address, f.temporal.queue(), remoteModel(f.model))
+			fmt.Fprintln(a.stderr, workingIn(repo, where))
+		} else if announceModel(cmd.Context(), a.stderr, reg, resolver, typeName, used) {
+			fmt.Fprintln(a.stderr, workingIn(repo, where))
+		}
 	}
 	progress = startProgress(mgr, mode, a.stderr, progressOptions{
 		colour: mode == progressLive && a.getenv("NO_COLOR") == "",
@@ -139,6 +163,9 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		_ = mgr.Close(context.Background())
 		progress.wait(context.Background())
 		discard()
+		if backend != nil && errors.Is(err, agenttypes.ErrWorkspace) {
+			return usagef("type %q changes files, and on Temporal its workspace would be on one worker only, so it runs in process only; run it without --temporal", typeName)
+		}
 		t, _ := reg.Type(typeName)
 		return a.lookupHint(modelHint(err, resolver, t, used), reg, typeName)
 	}
@@ -300,7 +327,9 @@ func summary(r manager.Result, below []manager.Info) string {
 	if hadChildren(r) {
 		fmt.Fprintf(&b, " in all (own %d in / %d out%s)", r.OwnUsage.InputTokens, r.OwnUsage.OutputTokens, cost(r.OwnUsage))
 	}
-	fmt.Fprintf(&b, " · model %s", r.Model)
+	if r.Model != "" { // empty: a run on Temporal whose workers chose it
+		fmt.Fprintf(&b, " · model %s", r.Model)
+	}
 	for _, i := range below {
 		name := i.Type
 		if i.Label != "" {
