@@ -16,8 +16,11 @@ FUZZ_TARGETS ?= ./agenttypes:FuzzYAMLDefinition ./agenttypes:FuzzMarkdownDefinit
 
 # CGO_ENABLED=0: a static binary. Linked against the C library (net's
 # resolver asks for it) it starts about 4 ms later, at every command.
+# troupe-temporal, the helper troupe runs for runs and workers on
+# Temporal, is built from the Temporal backend's own module, beside it.
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/troupe ./cmd/troupe
+	cd $(TEMPORAL_MODULE) && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/bin/troupe-temporal ./cmd/troupe-temporal
 
 # -shuffle=on: a test that passes only after another has run fails here.
 # A whole run that passes leaves its wall time in bin/make-test-seconds,
