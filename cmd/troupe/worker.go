@@ -32,7 +32,8 @@ a run outlives any one of them.
 
 A worker serves one checkout: --repo, and its git commit. A run started from
 another commit is refused, naming both. Types that change files do not run on
-Temporal. Ctrl-C stops the worker; the runs it was serving go on on the others.`,
+Temporal. Ctrl-C stops the worker; the runs it was serving go on on the queue's other
+workers, or wait for one.`,
 		Example: `  troupe worker --temporal 127.0.0.1:7233
   troupe worker --temporal temporal.internal:7233 --task-queue reviews --yes`,
 		Args: cobra.NoArgs,
