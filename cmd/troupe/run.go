@@ -96,17 +96,11 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	if err != nil {
 		return err
 	}
-	var mcpTools agenttypes.MCPToolSource
-	var def, used models.Choice
-	if backend == nil { // on Temporal, the workers have their own
-		var closeMCP func()
-		if mcpTools, closeMCP, err = a.mcpTools(reg, agenttypes.FindProjectRoot(repo), typeName); err != nil {
-			return err
-		}
-		defer closeMCP()
-		def, used = chooseModel(cmd.Context(), resolver, reg, typeName, f.model)
+	eng, err := a.runEngine(cmd.Context(), f, backend, repo, reg, resolver, typeName)
+	if err != nil {
+		return err
 	}
-	model := def.Name
+	defer eng.close()
 	runs := a.transcriptDir()
 	// The user is asked, about delegations and children's questions, only
 	// where they can see the question and type an answer.
@@ -121,9 +115,9 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 	cfg := manager.Config{
 		Workspaces:        spaces,
 		Registry:          reg,
-		MCP:               mcpTools,
+		MCP:               eng.mcp,
 		Models:            resolver,
-		DefaultModel:      model,
+		DefaultModel:      eng.def.Name,
 		TranscriptDir:     runs,
 		Stream:            mode == progressLive || mode == progressJSON,
 		Logger:            a.logger(),
@@ -131,21 +125,13 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		AskUser:           a.asker(con),
 		MaxDepth:          f.maxDepth,
 	}
-	if backend != nil {
-		// The workers resolve the models, with their keys, and run the tools.
-		cfg.Backend, cfg.Models, cfg.Workspaces, cfg.MCP = backend, nil, nil, nil
-	}
+	eng.configure(&cfg)
 	mgr, err := a.newManager(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
-	if mode == progressPlain || mode == progressLive {
-		if backend != nil {
-			fmt.Fprintf(a.stderr, "running on Temporal at %s, task queue %s%s\n", f.temporal.address, f.temporal.queue(), remoteModel(f.model))
-			fmt.Fprintln(a.stderr, workingIn(repo, where))
-		} else if announceModel(cmd.Context(), a.stderr, reg, resolver, typeName, used) {
-			fmt.Fprintln(a.stderr, workingIn(repo, where))
-		}
+	if (mode == progressPlain || mode == progressLive) && a.announceRun(cmd.Context(), eng, f, reg, resolver, typeName) {
+		fmt.Fprintln(a.stderr, workingIn(repo, where))
 	}
 	progress = startProgress(mgr, mode, a.stderr, progressOptions{
 		colour: mode == progressLive && a.getenv("NO_COLOR") == "",
@@ -163,11 +149,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		_ = mgr.Close(context.Background())
 		progress.wait(context.Background())
 		discard()
-		if backend != nil && errors.Is(err, agenttypes.ErrWorkspace) {
-			return usagef("type %q changes files, and on Temporal its workspace would be on one worker only, so it runs in process only; run it without --temporal", typeName)
-		}
-		t, _ := reg.Type(typeName)
-		return a.lookupHint(modelHint(err, resolver, t, used), reg, typeName)
+		return a.spawnRefused(err, eng, reg, resolver, typeName)
 	}
 	defer release()
 	// Only an accepted run prunes: a refused command changes nothing on disk.
@@ -233,6 +215,15 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		return exitError{exitFailed}
 	}
 	return nil
+}
+
+// spawnRefused is a refused run's error, in the command line's words.
+func (a *app) spawnRefused(err error, eng runEngine, reg *agenttypes.Registry, resolver models.Resolver, typeName string) error {
+	if eng.backend != nil && errors.Is(err, agenttypes.ErrWorkspace) {
+		return usagef("type %q changes files, and on Temporal its workspace would be on one worker only, so it runs in process only; run it without --temporal", typeName)
+	}
+	t, _ := reg.Type(typeName)
+	return a.lookupHint(modelHint(err, resolver, t, eng.used), reg, typeName)
 }
 
 // openProject reads the project the command works in (repoDir): its

@@ -15,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/gitsafe"
+	"github.com/troupe-dev/troupe/builtin/models"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/stepwire"
 )
@@ -208,11 +210,49 @@ func (a *app) remoteBackend(ctx context.Context, f temporalFlags, repo string) (
 	return a.temporalBackend(f, helper, repo, checkout), nil
 }
 
-// remoteModel says, on the line that announces a run on Temporal, whose
-// model it runs on.
-func remoteModel(flag string) string {
-	if flag != "" {
-		return ", model " + flag + " (--model)"
+// runEngine is where a run's agents run: in this process, with the
+// project's MCP servers and the model chosen here, or on the workers of
+// a Temporal cluster (backend), which have their own.
+type runEngine struct {
+	backend manager.Backend
+	mcp     agenttypes.MCPToolSource
+	close   func()
+	// def is the default model and used the one the agent runs on, when
+	// chosen here.
+	def, used models.Choice
+}
+
+func (a *app) runEngine(ctx context.Context, f runFlags, backend manager.Backend, repo string, reg *agenttypes.Registry, resolver models.Resolver, typeName string) (runEngine, error) {
+	e := runEngine{backend: backend, close: func() {}}
+	if backend != nil {
+		return e, nil
 	}
-	return " (its workers choose the model)"
+	var err error
+	if e.mcp, e.close, err = a.mcpTools(reg, agenttypes.FindProjectRoot(repo), typeName); err != nil {
+		return e, err
+	}
+	e.def, e.used = chooseModel(ctx, resolver, reg, typeName, f.model)
+	return e, nil
+}
+
+// configure fits a run's manager to where it runs: on Temporal the
+// workers resolve the models, with their keys, and run the tools.
+func (e runEngine) configure(cfg *manager.Config) {
+	if e.backend != nil {
+		cfg.Backend, cfg.Models, cfg.Workspaces, cfg.MCP = e.backend, nil, nil, nil
+	}
+}
+
+// announceRun says on stderr, before the run, where it runs and on which
+// model (see announceModel); it reports whether it said it.
+func (a *app) announceRun(ctx context.Context, e runEngine, f runFlags, reg *agenttypes.Registry, resolver models.Resolver, typeName string) bool {
+	if e.backend == nil {
+		return announceModel(ctx, a.stderr, reg, resolver, typeName, e.used)
+	}
+	model := " (its workers choose the model)"
+	if f.model != "" {
+		model = ", model " + f.model + " (--model)"
+	}
+	fmt.Fprintf(a.stderr, "running on Temporal at %s, task queue %s%s\n", f.temporal.address, f.temporal.queue(), model)
+	return true
 }
