@@ -16,6 +16,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
 	"github.com/troupe-dev/troupe/manager/temporal/internal/devserver"
 )
 
@@ -125,4 +126,63 @@ func historyEvents(b *testing.B, c client.Client, id string) int {
 		n++
 	}
 	return n
+}
+
+// BenchmarkIntegrationCancel measures how long a cancel from the client
+// takes to reach every child wherever it runs: from Cancel to the model
+// calls under way in two children (in a worker) returning because their
+// contexts ended.
+func BenchmarkIntegrationCancel(b *testing.B) {
+	srv := devserver.Start(b)
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	root := b.TempDir()
+	started, stopped := make(chan struct{}, 2), make(chan struct{}, 2)
+	step := scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
+		if scripted.Text(msgs[0]) == "You lead." {
+			return scripted.Step{Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{
+				"tasks": []map[string]any{{"label": "a", "type": "helper", "prompt": "wait"}, {"label": "b", "type": "helper", "prompt": "wait"}}})}}}
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		stopped <- struct{}{}
+		return scripted.Step{Err: ctx.Err()}
+	}}
+	model := scripted.New(step, step)
+	wm := benchManager(b, nil, func(context.Context, string) (llms.Model, error) { return model, nil })
+	w, err := NewWorker(c, WorkerConfig{Manager: wm, TaskQueue: "cancel", Root: root})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	backend, err := New(Config{Client: c, TaskQueue: "cancel", Root: root})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := benchManager(b, backend, nil)
+	var total time.Duration
+	for range b.N {
+		a, err := m.Spawn(context.Background(), manager.SpawnRequest{Type: "lead", Task: "wait for them"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-started
+		<-started
+		start := time.Now()
+		a.Cancel()
+		<-stopped
+		<-stopped
+		total += time.Since(start)
+		if _, err := a.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/cancel")
+	b.ReportMetric(0, "ns/op")
 }

@@ -36,7 +36,9 @@ type WorkerConfig struct {
 	// Checkout names that checkout (its commit, say): a run that names
 	// another is refused. Empty serves any.
 	Checkout string
-	// Options are the SDK's worker options.
+	// Options are the SDK's worker options. MaxHeartbeatThrottleInterval
+	// defaults to 300 ms here, so that a cancel reaches a model call
+	// under way within about that long.
 	Options worker.Options
 }
 
@@ -61,6 +63,12 @@ func NewWorker(c client.Client, cfg WorkerConfig) (worker.Worker, error) {
 	}
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = DefaultTaskQueue
+	}
+	if cfg.Options.MaxHeartbeatThrottleInterval == 0 {
+		// A model or tool call learns of its run's cancel from the answer
+		// to a heartbeat: sent at least this often, a cancel reaches the
+		// call within about this long.
+		cfg.Options.MaxHeartbeatThrottleInterval = heartbeatEvery
 	}
 	w := worker.New(c, cfg.TaskQueue, cfg.Options)
 	register(w, &activities{steps: steps, root: root, checkout: cfg.Checkout})
@@ -155,6 +163,11 @@ func (a *activities) tree(ctx context.Context, in stepwire.Input) (stepwire.Tree
 	return out, classify(err)
 }
 
+// heartbeatEvery is how often a long step heartbeats: the bound on how
+// long a cancel takes to reach a model or tool call under way, for a
+// heartbeat an activity under way costs the cluster each time.
+const heartbeatEvery = 300 * time.Millisecond
+
 // heartbeat tells the server the worker is alive while a long step runs,
 // so that a worker that dies mid-step is noticed within the heartbeat
 // timeout rather than the step's; the returned func stops it.
@@ -162,7 +175,7 @@ func heartbeat(ctx context.Context) func() {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
-	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
+	every := min(activity.GetInfo(ctx).HeartbeatTimeout/3, heartbeatEvery)
 	if every <= 0 {
 		return func() {}
 	}
