@@ -148,14 +148,17 @@ $(FUNCLEN):
 # 10,000 agents an iteration) once. Every figure is then printed again as
 # two tables: the targets (.ci/benchtable/targets.go), each beside what the
 # same run measured next to it, then every figure, benchmark by benchmark;
-# see docs/benchmarks.md for the last run.
+# see docs/benchmarks.md for the last run. The Temporal backend's
+# benchmarks (agents in process and on 1 to 3 worker processes, a cancel)
+# run on a dev server from the Temporal CLI, built once into bin/tools.
 BENCH_CALLS ?= ^Benchmark(Spawn|StepOverhead|EventJSON|ReadDir|ColdStart|ColdStartChecked|ToolCall|LoopStep|Boundary|HookInProcess|HookOutOfProcess|ToolInProcess|ToolOutOfProcess|StdioCall)$$
 BENCH_GREP  ?= ^BenchmarkGrep$$
-bench:
+bench: $(TEMPORAL_CLI)
 	@set -eo pipefail; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	$(GO) test -run '^$$' -bench '$(BENCH_CALLS)' -benchtime 2000x -benchmem $(PKGS) | tee -a "$$out"; \
 	$(GO) test -run '^$$' -bench '$(BENCH_GREP)' -benchtime 10x -benchmem ./builtin/tools | tee -a "$$out"; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -skip '$(BENCH_CALLS)|$(BENCH_GREP)' -benchtime $(BENCHTIME) -benchmem $(PKGS) | tee -a "$$out"; \
+	(cd $(TEMPORAL_MODULE) && TROUPE_TEMPORAL_BIN=$(CURDIR)/$(TEMPORAL_CLI) $(GO) test -tags integration -run '^$$' -bench 'Integration(Agents|Cancel)' -benchtime 20x .) | tee -a "$$out"; \
 	echo; $(GO) run ./.ci/benchtable -test-seconds bin/make-test-seconds "$$out"; \
 	echo; echo '| benchmark | figure | value |'; echo '|---|---|---|'; \
 	awk '/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); for (i = 3; i < NF; i += 2) printf "| %s | %s | %s |\n", name, $$(i+1), $$i }' "$$out"

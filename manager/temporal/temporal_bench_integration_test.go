@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
@@ -37,7 +38,7 @@ func BenchmarkIntegrationAgents(b *testing.B) {
 	root := b.TempDir()
 	b.Run("in-process", func(b *testing.B) {
 		model := crashModel(noLog, 0)
-		benchAgents(b, benchManager(b, nil, func(context.Context, string) (llms.Model, error) { return model, nil }), nil)
+		benchAgents(b, benchManager(b, nil, func(context.Context, string) (llms.Model, error) { return model, nil }), nil, 100)
 	})
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("temporal-%d-workers", n), func(b *testing.B) {
@@ -49,7 +50,7 @@ func BenchmarkIntegrationAgents(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchAgents(b, benchManager(b, backend, nil), c)
+			benchAgents(b, benchManager(b, backend, nil), c, 1)
 		})
 	}
 }
@@ -71,7 +72,9 @@ func benchManager(b *testing.B, backend manager.Backend, models manager.ModelRes
 	return m
 }
 
-func benchAgents(b *testing.B, m *manager.Manager, c client.Client) {
+// benchAgents runs scale agents an iteration (in process, 20 agents
+// would take too little time to measure).
+func benchAgents(b *testing.B, m *manager.Manager, c client.Client, scale int) {
 	ctx := context.Background()
 	runOne := func(i int) manager.Result {
 		a, err := m.Spawn(ctx, manager.SpawnRequest{Type: "helper", Task: fmt.Sprint("say ", i)})
@@ -88,7 +91,7 @@ func benchAgents(b *testing.B, m *manager.Manager, c client.Client) {
 		sem := make(chan struct{}, 32)
 		var wg sync.WaitGroup
 		start := time.Now()
-		for i := range b.N {
+		for i := range b.N * scale {
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
@@ -97,35 +100,39 @@ func benchAgents(b *testing.B, m *manager.Manager, c client.Client) {
 			}()
 		}
 		wg.Wait()
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "agents/s")
+		b.ReportMetric(float64(b.N*scale)/time.Since(start).Seconds(), "agents/s")
 	})
 	b.Run("alone", func(b *testing.B) {
 		steps := 0
 		var last manager.Result
 		start := time.Now()
-		for i := range b.N {
+		for i := range b.N * scale {
 			last = runOne(i)
 			steps += last.Turns
 		}
 		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(steps), "µs/step")
 		b.ReportMetric(0, "ns/op")
 		if c != nil {
-			b.ReportMetric(float64(historyEvents(b, c, last.ID))/float64(last.Turns), "events/step")
+			events, size := historyEvents(b, c, last.ID)
+			b.ReportMetric(float64(events)/float64(last.Turns), "events/step")
+			b.ReportMetric(float64(size)/float64(last.Turns), "history-B/step")
 		}
 	})
 }
 
-// historyEvents counts a workflow's history events.
-func historyEvents(b *testing.B, c client.Client, id string) int {
-	n := 0
+// historyEvents counts a workflow's history events and their encoded
+// bytes.
+func historyEvents(b *testing.B, c client.Client, id string) (n, size int) {
 	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
-		if _, err := it.Next(); err != nil {
+		e, err := it.Next()
+		if err != nil {
 			b.Fatal(err)
 		}
 		n++
+		size += proto.Size(e)
 	}
-	return n
+	return n, size
 }
 
 // BenchmarkIntegrationCancel measures how long a cancel from the client
