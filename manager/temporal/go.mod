@@ -10,7 +10,10 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
+require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
+	github.com/pkoukk/tiktoken-go-loader v0.0.2 // indirect
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
