@@ -49,12 +49,12 @@ type RemoteRun struct {
 	Budget agenttypes.Budget
 	// MaxOutputTokens caps each model call's output; 0: the budget's.
 	MaxOutputTokens int
-	// MaxDepth, MaxChildren and MaxTreeAgents are the manager's limits
-	// on the tree (Config.MaxDepth, Config.MaxChildren,
-	// Config.MaxTreeAgents). The limits on a step (the tool calls run at
+	// MaxDepth, MaxChildren, MaxTreeAgents and MaxBackgroundGroups are
+	// the manager's limits on the tree (Config.MaxDepth and the others
+	// of those names). The limits on a step (the tool calls run at
 	// once, a tool result's size) are those of the manager that runs it,
 	// where the backend runs it.
-	MaxDepth, MaxChildren, MaxTreeAgents int
+	MaxDepth, MaxChildren, MaxTreeAgents, MaxBackgroundGroups int
 	// Publish hands an event to the manager, which numbers it, timestamps
 	// it and sends it to subscribers and the transcript. Events of the
 	// agent itself get its identity stamped; its lifecycle (spawned,
@@ -127,7 +127,8 @@ func (a *Agent) runRemote(ctx context.Context) {
 		ID: a.id, Type: a.typ.Name, Task: a.task, Label: a.label, Model: a.modelName,
 		Dir: a.dir, Budget: a.budget, MaxOutputTokens: a.maxOutput,
 		MaxDepth: a.m.cfg.MaxDepth, MaxChildren: a.m.cfg.MaxChildren, MaxTreeAgents: a.m.cfg.MaxTreeAgents,
-		Publish: a.relay,
+		MaxBackgroundGroups: a.m.cfg.MaxBackgroundGroups,
+		Publish:             a.relay,
 	}
 	out, err := a.m.cfg.Backend.Run(ctx, run)
 	if err != nil {

@@ -143,13 +143,29 @@ type ToolStep struct {
 	End      *StepEnd
 }
 
-// TreeCall is a tool call that acts on the agent tree, for the backend.
+// TreeCall is a tool call's act on the agent tree, for the backend to
+// do: one of Delegate, Collect and CancelGroup is set.
 type TreeCall struct {
 	// Index is the call's place in the turn, CallID its ID.
 	Index    int
 	CallID   string
 	Tool     string
-	Delegate *agenttypes.DelegateRequest
+	Delegate *agenttypes.DelegateRequest `json:",omitempty"`
+	Collect  *agenttypes.CollectRequest  `json:",omitempty"`
+	// CancelGroup names a background group to cancel.
+	CancelGroup string `json:",omitempty"`
+}
+
+// TreeAnswer is the backend's answer to a TreeCall: the response it
+// asked for (none for CancelGroup), or Refusal, why it was refused,
+// worded as the manager words its own ("delegation refused: …"), or
+// UnknownGroup, for a collect or cancel of a group the agent does not
+// have.
+type TreeAnswer struct {
+	Delegate     *agenttypes.DelegateResponse `json:",omitempty"`
+	Collect      *agenttypes.CollectResponse  `json:",omitempty"`
+	Refusal      string                       `json:",omitempty"`
+	UnknownGroup bool                         `json:",omitempty"`
 }
 
 // ErrTreeDeferred is the error a step agent's tree gives a tool that
@@ -158,18 +174,15 @@ var ErrTreeDeferred = errors.New("tree call deferred to the backend")
 
 // stepState is a transient agent's: what it collects and how it ended.
 type stepState struct {
-	mu      sync.Mutex
-	events  []Event
-	end     *StepEnd
-	answers map[string]treeAnswer
-	tree    []TreeCall
-}
-
-// treeAnswer is the backend's answer to a tree call: a response, or why
-// it was refused.
-type treeAnswer struct {
-	resp    *agenttypes.DelegateResponse
-	refusal string
+	mu     sync.Mutex
+	events []Event
+	end    *StepEnd
+	// answers are the backend's answers to the tree calls of the call
+	// being answered (TreeStep), taken in order; tree the calls made
+	// with no answer left.
+	answers  []TreeAnswer
+	answered bool
+	tree     []TreeCall
 }
 
 type stepCallKey struct{}
@@ -389,51 +402,77 @@ func (m *Manager) ToolsStep(ctx context.Context, sa StepAgent, choice *llms.Cont
 
 // TreeStep is the result text, as the model is given it, of a call whose
 // tool acted on the tree, once the backend did what it asked: the tool
-// runs again and is given resp, or, when refusal is set, the backend's
-// refusal, worded as the manager words its own ("delegation refused: …"),
-// as an error wrapping ErrDelegation.
-func (m *Manager) TreeStep(ctx context.Context, sa StepAgent, call llms.ToolCall, resp *agenttypes.DelegateResponse, refusal string) (string, []Event, error) {
+// runs again and is given answers, one for each act on the tree it makes,
+// in order. When it makes one more than it was given answers for (a
+// collect that cancels a group first, then collects it), next is that
+// act, for the backend to do and then call TreeStep again with one more
+// answer.
+func (m *Manager) TreeStep(ctx context.Context, sa StepAgent, call llms.ToolCall, answers []TreeAnswer) (text string, next *TreeCall, events []Event, err error) {
 	a, err := m.stepAgent(ctx, sa, false)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	defer a.cancel(nil)
 	if call.FunctionCall == nil || a.tools.byName[call.FunctionCall.Name] == nil {
-		return "", nil, fmt.Errorf("%w: TreeStep: the call names no tool of type %q", ErrBadRequest, a.typ.Name)
+		return "", nil, nil, fmt.Errorf("%w: TreeStep: the call names no tool of type %q", ErrBadRequest, a.typ.Name)
 	}
-	a.step.answers = map[string]treeAnswer{call.ID: {resp: resp, refusal: refusal}}
+	a.step.answers, a.step.answered = answers, true
 	o := a.runTool(a.stepContext(a.ctx), call)
-	events, _ := a.collected()
-	return o.text, events, nil
+	events, _ = a.collected()
+	if len(a.step.tree) > 0 {
+		tc := a.step.tree[0]
+		return "", &tc, events, nil
+	}
+	return o.text, nil, events, nil
 }
 
-// stepTree is a step agent's tree: a call is deferred to the backend,
+// stepTree is a step agent's tree: each act is deferred to the backend,
 // and answered by it.
 type stepTree struct{ a *Agent }
 
 var _ agenttypes.Tree = stepTree{}
 
-func (t stepTree) Delegate(ctx context.Context, req agenttypes.DelegateRequest) (*agenttypes.DelegateResponse, error) {
+// answer takes the next answer, or defers tc when none is left.
+func (t stepTree) answer(ctx context.Context, tc TreeCall) (TreeAnswer, error) {
 	s := t.a.step
-	id, _ := ctx.Value(stepCallKey{}).(string)
+	tc.CallID, _ = ctx.Value(stepCallKey{}).(string)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ans, ok := s.answers[id]; ok {
-		if ans.refusal != "" {
-			return nil, &refusal{msg: ans.refusal}
+	if len(s.answers) > 0 {
+		ans := s.answers[0]
+		s.answers = s.answers[1:]
+		switch {
+		case ans.Refusal != "":
+			return ans, &refusal{msg: ans.Refusal}
+		case ans.UnknownGroup:
+			return ans, fmt.Errorf("%w %q", agenttypes.ErrUnknownGroup, tc.CancelGroup+groupOf(tc))
 		}
-		return ans.resp, nil
+		return ans, nil
 	}
-	s.tree = append(s.tree, TreeCall{CallID: id, Tool: toolDelegate, Delegate: &req})
-	return nil, ErrTreeDeferred
+	s.tree = append(s.tree, tc)
+	return TreeAnswer{}, ErrTreeDeferred
 }
 
-func (t stepTree) Collect(context.Context, agenttypes.CollectRequest) (*agenttypes.CollectResponse, error) {
-	return nil, fmt.Errorf("%w: collect is not offered on this backend yet; delegate without background", ErrDelegation)
+func groupOf(tc TreeCall) string {
+	if tc.Collect != nil {
+		return tc.Collect.Group
+	}
+	return ""
 }
 
-func (t stepTree) CancelGroup(context.Context, string) error {
-	return fmt.Errorf("%w: background groups are not offered on this backend yet", ErrDelegation)
+func (t stepTree) Delegate(ctx context.Context, req agenttypes.DelegateRequest) (*agenttypes.DelegateResponse, error) {
+	ans, err := t.answer(ctx, TreeCall{Tool: toolDelegate, Delegate: &req})
+	return ans.Delegate, err
+}
+
+func (t stepTree) Collect(ctx context.Context, req agenttypes.CollectRequest) (*agenttypes.CollectResponse, error) {
+	ans, err := t.answer(ctx, TreeCall{Tool: toolCollect, Collect: &req})
+	return ans.Collect, err
+}
+
+func (t stepTree) CancelGroup(ctx context.Context, group string) error {
+	_, err := t.answer(ctx, TreeCall{Tool: toolCollect, CancelGroup: group})
+	return err
 }
 
 func (t stepTree) AskParent(context.Context, agenttypes.Question) (agenttypes.Answer, error) {

@@ -212,7 +212,7 @@ func (a *Agent) runTool(ctx context.Context, c llms.ToolCall) (o toolOutcome) {
 	name, args := c.FunctionCall.Name, c.FunctionCall.Arguments
 	o.name = name
 	tool := a.tools.byName[name]
-	if a.step == nil || a.step.answers == nil { // a tree call answered was reported when made
+	if a.step == nil || !a.step.answered { // a tree call answered was reported when made
 		a.emit(&Event{Kind: EventToolCall, Tool: name, ToolCallID: c.ID, Args: cutEnd(args, maxToolText)})
 	}
 	ctx, span := a.m.tel.startTool(ctx, a, c)

@@ -57,8 +57,8 @@ func (l Local) Tree(ctx context.Context, in Input) (TreeOut, error) {
 	if in.Call == nil {
 		return TreeOut{}, fault.Errorf(fault.InvalidArgument, "the tree step needs the tool call it answers")
 	}
-	text, events, err := l.Manager.TreeStep(ctx, in.Agent, in.Call.LLM(), in.Response, in.Refusal)
-	return TreeOut{Text: text, Events: events}, Fault(err)
+	text, next, events, err := l.Manager.TreeStep(ctx, in.Agent, in.Call.LLM(), in.Answers)
+	return TreeOut{Text: text, Next: next, Events: events}, Fault(err)
 }
 
 // Fault is err as a *fault.Error, its class kept: a run that cannot be

@@ -20,12 +20,11 @@ const (
 type Input struct {
 	Agent manager.StepAgent
 	// Checkout names the project checkout the run needs.
-	Checkout string                       `json:",omitempty"`
-	Messages []Message                    `json:",omitempty"`
-	Reply    *GenerateOut                 `json:",omitempty"`
-	Call     *ToolCall                    `json:",omitempty"`
-	Response *agenttypes.DelegateResponse `json:",omitempty"`
-	Refusal  string                       `json:",omitempty"`
+	Checkout string               `json:",omitempty"`
+	Messages []Message            `json:",omitempty"`
+	Reply    *GenerateOut         `json:",omitempty"`
+	Call     *ToolCall            `json:",omitempty"`
+	Answers  []manager.TreeAnswer `json:",omitempty"`
 }
 
 // Message is an llms.MessageContent.
@@ -94,9 +93,11 @@ type ToolsOut struct {
 	End      *manager.StepEnd
 }
 
-// TreeOut is a tree call's result text, as the model is given it.
+// TreeOut is a tree call's result text, as the model is given it, or
+// the next act on the tree it makes, to be answered first.
 type TreeOut struct {
 	Text   string
+	Next   *manager.TreeCall `json:",omitempty"`
 	Events []manager.Event
 }
 

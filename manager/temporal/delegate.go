@@ -40,6 +40,8 @@ type child struct {
 	err     error
 	charged bool   // what it spent is charged to its parent
 	refused string // why it was not started: its share was too small
+	started bool
+	ended   bool
 }
 
 // tooLittle says why a child's share of budget is too small to start it
@@ -55,59 +57,149 @@ func tooLittle(share, budget agenttypes.Budget) string {
 }
 
 // delegate runs a delegate call's tasks as child workflows, at most its
-// concurrency at once, and returns their results in task order. Each
-// child's budget is at most an equal share of what the agent has left
-// when it starts, held until it ends and then charged what it spent, so
-// children running at once cannot spend more than their parent has. An
-// error is a refusal, which the delegate tool reports to the model.
+// concurrency at once, and returns their results in task order; in the
+// background it returns at once, and the children run on as a group that
+// collect reads. Each child's budget is at most an equal share of what
+// the agent has left when it starts, held until it ends and then charged
+// what it spent, so children running at once, in every group, cannot
+// spend more than their parent has. An error is a refusal, which the
+// delegate tool reports to the model.
 func (r *agentRun) delegate(ctx workflow.Context, tc manager.TreeCall) (*agenttypes.DelegateResponse, error) {
 	kids, conc, err := r.newChildren(ctx, tc.Delegate)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errDelegation, err)
 	}
-	resp := &agenttypes.DelegateResponse{Group: newID(ctx)}
+	resp := &agenttypes.DelegateResponse{Group: "g-" + newID(ctx)[:8]} // as the manager names groups
 	for _, k := range kids {
 		resp.Children = append(resp.Children, agenttypes.ChildRef{Label: k.task.Label, ID: k.id})
 	}
+	if tc.Delegate.Background {
+		gctx, cancel := workflow.WithCancel(ctx)
+		g := &group{id: resp.Group, kids: kids, cancel: cancel}
+		r.groups = append(r.groups, g)
+		workflow.Go(gctx, func(gctx workflow.Context) {
+			r.runChildren(gctx, g.id, kids, conc)
+			g.done = true
+		})
+		return resp, nil
+	}
+	r.runChildren(ctx, resp.Group, kids, conc)
+	for _, k := range kids {
+		resp.Results = append(resp.Results, k.result())
+	}
+	return resp, nil
+}
+
+// group is a background delegation's children.
+type group struct {
+	id     string
+	kids   []*child
+	done   bool // every child has ended, or was never started
+	cancel workflow.CancelFunc
+}
+
+// runChildren runs kids, at most conc at once, until every one has ended
+// or, once ctx ends, every one started has.
+func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*child, conc int) {
 	// Children are waited for on a context that outlives a cancel, so
 	// that a cancelled parent still ends after them with what they spent.
 	wait, _ := workflow.NewDisconnectedContext(ctx)
 	sel := workflow.NewSelector(wait)
 	running, next := 0, 0
-	var held agenttypes.Budget
-	for done := 0; done < len(kids); {
+	for {
 		for running < conc && next < len(kids) && ctx.Err() == nil {
 			k := kids[next]
 			next++
-			k.ceiling = r.share(ctx, held, conc-running)
+			k.ceiling = r.share(ctx, conc-running)
 			if why := tooLittle(k.ceiling, r.sa.Budget); why != "" {
 				k.refused = why
 				continue
 			}
-			held = addBudget(held, k.ceiling)
-			r.spawn(ctx, resp.Group, k, conc)
+			r.held = addBudget(r.held, k.ceiling, 1)
+			r.spawn(ctx, groupID, k, conc)
+			k.started = true
 			running++
-			sel.AddFuture(k.future, func(f workflow.Future) { k.err = f.Get(wait, &k.out) })
+			sel.AddFuture(k.future, func(f workflow.Future) {
+				k.err = f.Get(wait, &k.out)
+				k.ended = true
+				r.held = addBudget(r.held, k.ceiling, -1)
+				r.charge(k)
+			})
 		}
 		if running == 0 {
-			break // cancelled before the rest started
+			return // all ended, or cancelled before the rest started
 		}
 		sel.Select(wait)
 		running--
-		done++
-		held = agenttypes.Budget{}
-		for _, k := range kids[:next] {
-			if k.err != nil || k.out.End.State.Terminal() {
-				r.charge(k)
-			} else {
-				held = addBudget(held, k.ceiling)
-			}
+	}
+}
+
+// collect answers a collect of a background group: its results so far,
+// waiting up to req.Wait for it to finish.
+func (r *agentRun) collect(ctx workflow.Context, req *agenttypes.CollectRequest) manager.TreeAnswer {
+	g := r.group(req.Group)
+	if g == nil {
+		return manager.TreeAnswer{UnknownGroup: true}
+	}
+	if req.Wait > 0 && !g.done {
+		_, _ = workflow.AwaitWithTimeout(ctx, req.Wait, func() bool { return g.done })
+	}
+	resp := &agenttypes.CollectResponse{Group: g.id, Done: g.done}
+	for _, k := range g.kids {
+		if k.ended || k.refused != "" || (g.done && !k.started) {
+			resp.Results = append(resp.Results, k.result())
+			continue
+		}
+		resp.Results = append(resp.Results, agenttypes.ChildResult{Label: k.task.Label, ID: k.id, Type: k.task.Type, Status: agenttypes.ChildRunning})
+	}
+	return manager.TreeAnswer{Collect: resp}
+}
+
+// cancelGroup cancels the children of a background group still running.
+func (r *agentRun) cancelGroup(id string) manager.TreeAnswer {
+	g := r.group(id)
+	if g == nil {
+		return manager.TreeAnswer{UnknownGroup: true}
+	}
+	g.cancel()
+	return manager.TreeAnswer{}
+}
+
+func (r *agentRun) runningGroups() int {
+	n := 0
+	for _, g := range r.groups {
+		if !g.done {
+			n++
 		}
 	}
-	for i, k := range kids {
-		resp.Results = append(resp.Results, k.result(i < next))
+	return n
+}
+
+func (r *agentRun) group(id string) *group {
+	for _, g := range r.groups {
+		if g.id == id {
+			return g
+		}
 	}
-	return resp, nil
+	return nil
+}
+
+// endGroups cancels the background groups still running when the run
+// ends, and waits for them: a parent ends after its children, with what
+// they spent.
+func (r *agentRun) endGroups(ctx workflow.Context) {
+	wait, _ := workflow.NewDisconnectedContext(ctx)
+	for _, g := range r.groups {
+		g.cancel()
+	}
+	_ = workflow.Await(wait, func() bool {
+		for _, g := range r.groups {
+			if !g.done {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // newChildren checks a delegate request and makes its children.
@@ -119,8 +211,8 @@ func (r *agentRun) newChildren(ctx workflow.Context, req *agenttypes.DelegateReq
 	switch {
 	case n == 0 || n > agenttypes.MaxDelegateTasks:
 		return nil, 0, fmt.Errorf("%d tasks; give 1 to %d", n, agenttypes.MaxDelegateTasks)
-	case req.Background:
-		return nil, 0, errors.New("background delegation is not offered on the Temporal backend yet; delegate without background, and the results come back at once")
+	case req.Background && r.in.Limits.MaxBackgroundGroups > 0 && r.runningGroups() >= r.in.Limits.MaxBackgroundGroups:
+		return nil, 0, fmt.Errorf("agent %s has %d background groups running, the most it may; collect one first", r.sa.ID, r.runningGroups())
 	case r.in.Limits.MaxChildren > 0 && r.spawned+n > r.in.Limits.MaxChildren:
 		return nil, 0, fmt.Errorf("agent %s may spawn %d children over its run and has spawned %d; do the rest of the work itself", r.sa.ID, r.in.Limits.MaxChildren, r.spawned)
 	}
@@ -187,8 +279,8 @@ func (r *agentRun) canDelegate(ctx workflow.Context, conc int) error {
 // equal part, for each of the slots still to fill, of what is neither
 // spent nor held by running children; the time that is left; its own
 // turns.
-func (r *agentRun) share(ctx workflow.Context, held agenttypes.Budget, slots int) agenttypes.Budget {
-	b, spent := r.sa.Budget, r.sa.Spent
+func (r *agentRun) share(ctx workflow.Context, slots int) agenttypes.Budget {
+	b, spent, held := r.sa.Budget, r.sa.Spent, r.held
 	slots = max(slots, 1)
 	var c agenttypes.Budget
 	if b.MaxTokens > 0 {
@@ -206,10 +298,11 @@ func (r *agentRun) share(ctx workflow.Context, held agenttypes.Budget, slots int
 	return c
 }
 
-func addBudget(a, b agenttypes.Budget) agenttypes.Budget {
-	a.MaxTokens += b.MaxTokens
-	a.MaxToolCalls += b.MaxToolCalls
-	a.MaxCostUSD += b.MaxCostUSD
+// addBudget adds sign times b's tokens, tool calls and cost to a.
+func addBudget(a, b agenttypes.Budget, sign int) agenttypes.Budget {
+	a.MaxTokens += sign * b.MaxTokens
+	a.MaxToolCalls += sign * b.MaxToolCalls
+	a.MaxCostUSD += float64(sign) * b.MaxCostUSD
 	return a
 }
 
@@ -250,7 +343,7 @@ func (r *agentRun) charge(k *child) {
 }
 
 // result is a child's result as its parent's model reads it.
-func (k *child) result(started bool) agenttypes.ChildResult {
+func (k *child) result() agenttypes.ChildResult {
 	res := manager.Result{ID: k.id, Type: k.task.Type, Model: k.out.Model, State: k.out.End.State, Reason: k.out.End.Reason,
 		Partial: k.out.End.Partial, Output: k.out.End.Output, Error: k.out.End.Error, Usage: k.out.Usage, OwnUsage: k.out.OwnUsage,
 		ToolCalls: k.out.ToolCalls, Turns: k.out.Turns, TokensOverBudget: k.out.End.TokensOverBudget, Duration: k.out.Duration}
@@ -261,7 +354,7 @@ func (k *child) result(started bool) agenttypes.ChildResult {
 		if !strings.Contains(k.refused, "tokens") {
 			res.Reason = manager.ReasonBudgetToolCalls
 		}
-	case !started || errors.As(k.err, &canceled):
+	case !k.started || errors.As(k.err, &canceled):
 		res.State, res.Reason, res.Error = manager.Cancelled, manager.ReasonCancelled, "not started: its parent was stopped"
 	case k.err != nil:
 		res.State, res.Reason, res.Error = manager.Failed, manager.ReasonBackend, k.err.Error()

@@ -6,6 +6,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/stepwire"
 )
 
@@ -30,7 +31,7 @@ const (
 
 // step runs one activity of the run with its agent as it stands.
 func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in stepwire.Input, out any) error {
-	in.Agent, in.Checkout = r.sa, r.in.Checkout
+	in.Agent, in.Checkout = r.view(), r.in.Checkout
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: shortStepTimeout,
 		RetryPolicy: &sdktemporal.RetryPolicy{
@@ -56,4 +57,14 @@ func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in ste
 		}
 	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), name, in).Get(ctx, out)
+}
+
+// view is the agent as a step sees it: what its running children may
+// still spend counted as spent, so that its own calls cannot spend it.
+func (r *agentRun) view() manager.StepAgent {
+	sa := r.sa
+	sa.Spent.Usage.InputTokens += r.held.MaxTokens
+	sa.Spent.Usage.CostUSD += r.held.MaxCostUSD
+	sa.Spent.ToolCalls += r.held.MaxToolCalls
+	return sa
 }

@@ -37,7 +37,8 @@ type agentInput struct {
 
 // limits are the manager's limits on a tree, carried down it.
 type limits struct {
-	MaxChildren int
+	MaxChildren         int
+	MaxBackgroundGroups int
 	// TreeAgents is how many agents of the agent's subtree, itself
 	// included, may be alive at once: its share of MaxTreeAgents. 0: no
 	// bound.

@@ -33,13 +33,18 @@ type agentRun struct {
 	msgs    []stepwire.Message
 	timeUp  bool
 	spawned int // children spawned over the run
-	calls   int // its own tool calls
-	model   string
+	groups  []*group
+	// held is what the children running now may still spend: their
+	// budgets' tokens, tool calls and cost, not yet charged.
+	held  agenttypes.Budget
+	calls int // its own tool calls
+	model string
 }
 
 func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
 	r := &agentRun{in: in, sa: in.Agent}
 	end := r.run(ctx)
+	r.endGroups(ctx)
 	out := r.finish(end)
 	out.Duration = workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime)
 	return out, nil
@@ -131,28 +136,59 @@ func (r *agentRun) tools(ctx workflow.Context, choice *stepwire.Choice) (manager
 		if tc.Index < 0 || tc.Index >= len(choice.Calls) || 1+tc.Index >= len(ts.Messages) {
 			return r.failed(ctx, manager.ReasonBackend, fmt.Errorf("tree call %q is not one of the turn's", tc.CallID)), true
 		}
-		resp, err := r.delegate(ctx, tc)
-		var tr *taskRefusal
-		if errors.As(err, &tr) {
-			err = tr // as the manager words it, without the generic prefix
-		}
+		call := choice.Calls[tc.Index]
+		text, err := r.treeCall(ctx, call, tc)
 		if ctx.Err() != nil {
 			return r.stopped(), true
 		}
-		call := choice.Calls[tc.Index]
-		var out stepwire.TreeOut
-		in := stepwire.Input{Call: &call, Response: resp}
 		if err != nil {
-			in.Refusal = err.Error() // the tool says why, as in the manager
-		}
-		if err := r.step(ctx, stepwire.StepTree, short, in, &out); err != nil {
 			return r.failed(ctx, manager.ReasonBackend, err), true
 		}
 		ts.Messages[1+tc.Index] = stepwire.Message{Role: llms.ChatMessageTypeTool,
-			Parts: []stepwire.Part{{Result: &stepwire.ToolCall{ID: call.ID, Name: call.Name, Args: out.Text}}}}
+			Parts: []stepwire.Part{{Result: &stepwire.ToolCall{ID: call.ID, Name: call.Name, Args: text}}}}
 	}
 	r.msgs = append(r.msgs, ts.Messages...)
 	return manager.StepEnd{}, false
+}
+
+// treeCall does what a tool call asks of the tree, one act at a time
+// (a collect may cancel its group, then collect it), and returns the
+// tool's result text.
+func (r *agentRun) treeCall(ctx workflow.Context, call stepwire.ToolCall, tc manager.TreeCall) (string, error) {
+	var answers []manager.TreeAnswer
+	for range 4 { // a tool makes one act, or two; more is a bug
+		answers = append(answers, r.act(ctx, tc))
+		var out stepwire.TreeOut
+		if err := r.step(ctx, stepwire.StepTree, short, stepwire.Input{Call: &call, Answers: answers}, &out); err != nil {
+			return "", err
+		}
+		if out.Next == nil {
+			return out.Text, nil
+		}
+		tc = *out.Next
+	}
+	return "", fmt.Errorf("tool call %s acted on the tree more than 4 times", call.ID)
+}
+
+// act does one act on the tree.
+func (r *agentRun) act(ctx workflow.Context, tc manager.TreeCall) manager.TreeAnswer {
+	switch {
+	case tc.Delegate != nil:
+		resp, err := r.delegate(ctx, tc)
+		if err != nil {
+			var tr *taskRefusal
+			if errors.As(err, &tr) {
+				err = tr // as the manager words it, without the generic prefix
+			}
+			return manager.TreeAnswer{Refusal: err.Error()}
+		}
+		return manager.TreeAnswer{Delegate: resp}
+	case tc.Collect != nil:
+		return r.collect(ctx, tc.Collect)
+	case tc.CancelGroup != "":
+		return r.cancelGroup(tc.CancelGroup)
+	}
+	return manager.TreeAnswer{Refusal: "delegation refused: the tool asked the tree for nothing it knows"}
 }
 
 // startClock ends the run when its time budget is used up, from the

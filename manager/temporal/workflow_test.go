@@ -49,7 +49,7 @@ func registry(t *testing.T) *agenttypes.Registry {
 		}
 	}
 	for _, typ := range []agenttypes.Type{
-		{Name: "lead", Description: "leads", Prompt: "You lead.", Tools: []string{"delegate", "echo"}},
+		{Name: "lead", Description: "leads", Prompt: "You lead.", Tools: []string{"delegate", "collect", "echo"}},
 		{Name: "helper", Description: "helps", Prompt: "You help.", Tools: []string{"echo"}},
 	} {
 		if err := reg.RegisterType(typ); err != nil {
@@ -425,5 +425,83 @@ func TestWorkflowKeepsASubtreeWithinItsShareOfTreeAgents(t *testing.T) {
 	got := runWorkflow(t, env, in)
 	if !strings.Contains(got.End.Output, "may have 2 agents alive at once") {
 		t.Fatalf("the lead was not refused two children at once: %q", got.End.Output)
+	}
+}
+
+var groupPattern = regexp.MustCompile(`Started group (g-[0-9a-f]+)`)
+
+// backgroundModel plays a lead that delegates two tasks in the
+// background, collects them (waiting, or cancelling them with cancel
+// set), and sums up; its helpers echo and report, or with block wait
+// until cancelled.
+func backgroundModel(t *testing.T, cancel, block bool) *scripted.Model {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	step := scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
+		system, turns := scripted.Text(msgs[0]), 0
+		for _, m := range msgs {
+			if m.Role == llms.ChatMessageTypeAI {
+				turns++
+			}
+		}
+		results := scripted.ToolResults(msgs)
+		switch {
+		case strings.Contains(system, "You lead.") && turns == 0:
+			return scripted.Step{InputTokens: 100, OutputTokens: 20, Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{
+				"mode": "background", "tasks": []map[string]any{{"label": "a", "type": "helper", "prompt": "say alpha"}, {"label": "b", "type": "helper", "prompt": "say beta"}}})}}}
+		case strings.Contains(system, "You lead.") && turns == 1:
+			group := groupPattern.FindStringSubmatch(results[0].Content)
+			if group == nil {
+				return scripted.Step{Text: "no group in " + results[0].Content}
+			}
+			args := map[string]any{"group": group[1], "wait": 60}
+			if cancel {
+				args = map[string]any{"group": group[1], "cancel": true}
+			}
+			return scripted.Step{InputTokens: 200, OutputTokens: 20, Calls: []scripted.Call{{Name: "collect", Args: scripted.JSON(args)}}}
+		case strings.Contains(system, "You lead."):
+			return scripted.Step{InputTokens: 300, OutputTokens: 30, Text: "summary: " + results[len(results)-1].Content}
+		case block:
+			select {
+			case <-ctx.Done():
+			case <-release:
+			}
+			return scripted.Step{Err: context.Canceled}
+		case turns == 0:
+			task := scripted.Text(msgs[len(msgs)-1])
+			word := task[strings.LastIndex(task, " ")+1:]
+			return scripted.Step{InputTokens: 50, OutputTokens: 10, Calls: []scripted.Call{{Name: "echo", Args: scripted.JSON(map[string]string{"text": word})}}}
+		default:
+			return scripted.Step{InputTokens: 70, OutputTokens: 12, Text: "helper heard " + results[len(results)-1].Content}
+		}
+	}}
+	return scripted.New(step, step, step, step)
+}
+
+var groupIDPattern = regexp.MustCompile(`[Gg]roup "?g-[0-9a-f]{8}"?`)
+
+func TestWorkflowCollectsABackgroundGroupAsTheManagerDoes(t *testing.T) {
+	want := inProcess(t, backgroundModel(t, false, false), "look into it", agenttypes.Budget{})
+	env := testEnv(t, registry(t), backgroundModel(t, false, false))
+	got := runWorkflow(t, env, leadInput("look into it"))
+	norm := func(s string) string { return normal(groupIDPattern.ReplaceAllString(s, "Group G")) }
+	if got.End.State != manager.Completed || norm(got.End.Output) != norm(want.Output) {
+		t.Fatalf("workflow: %s (%s) %q\nin process: %s %q", got.End.State, got.End.Error, got.End.Output, want.State, want.Output)
+	}
+	for _, s := range []string{"helper heard echo:alpha", "helper heard echo:beta"} {
+		if !strings.Contains(got.End.Output, s) {
+			t.Errorf("the collected results leave out %q: %s", s, got.End.Output)
+		}
+	}
+	if got.Usage != want.Usage || got.Turns != want.Turns || got.ToolCalls != want.ToolCalls {
+		t.Errorf("workflow: usage %+v, %d turns, %d tool calls; in process: %+v, %d, %d", got.Usage, got.Turns, got.ToolCalls, want.Usage, want.Turns, want.ToolCalls)
+	}
+}
+
+func TestWorkflowCollectCancelsABackgroundGroup(t *testing.T) {
+	env := testEnv(t, registry(t), backgroundModel(t, true, true))
+	got := runWorkflow(t, env, leadInput("look into it"))
+	if got.End.State != manager.Completed || strings.Count(got.End.Output, "cancelled") < 2 {
+		t.Fatalf("ended %s (%s): %q; want the lead to read both children cancelled", got.End.State, got.End.Error, got.End.Output)
 	}
 }
