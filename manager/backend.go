@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/troupe-dev/troupe/agenttypes"
 )
@@ -55,6 +56,9 @@ type RemoteRun struct {
 	// once, a tool result's size) are those of the manager that runs it,
 	// where the backend runs it.
 	MaxDepth, MaxChildren, MaxTreeAgents, MaxBackgroundGroups int
+	// QuestionTimeout bounds how long a child's ask_parent waits for an
+	// answer (Config.QuestionTimeout).
+	QuestionTimeout time.Duration
 	// Publish hands an event to the manager, which numbers it, timestamps
 	// it and sends it to subscribers and the transcript. Events of the
 	// agent itself get its identity stamped; its lifecycle (spawned,
@@ -127,8 +131,8 @@ func (a *Agent) runRemote(ctx context.Context) {
 		ID: a.id, Type: a.typ.Name, Task: a.task, Label: a.label, Model: a.modelName,
 		Dir: a.dir, Budget: a.budget, MaxOutputTokens: a.maxOutput,
 		MaxDepth: a.m.cfg.MaxDepth, MaxChildren: a.m.cfg.MaxChildren, MaxTreeAgents: a.m.cfg.MaxTreeAgents,
-		MaxBackgroundGroups: a.m.cfg.MaxBackgroundGroups,
-		Publish:             a.relay,
+		MaxBackgroundGroups: a.m.cfg.MaxBackgroundGroups, QuestionTimeout: a.m.cfg.QuestionTimeout,
+		Publish: a.relay,
 	}
 	out, err := a.m.cfg.Backend.Run(ctx, run)
 	if err != nil {

@@ -154,6 +154,8 @@ type TreeCall struct {
 	Collect  *agenttypes.CollectRequest  `json:",omitempty"`
 	// CancelGroup names a background group to cancel.
 	CancelGroup string `json:",omitempty"`
+	// Ask is a question for the agent's parent (ask_parent).
+	Ask *agenttypes.Question `json:",omitempty"`
 }
 
 // TreeAnswer is the backend's answer to a TreeCall: the response it
@@ -166,6 +168,10 @@ type TreeAnswer struct {
 	Collect      *agenttypes.CollectResponse  `json:",omitempty"`
 	Refusal      string                       `json:",omitempty"`
 	UnknownGroup bool                         `json:",omitempty"`
+	// Answer is the answer to Ask (empty when nobody answered), and
+	// Unanswered, then, why: said in the agent's answer event.
+	Answer     *agenttypes.Answer `json:",omitempty"`
+	Unanswered string             `json:",omitempty"`
 }
 
 // ErrTreeDeferred is the error a step agent's tree gives a tool that
@@ -475,8 +481,75 @@ func (t stepTree) CancelGroup(ctx context.Context, group string) error {
 	return err
 }
 
-func (t stepTree) AskParent(context.Context, agenttypes.Question) (agenttypes.Answer, error) {
-	return agenttypes.Answer{}, fmt.Errorf("%w: ask_parent is not offered on this backend yet; go on with what you know", ErrDelegation)
+// AskParent defers the question to the backend, which has the parent
+// answer it (QuestionStep), and reports the question and its answer as
+// the manager does.
+func (t stepTree) AskParent(ctx context.Context, q agenttypes.Question) (agenttypes.Answer, error) {
+	ans, err := t.answer(ctx, TreeCall{Tool: toolAskParent, Ask: &q})
+	if errors.Is(err, ErrTreeDeferred) {
+		return agenttypes.Answer{}, err
+	}
+	a := t.a
+	a.emit(&Event{Kind: EventQuestion, Text: q.Text})
+	ev := Event{Kind: EventAnswer, Error: ans.Unanswered}
+	var out agenttypes.Answer
+	if ans.Answer != nil {
+		out = *ans.Answer
+	}
+	ev.Text, ev.Tool = out.Text, out.By
+	if out.Text == "" && ev.Error == "" {
+		ev.Error = "nobody answered"
+	}
+	a.emit(&ev)
+	return out, err
+}
+
+// ChildQuestion is a child's question, for its parent to answer
+// (QuestionStep).
+type ChildQuestion struct {
+	ChildID, Label, Type string
+	Question             agenttypes.Question
+}
+
+// QuestionAnswer is what answering a child's question gave, and what it
+// cost the parent: a call of its model, when its model answered.
+type QuestionAnswer struct {
+	Answer agenttypes.Answer
+	Usage  Usage
+	Turn   int
+	Events []Event
+}
+
+// QuestionStep answers a child's question on its parent's behalf, as the
+// manager does: the manager's question handler first, then the parent's
+// model (one call, with conv, the parent's conversation so far, counted
+// to the parent), then Config.AskUser. sa is the parent.
+func (m *Manager) QuestionStep(ctx context.Context, sa StepAgent, conv []llms.MessageContent, q ChildQuestion) (QuestionAnswer, error) {
+	p, err := m.stepAgent(ctx, sa, true)
+	if err != nil {
+		return QuestionAnswer{}, err
+	}
+	defer p.cancel(nil)
+	ctyp, err := m.cfg.Registry.Type(q.Type)
+	if err != nil {
+		return QuestionAnswer{}, err
+	}
+	p.history = conv
+	child := &Agent{m: m, id: q.ChildID, parentID: p.id, parent: p, root: p.root, depth: p.depth + 1, typ: ctyp, label: q.Label,
+		done: make(chan struct{}), ready: make(chan struct{}), state: Running, step: &stepState{}, gone: true}
+	before := p.subtree
+	qctx, cancel := context.WithTimeout(p.stepContext(p.ctx), m.cfg.QuestionTimeout)
+	defer cancel()
+	ans, err := child.answer(qctx, q.Question)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return QuestionAnswer{}, err
+	}
+	out := QuestionAnswer{Answer: ans, Turn: p.turns, Usage: Usage{
+		InputTokens: p.subtree.InputTokens - before.InputTokens, OutputTokens: p.subtree.OutputTokens - before.OutputTokens,
+		CostUSD: p.subtree.CostUSD - before.CostUSD, Estimated: p.subtree.Estimated,
+	}}
+	out.Events, _ = p.collected()
+	return out, nil
 }
 
 func (t stepTree) ChildChanges(context.Context, string) (*agenttypes.Changes, error) {

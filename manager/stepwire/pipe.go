@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
@@ -102,6 +103,8 @@ func runStep(ctx context.Context, s Stepper, f frame) (answer frame) {
 		out, err = s.Tools(ctx, *f.Input)
 	case StepTree:
 		out, err = s.Tree(ctx, *f.Input)
+	case StepQuestion:
+		out, err = s.Question(ctx, *f.Input)
 	default:
 		err = fault.Errorf(fault.InvalidArgument, "no step %q", f.Step)
 	}
@@ -257,4 +260,8 @@ func (c *Client) Tools(ctx context.Context, in Input) (out ToolsOut, err error) 
 
 func (c *Client) Tree(ctx context.Context, in Input) (out TreeOut, err error) {
 	return out, c.call(ctx, StepTree, in, &out)
+}
+
+func (c *Client) Question(ctx context.Context, in Input) (out manager.QuestionAnswer, err error) {
+	return out, c.call(ctx, StepQuestion, in, &out)
 }

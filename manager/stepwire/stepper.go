@@ -18,6 +18,9 @@ type Stepper interface {
 	Answer(ctx context.Context, in Input) (AnswerOut, error)
 	Tools(ctx context.Context, in Input) (ToolsOut, error)
 	Tree(ctx context.Context, in Input) (TreeOut, error)
+	// Question answers in.Question for in.Agent, its parent, whose
+	// conversation is in.Messages.
+	Question(ctx context.Context, in Input) (manager.QuestionAnswer, error)
 }
 
 // Local runs steps on a manager of this process.
@@ -81,4 +84,12 @@ func Fault(err error) error {
 		code = fault.InvalidArgument
 	}
 	return &fault.Error{Code: code, Message: fmt.Sprint(err), Retryable: code.Retryable()}
+}
+
+func (l Local) Question(ctx context.Context, in Input) (manager.QuestionAnswer, error) {
+	if in.Question == nil {
+		return manager.QuestionAnswer{}, fault.Errorf(fault.InvalidArgument, "the question step needs the question")
+	}
+	out, err := l.Manager.QuestionStep(ctx, in.Agent, LLM(in.Messages), *in.Question)
+	return out, Fault(err)
 }

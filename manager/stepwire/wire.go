@@ -14,17 +14,20 @@ const (
 	StepAnswer   = "troupe.answer"
 	StepTools    = "troupe.tools"
 	StepTree     = "troupe.tree"
+	// StepQuestion answers a child's question on its parent's behalf.
+	StepQuestion = "troupe.question"
 )
 
 // Input is a step's input: the agent, and what its step takes.
 type Input struct {
 	Agent manager.StepAgent
 	// Checkout names the project checkout the run needs.
-	Checkout string               `json:",omitempty"`
-	Messages []Message            `json:",omitempty"`
-	Reply    *GenerateOut         `json:",omitempty"`
-	Call     *ToolCall            `json:",omitempty"`
-	Answers  []manager.TreeAnswer `json:",omitempty"`
+	Checkout string                 `json:",omitempty"`
+	Messages []Message              `json:",omitempty"`
+	Reply    *GenerateOut           `json:",omitempty"`
+	Call     *ToolCall              `json:",omitempty"`
+	Answers  []manager.TreeAnswer   `json:",omitempty"`
+	Question *manager.ChildQuestion `json:",omitempty"`
 }
 
 // Message is an llms.MessageContent.

@@ -156,7 +156,8 @@ func (b *Backend) input(run manager.RemoteRun) (agentInput, error) {
 			ID: run.ID, Type: run.Type, Label: run.Label, Model: run.Model, Dir: filepath.ToSlash(rel), Task: run.Task,
 			Budget: run.Budget, MaxOutputTokens: run.MaxOutputTokens, MaxDepth: run.MaxDepth,
 		},
-		Limits:   limits{MaxChildren: run.MaxChildren, MaxBackgroundGroups: run.MaxBackgroundGroups, TreeAgents: run.MaxTreeAgents, Heartbeat: b.cfg.Heartbeat},
+		Limits: limits{MaxChildren: run.MaxChildren, MaxBackgroundGroups: run.MaxBackgroundGroups, TreeAgents: run.MaxTreeAgents,
+			QuestionTimeout: run.QuestionTimeout, Heartbeat: b.cfg.Heartbeat},
 		Checkout: b.cfg.Checkout,
 	}, nil
 }

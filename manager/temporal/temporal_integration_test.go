@@ -425,3 +425,17 @@ func TestIntegrationCancelOfARunNoWorkerServesIsBounded(t *testing.T) {
 		t.Fatalf("ended %s (%s): %s; want it cancelled, and the backend to say it gave up waiting", r.State, r.Reason, r.Error)
 	}
 }
+
+func TestIntegrationAChildsQuestionIsAnsweredByItsParent(t *testing.T) {
+	c := cluster(t)
+	root := t.TempDir()
+	startWorker(t, c, "ask", root, askingModel())
+	got := run(t, remoteManager(t, c, "ask", root), "look into it")
+	want := run(t, newManager(t, registry(t), askingModel(), nil), "look into it")
+	if got.State != manager.Completed || normal(got.Output) != normal(want.Output) || got.Usage != want.Usage {
+		t.Fatalf("on Temporal: %s (%s) %+v %q\nin process: %+v %q", got.State, got.Error, got.Usage, got.Output, want.Usage, want.Output)
+	}
+	if !strings.Contains(got.Output, "gamma") {
+		t.Errorf("the helper did not get its parent's answer: %q", got.Output)
+	}
+}

@@ -39,6 +39,8 @@ type agentInput struct {
 type limits struct {
 	MaxChildren         int
 	MaxBackgroundGroups int
+	// QuestionTimeout bounds how long ask_parent waits for an answer.
+	QuestionTimeout time.Duration
 	// TreeAgents is how many agents of the agent's subtree, itself
 	// included, may be alive at once: its share of MaxTreeAgents. 0: no
 	// bound.

@@ -89,6 +89,7 @@ func register(r registrar, a *activities) {
 	r.RegisterActivityWithOptions(a.answer, activity.RegisterOptions{Name: stepwire.StepAnswer})
 	r.RegisterActivityWithOptions(a.tools, activity.RegisterOptions{Name: stepwire.StepTools})
 	r.RegisterActivityWithOptions(a.tree, activity.RegisterOptions{Name: stepwire.StepTree})
+	r.RegisterActivityWithOptions(a.question, activity.RegisterOptions{Name: stepwire.StepQuestion})
 }
 
 // activities run an agent's steps with the worker's Stepper, once the
@@ -160,6 +161,16 @@ func (a *activities) tree(ctx context.Context, in stepwire.Input) (stepwire.Tree
 		return stepwire.TreeOut{}, err
 	}
 	out, err := a.steps.Tree(ctx, in)
+	return out, classify(err)
+}
+
+func (a *activities) question(ctx context.Context, in stepwire.Input) (manager.QuestionAnswer, error) {
+	in, err := a.input(in)
+	if err != nil {
+		return manager.QuestionAnswer{}, err
+	}
+	defer heartbeat(ctx)()
+	out, err := a.steps.Question(ctx, in)
 	return out, classify(err)
 }
 

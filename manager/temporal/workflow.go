@@ -33,6 +33,7 @@ type agentRun struct {
 	msgs    []stepwire.Message
 	timeUp  bool
 	spawned int // children spawned over the run
+	asked   int // questions asked of its parent
 	groups  []*group
 	// held is what the children running now may still spend: their
 	// budgets' tokens, tool calls and cost, not yet charged.
@@ -54,6 +55,7 @@ func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
 func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
 	ctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
+	workflow.Go(ctx, r.serveQuestions)
 	// The clock runs from the workflow's start: the time budget bounds
 	// the wait for a worker too. A child's own budget is known once its
 	// type is, from the start step: its parent's ceiling bounds the
@@ -187,6 +189,8 @@ func (r *agentRun) act(ctx workflow.Context, tc manager.TreeCall) manager.TreeAn
 		return r.collect(ctx, tc.Collect)
 	case tc.CancelGroup != "":
 		return r.cancelGroup(tc.CancelGroup)
+	case tc.Ask != nil:
+		return r.ask(ctx, tc.Ask)
 	}
 	return manager.TreeAnswer{Refusal: "delegation refused: the tool asked the tree for nothing it knows"}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/tmc/langchaingo/llms"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
@@ -122,11 +123,18 @@ func testEnv(t *testing.T, reg *agenttypes.Registry, model llms.Model) *testsuit
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	register(env, &activities{steps: stepwire.Local{Manager: newManager(t, reg, model, nil)}, root: t.TempDir()})
+	// The test environment does not carry signals between workflows:
+	// each is delivered here.
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_, workflowID, _, name string, arg any) error {
+			return env.SignalWorkflowByID(workflowID, name, arg)
+		})
 	return env
 }
 
 func runWorkflow(t *testing.T, env *testsuite.TestWorkflowEnvironment, in agentInput) agentOutput {
 	t.Helper()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: in.Agent.ID}) // as Backend.Run names it
 	env.ExecuteWorkflow(WorkflowName, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete")
@@ -503,5 +511,51 @@ func TestWorkflowCollectCancelsABackgroundGroup(t *testing.T) {
 	got := runWorkflow(t, env, leadInput("look into it"))
 	if got.End.State != manager.Completed || strings.Count(got.End.Output, "cancelled") < 2 {
 		t.Fatalf("ended %s (%s): %q; want the lead to read both children cancelled", got.End.State, got.End.Error, got.End.Output)
+	}
+}
+
+// askingModel plays a lead that delegates one task and reports what its
+// helper said; a helper that asks its parent which word to echo, then
+// echoes it and reports; and the lead's model answering the question.
+func askingModel() *scripted.Model {
+	step := scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
+		system, turns := scripted.Text(msgs[0]), 0
+		for _, m := range msgs {
+			if m.Role == llms.ChatMessageTypeAI {
+				turns++
+			}
+		}
+		results := scripted.ToolResults(msgs)
+		switch {
+		case strings.Contains(system, "subagent asks you a question"):
+			return scripted.Step{InputTokens: 40, OutputTokens: 5, Text: "gamma"}
+		case strings.Contains(system, "You lead.") && turns == 0:
+			return scripted.Step{InputTokens: 100, OutputTokens: 20, Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{
+				"tasks": []map[string]any{{"label": "a", "type": "helper", "prompt": "ask which word to say"}}})}}}
+		case strings.Contains(system, "You lead."):
+			return scripted.Step{InputTokens: 300, OutputTokens: 30, Text: "summary: " + results[len(results)-1].Content}
+		case turns == 0:
+			return scripted.Step{InputTokens: 50, OutputTokens: 10, Calls: []scripted.Call{{Name: "ask_parent", Args: scripted.JSON(map[string]string{"question": "which word?"})}}}
+		case turns == 1:
+			return scripted.Step{InputTokens: 60, OutputTokens: 10, Calls: []scripted.Call{{Name: "echo", Args: scripted.JSON(map[string]string{"text": results[len(results)-1].Content})}}}
+		default:
+			return scripted.Step{InputTokens: 70, OutputTokens: 12, Text: "helper heard " + results[len(results)-1].Content}
+		}
+	}}
+	return scripted.New(step, step, step, step)
+}
+
+func TestWorkflowAnswersAChildsQuestionAsTheManagerDoes(t *testing.T) {
+	want := inProcess(t, askingModel(), "look into it", agenttypes.Budget{})
+	env := testEnv(t, registry(t), askingModel())
+	got := runWorkflow(t, env, leadInput("look into it"))
+	if got.End.State != manager.Completed || normal(got.End.Output) != normal(want.Output) {
+		t.Fatalf("workflow: %s (%s) %q\nin process: %s %q", got.End.State, got.End.Error, got.End.Output, want.State, want.Output)
+	}
+	if !strings.Contains(got.End.Output, "gamma") {
+		t.Errorf("the helper did not get its parent's answer: %q", got.End.Output)
+	}
+	if got.Usage != want.Usage || got.OwnUsage != want.OwnUsage {
+		t.Errorf("workflow: usage %+v own %+v; in process: %+v own %+v (the answer is the parent's model call)", got.Usage, got.OwnUsage, want.Usage, want.OwnUsage)
 	}
 }

@@ -1,0 +1,101 @@
+package temporal
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/stepwire"
+)
+
+// A child's ask_parent crosses between workflows as signals: the child
+// signals its question to its parent's workflow, which has a worker
+// answer it on the parent's behalf (the question step: the manager's
+// question handler, else the parent's model, else the user) and signals
+// the answer back. The parent answers while it waits for its children,
+// or works on beside background ones. Signals are written to both
+// workflows' histories, so a question survives a worker's crash.
+
+// The signals' names.
+const (
+	signalQuestion = "troupe.question"
+	signalAnswer   = "troupe.answer"
+)
+
+// defaultQuestionTimeout is how long a child waits for its answer, as the
+// manager's Config.QuestionTimeout's default.
+const defaultQuestionTimeout = 2 * time.Minute
+
+// question is a child's question, as its parent's workflow gets it.
+type question struct {
+	manager.ChildQuestion
+	// Seq numbers the child's questions, so that a late answer to an
+	// earlier one is not taken for the next one's.
+	Seq int
+}
+
+// answer is the parent's answer to a question.
+type answer struct {
+	Seq    int
+	Answer agenttypes.Answer
+	// Unanswered says why there is no answer.
+	Unanswered string `json:",omitempty"`
+}
+
+// ask sends the agent's question to its parent's workflow and waits for
+// the answer, at most the question timeout.
+func (r *agentRun) ask(ctx workflow.Context, q *agenttypes.Question) manager.TreeAnswer {
+	if r.sa.ParentID == "" {
+		return manager.TreeAnswer{Answer: &agenttypes.Answer{}, Unanswered: "this agent has no parent to ask"}
+	}
+	r.asked++
+	sig := question{Seq: r.asked, ChildQuestion: manager.ChildQuestion{ChildID: r.sa.ID, Label: r.sa.Label, Type: r.sa.Type, Question: *q}}
+	if err := workflow.SignalExternalWorkflow(ctx, r.sa.ParentID, "", signalQuestion, sig).Get(ctx, nil); err != nil {
+		return manager.TreeAnswer{Answer: &agenttypes.Answer{}, Unanswered: "the question did not reach the parent: " + err.Error()}
+	}
+	timeout := r.in.Limits.QuestionTimeout
+	if timeout <= 0 {
+		timeout = defaultQuestionTimeout
+	}
+	answers := workflow.GetSignalChannel(ctx, signalAnswer)
+	var got answer
+	ok, _ := workflow.AwaitWithTimeout(ctx, timeout, func() bool {
+		for answers.ReceiveAsync(&got) {
+			if got.Seq == r.asked {
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		return manager.TreeAnswer{Answer: &agenttypes.Answer{}, Unanswered: fmt.Sprintf("no answer within %s", timeout)}
+	}
+	return manager.TreeAnswer{Answer: &got.Answer, Unanswered: got.Unanswered}
+}
+
+// serveQuestions answers the agent's children's questions, one at a time,
+// until ctx ends.
+func (r *agentRun) serveQuestions(ctx workflow.Context) {
+	questions := workflow.GetSignalChannel(ctx, signalQuestion)
+	for {
+		var q question
+		if !questions.Receive(ctx, &q) {
+			return // ctx ended
+		}
+		a := answer{Seq: q.Seq}
+		var out manager.QuestionAnswer
+		in := stepwire.Input{Messages: r.msgs, Question: &q.ChildQuestion}
+		if err := r.step(ctx, stepwire.StepQuestion, long, in, &out); err != nil {
+			a.Unanswered = "the parent could not answer: " + err.Error()
+		} else {
+			a.Answer = out.Answer
+			r.sa.Spent.Usage = r.sa.Spent.Usage.Add(out.Usage)
+			r.own = r.own.Add(out.Usage)
+			r.sa.Spent.Turns = max(r.sa.Spent.Turns, out.Turn)
+		}
+		_ = workflow.SignalExternalWorkflow(ctx, q.ChildID, "", signalAnswer, a).Get(ctx, nil)
+	}
+}
