@@ -35,6 +35,11 @@ type Config struct {
 	// Heartbeat is how long a worker may go silent in a model or tool
 	// call before the call is given to another worker. Default 10 s.
 	Heartbeat time.Duration
+	// HistoryEvents is how long an agent's workflow history may grow
+	// before the agent goes on in a new workflow run (ContinueAsNew),
+	// carrying its conversation and budgets. Default 4,096 events, or
+	// sooner when the server suggests it.
+	HistoryEvents int
 	// Logger receives the backend's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -157,7 +162,7 @@ func (b *Backend) input(run manager.RemoteRun) (agentInput, error) {
 			Budget: run.Budget, MaxOutputTokens: run.MaxOutputTokens, MaxDepth: run.MaxDepth,
 		},
 		Limits: limits{MaxChildren: run.MaxChildren, MaxBackgroundGroups: run.MaxBackgroundGroups, TreeAgents: run.MaxTreeAgents,
-			QuestionTimeout: run.QuestionTimeout, Heartbeat: b.cfg.Heartbeat},
+			QuestionTimeout: run.QuestionTimeout, HistoryEvents: b.cfg.HistoryEvents, Heartbeat: b.cfg.Heartbeat},
 		Checkout: b.cfg.Checkout,
 	}, nil
 }

@@ -25,7 +25,7 @@ import (
 const drainTime = 5 * time.Second
 
 type follower struct {
-	history func(ctx context.Context, id string) client.HistoryEventIterator
+	history func(ctx context.Context, id, runID string) client.HistoryEventIterator
 	dc      converter.DataConverter
 	publish func(manager.Event)
 	root    string
@@ -37,8 +37,8 @@ func newFollower(c client.Client, root string, publish func(manager.Event)) *fol
 	if publish == nil {
 		publish = func(manager.Event) {}
 	}
-	history := func(ctx context.Context, id string) client.HistoryEventIterator {
-		return c.GetWorkflowHistory(ctx, id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	history := func(ctx context.Context, id, runID string) client.HistoryEventIterator {
+		return c.GetWorkflowHistory(ctx, id, runID, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	}
 	return &follower{history: history, dc: converter.GetDefaultDataConverter(), publish: publish, root: root}
 }
@@ -81,8 +81,9 @@ func (f *follower) follow(ctx context.Context, id string, in agentInput) <-chan 
 			}
 			// A history is read again from its start after an error (a
 			// child's workflow not started yet, the cluster unreachable
-			// for a while), past the events already read.
-			it := f.history(ctx, id)
+			// for a while), past the events already read; a run that
+			// went on in a new workflow run is read on there.
+			it := f.history(ctx, id, a.runID)
 			for it.HasNext() {
 				e, err := it.Next()
 				if err != nil {
@@ -95,6 +96,10 @@ func (f *follower) follow(ctx context.Context, id string, in agentInput) <-chan 
 				if f.read(ctx, e, a) {
 					return
 				}
+				if next := e.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId(); next != "" {
+					a.runID, a.continued, last = next, true, 0
+					break
+				}
 			}
 		}
 	}()
@@ -105,6 +110,10 @@ func (f *follower) follow(ctx context.Context, id string, in agentInput) <-chan 
 type agentFollow struct {
 	in       agentInput
 	children []<-chan struct{} // closed when a child's history was read
+	// runID is the workflow run read, once the first went on in another
+	// (empty: the latest); continued says it is not the first.
+	runID     string
+	continued bool
 }
 
 // read publishes what one history event says; true means the agent
@@ -113,8 +122,12 @@ func (f *follower) read(ctx context.Context, e *historypb.HistoryEvent, a *agent
 	in := &a.in
 	switch e.GetEventType() {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-		f.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), in)
-		f.send(agentEvent(in, manager.Event{Kind: manager.EventState, From: manager.Pending, State: manager.Running}))
+		attrs := e.GetWorkflowExecutionStartedEventAttributes()
+		f.decode(attrs.GetInput(), in)
+		a.runID = attrs.GetOriginalExecutionRunId() // so that a read again reads this run
+		if !a.continued {
+			f.send(agentEvent(in, manager.Event{Kind: manager.EventState, From: manager.Pending, State: manager.Running}))
+		}
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
 		var out struct{ Events []manager.Event }
 		if f.decode(e.GetActivityTaskCompletedEventAttributes().GetResult(), &out) {

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -437,5 +438,46 @@ func TestIntegrationAChildsQuestionIsAnsweredByItsParent(t *testing.T) {
 	}
 	if !strings.Contains(got.Output, "gamma") {
 		t.Errorf("the helper did not get its parent's answer: %q", got.Output)
+	}
+}
+
+func TestIntegrationALongRunGoesOnInANewWorkflowRun(t *testing.T) {
+	c := cluster(t)
+	root := t.TempDir()
+	startWorker(t, c, "long", root, treeModel())
+	b, err := New(Config{Client: c, TaskQueue: "long", Root: root, HistoryEvents: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, registry(t), nil, b)
+	sub := m.Subscribe()
+	defer sub.Close()
+	got := run(t, m, "look into it")
+	want := run(t, newManager(t, registry(t), treeModel(), nil), "look into it")
+	if got.State != manager.Completed || normal(got.Output) != normal(want.Output) || got.Usage != want.Usage || got.Turns != want.Turns {
+		t.Fatalf("on Temporal: %s (%s) %+v, %d turns, %q\nin process: %+v, %d turns, %q", got.State, got.Error, got.Usage, got.Turns, got.Output, want.Usage, want.Turns, want.Output)
+	}
+	runs := 0
+	it, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowId = '" + got.ID + "'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs = len(it.Executions)
+	if runs < 2 {
+		t.Fatalf("the lead's workflow ran as %d workflow run(s); with a limit of 10 history events it should have gone on in a new one", runs)
+	}
+	// The lead's own events came through from every run: its two model
+	// calls, the second in the run it went on in.
+	calls := 0
+	for e := range sub.C() {
+		if e.Kind == manager.EventModelCall && e.AgentID == got.ID {
+			calls++
+		}
+		if e.Kind == manager.EventCompleted && e.AgentID == got.ID {
+			break
+		}
+	}
+	if calls != 2 {
+		t.Errorf("the subscriber saw %d of the lead's model calls, want 2", calls)
 	}
 }

@@ -33,6 +33,9 @@ type agentInput struct {
 	// Checkout names the project checkout the run needs; a worker
 	// serving another refuses it.
 	Checkout string
+	// Carried is the run so far, for a workflow run that goes on from
+	// the one before it (ContinueAsNew); nil for the first.
+	Carried *carried `json:",omitempty"`
 }
 
 // limits are the manager's limits on a tree, carried down it.
@@ -41,6 +44,9 @@ type limits struct {
 	MaxBackgroundGroups int
 	// QuestionTimeout bounds how long ask_parent waits for an answer.
 	QuestionTimeout time.Duration
+	// HistoryEvents is the history length past which a run goes on in a
+	// new workflow run; 0: defaultHistoryEvents.
+	HistoryEvents int
 	// TreeAgents is how many agents of the agent's subtree, itself
 	// included, may be alive at once: its share of MaxTreeAgents. 0: no
 	// bound.

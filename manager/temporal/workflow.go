@@ -40,19 +40,31 @@ type agentRun struct {
 	held  agenttypes.Budget
 	calls int // its own tool calls
 	model string
+	// started is when the agent's first workflow run started; turnsHere
+	// counts the turns of this workflow run.
+	started   time.Time
+	turnsHere int
 }
 
 func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
-	r := &agentRun{in: in, sa: in.Agent}
-	end := r.run(ctx)
+	r := &agentRun{in: in, sa: in.Agent, started: workflow.GetInfo(ctx).WorkflowStartTime}
+	if c := in.Carried; c != nil {
+		r.restore(c)
+	}
+	end, next := r.run(ctx)
+	if next != nil {
+		return agentOutput{}, workflow.NewContinueAsNewError(ctx, WorkflowName, *next)
+	}
 	r.endGroups(ctx)
 	out := r.finish(end)
-	out.Duration = workflow.Now(ctx).Sub(workflow.GetInfo(ctx).WorkflowStartTime)
+	out.Duration = workflow.Now(ctx).Sub(r.started)
 	return out, nil
 }
 
-// run runs the loop and returns how it ended.
-func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
+// run runs the loop and returns how it ended, or, when the workflow's
+// history has grown long between two turns, the input to go on with in
+// a new workflow run (ContinueAsNew).
+func (r *agentRun) run(ctx workflow.Context) (manager.StepEnd, *agentInput) {
 	ctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	workflow.Go(ctx, r.serveQuestions)
@@ -61,9 +73,31 @@ func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
 	// type is, from the start step: its parent's ceiling bounds the
 	// start itself.
 	r.startClock(ctx, cancel)
+	if r.in.Carried == nil {
+		if end, ok := r.start(ctx, cancel); !ok {
+			return end, nil
+		}
+	}
+	for {
+		if ctx.Err() != nil {
+			return r.stopped(), nil
+		}
+		if r.historyLong(ctx) {
+			return manager.StepEnd{}, r.carry(ctx)
+		}
+		end, done := r.turn(ctx)
+		r.turnsHere++
+		if done {
+			return end, nil
+		}
+	}
+}
+
+// start is the run's start step; false means the run ended.
+func (r *agentRun) start(ctx workflow.Context, cancel workflow.CancelFunc) (manager.StepEnd, bool) {
 	var st stepwire.StartOut
 	if err := r.step(ctx, stepwire.StepStart, short, stepwire.Input{}, &st); err != nil {
-		return r.failed(ctx, manager.ReasonBackend, err)
+		return r.failed(ctx, manager.ReasonBackend, err), false
 	}
 	r.model, r.sa.Model = st.Model, st.Model
 	if r.in.Child {
@@ -73,18 +107,10 @@ func (r *agentRun) run(ctx workflow.Context) manager.StepEnd {
 		}
 	}
 	if st.End != nil {
-		return *st.End
+		return *st.End, false
 	}
 	r.msgs = st.Messages
-	for {
-		if ctx.Err() != nil {
-			return r.stopped()
-		}
-		end, done := r.turn(ctx)
-		if done {
-			return end
-		}
-	}
+	return manager.StepEnd{}, true
 }
 
 // turn is one model call and what follows it; done says the run ended.
@@ -225,7 +251,7 @@ func (r *agentRun) deadline(ctx workflow.Context) time.Time {
 	if budget <= 0 {
 		return time.Time{}
 	}
-	return workflow.GetInfo(ctx).WorkflowStartTime.Add(budget)
+	return r.started.Add(budget)
 }
 
 // stopped is the end of a run stopped between steps.

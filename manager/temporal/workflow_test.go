@@ -236,7 +236,7 @@ func TestFollowerReadsARunsEventsFromItsHistories(t *testing.T) {
 	childID := child[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowId()
 	var events []manager.Event
 	f := newFollower(nil, leadID, func(e manager.Event) { events = append(events, e) })
-	f.history = func(_ context.Context, id string) client.HistoryEventIterator {
+	f.history = func(_ context.Context, id, _ string) client.HistoryEventIterator {
 		switch id {
 		case leadID:
 			return &recordedHistory{events: lead}

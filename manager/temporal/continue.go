@@ -1,0 +1,61 @@
+package temporal
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager/stepwire"
+)
+
+// A long run goes on in a new workflow run (ContinueAsNew) when its
+// history has grown long, between two turns and with no background
+// children running: the conversation, the budgets and what the subtree
+// spent are carried over, and the time budget still counts from the
+// first run's start. Each model call sends the whole conversation, so a
+// history grows with the square of a run's turns.
+
+// carried is what a workflow run carries into the next.
+type carried struct {
+	Started               time.Time
+	Messages              []stepwire.Message
+	Own                   agenttypes.Usage
+	Calls, Spawned, Asked int
+	Model                 string
+}
+
+// defaultHistoryEvents is the history length past which a run goes on in
+// a new workflow run, well before the server's warnings (10,240 events,
+// 10 MB) whatever the server suggests first.
+const defaultHistoryEvents = 4096
+
+// historyLong reports whether the run should go on in a new workflow
+// run: the history is long, by the server's say or the run's limits, and
+// no child is running (they belong to this workflow run).
+func (r *agentRun) historyLong(ctx workflow.Context) bool {
+	if r.runningGroups() > 0 || r.turnsHere == 0 { // each workflow run makes progress
+		return false
+	}
+	info := workflow.GetInfo(ctx)
+	limit := r.in.Limits.HistoryEvents
+	if limit <= 0 {
+		limit = defaultHistoryEvents
+	}
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > limit
+}
+
+// carry is the input of the next workflow run.
+func (r *agentRun) carry(ctx workflow.Context) *agentInput {
+	next := r.in
+	next.Agent = r.sa
+	next.Carried = &carried{Started: r.started, Messages: r.msgs, Own: r.own,
+		Calls: r.calls, Spawned: r.spawned, Asked: r.asked, Model: r.model}
+	return &next
+}
+
+// restore takes up a run where the workflow run before it left it.
+func (r *agentRun) restore(c *carried) {
+	r.started, r.msgs, r.own = c.Started, c.Messages, c.Own
+	r.calls, r.spawned, r.asked, r.model = c.Calls, c.Spawned, c.Asked, c.Model
+}
