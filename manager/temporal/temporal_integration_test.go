@@ -363,36 +363,45 @@ var identityPattern = regexp.MustCompile(`"identity": *"[^"]*"`)
 
 func TestIntegrationHistoriesReplayThroughTheWorkflow(t *testing.T) {
 	c := cluster(t)
-	root := t.TempDir()
-	startWorker(t, c, "replay", root, treeModel())
-	m := remoteManager(t, c, "replay", root)
-	sub := m.Subscribe()
-	defer sub.Close()
-	lead := run(t, m, "look into it")
-	if lead.State != manager.Completed {
-		t.Fatalf("the lead ended %s: %s", lead.State, lead.Error)
-	}
-	var child string
-	for e := range sub.C() {
-		if e.Kind == manager.EventSpawned && e.ParentID == lead.ID {
-			child = e.AgentID
-			break
-		}
-	}
-	histories := map[string][]byte{"tree-lead.json": history(t, c, lead.ID), "tree-child.json": history(t, c, child)}
 	dir := t.TempDir()
 	if out := os.Getenv(recordEnv); out != "" {
 		dir = out
 	}
-	for name, b := range histories {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		model llms.Model
+	}{
+		{"tree", treeModel()},                            // children delegated and waited for
+		{"background", backgroundModel(t, false, false)}, // a background group, collected
+		{"ask", askingModel()},                           // a child's question, signalled and answered
+	} {
+		root := t.TempDir()
+		startWorker(t, c, "replay-"+tc.name, root, tc.model)
+		m := remoteManager(t, c, "replay-"+tc.name, root)
+		sub := m.Subscribe()
+		lead := run(t, m, "look into it")
+		if lead.State != manager.Completed {
+			t.Fatalf("%s: the lead ended %s: %s", tc.name, lead.State, lead.Error)
 		}
-		r := worker.NewWorkflowReplayer()
-		r.RegisterWorkflowWithOptions(agentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
-		if err := r.ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
-			t.Errorf("%s does not replay: %v", name, err)
+		var child string
+		for e := range sub.C() {
+			if e.Kind == manager.EventSpawned && e.ParentID == lead.ID {
+				child = e.AgentID
+				break
+			}
+		}
+		sub.Close()
+		histories := map[string][]byte{tc.name + "-lead.json": history(t, c, lead.ID), tc.name + "-child.json": history(t, c, child)}
+		for name, b := range histories {
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(agentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, path); err != nil {
+				t.Errorf("%s does not replay: %v", name, err)
+			}
 		}
 	}
 }

@@ -245,7 +245,7 @@ func TestFollowerReadsARunsEventsFromItsHistories(t *testing.T) {
 		}
 		return &recordedHistory{} // the other child's history is not recorded
 	}
-	f.start(context.Background())(drainTime)
+	f.start(context.Background())(300 * time.Millisecond) // the other child's history never comes
 
 	var seen []string
 	spawned := 0
