@@ -23,6 +23,15 @@ type carried struct {
 	Own                   agenttypes.Usage
 	Calls, Spawned, Asked int
 	Model                 string
+	// Groups are the background groups of the runs before, all ended:
+	// collect still reads them.
+	Groups []carriedGroup `json:",omitempty"`
+}
+
+// carriedGroup is an ended background group, as collect reads it.
+type carriedGroup struct {
+	ID      string
+	Results []agenttypes.ChildResult
 }
 
 // defaultHistoryEvents is the history length past which a run goes on in
@@ -51,6 +60,13 @@ func (r *agentRun) carry(ctx workflow.Context) *agentInput {
 	next.Agent = r.sa
 	next.Carried = &carried{Started: r.started, Messages: r.msgs, Own: r.own,
 		Calls: r.calls, Spawned: r.spawned, Asked: r.asked, Model: r.model}
+	for _, g := range r.groups { // all done: no group runs at a carry
+		cg := carriedGroup{ID: g.id}
+		for _, k := range g.kids {
+			cg.Results = append(cg.Results, k.result())
+		}
+		next.Carried.Groups = append(next.Carried.Groups, cg)
+	}
 	return &next
 }
 
@@ -58,4 +74,11 @@ func (r *agentRun) carry(ctx workflow.Context) *agentInput {
 func (r *agentRun) restore(c *carried) {
 	r.started, r.msgs, r.own = c.Started, c.Messages, c.Own
 	r.calls, r.spawned, r.asked, r.model = c.Calls, c.Spawned, c.Asked, c.Model
+	for _, cg := range c.Groups {
+		g := &group{id: cg.ID, done: true, cancel: func() {}}
+		for _, res := range cg.Results {
+			g.kids = append(g.kids, &child{id: res.ID, final: &res, ended: true, started: true})
+		}
+		r.groups = append(r.groups, g)
+	}
 }

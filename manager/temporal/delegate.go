@@ -42,6 +42,7 @@ type child struct {
 	refused string // why it was not started: its share was too small
 	started bool
 	ended   bool
+	final   *agenttypes.ChildResult // its result, carried from a workflow run before
 }
 
 // tooLittle says why a child's share of budget is too small to start it
@@ -78,12 +79,12 @@ func (r *agentRun) delegate(ctx workflow.Context, tc manager.TreeCall) (*agentty
 		g := &group{id: resp.Group, kids: kids, cancel: cancel}
 		r.groups = append(r.groups, g)
 		workflow.Go(gctx, func(gctx workflow.Context) {
-			r.runChildren(gctx, g.id, kids, conc)
+			r.runChildren(gctx, g.id, kids, conc, true)
 			g.done = true
 		})
 		return resp, nil
 	}
-	r.runChildren(ctx, resp.Group, kids, conc)
+	r.runChildren(ctx, resp.Group, kids, conc, false)
 	for _, k := range kids {
 		resp.Results = append(resp.Results, k.result())
 	}
@@ -100,7 +101,7 @@ type group struct {
 
 // runChildren runs kids, at most conc at once, until every one has ended
 // or, once ctx ends, every one started has.
-func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*child, conc int) {
+func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*child, conc int, background bool) {
 	// Children are waited for on a context that outlives a cancel, so
 	// that a cancelled parent still ends after them with what they spent.
 	wait, _ := workflow.NewDisconnectedContext(ctx)
@@ -110,7 +111,9 @@ func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*chi
 		for running < conc && next < len(kids) && ctx.Err() == nil {
 			k := kids[next]
 			next++
-			k.ceiling = r.share(ctx, conc-running)
+			// A parent keeps a part for its own calls: beside a
+			// background group, and to answer its children's questions.
+			k.ceiling = r.share(ctx, conc-running+1)
 			if why := tooLittle(k.ceiling, r.sa.Budget); why != "" {
 				k.refused = why
 				continue
@@ -344,6 +347,9 @@ func (r *agentRun) charge(k *child) {
 
 // result is a child's result as its parent's model reads it.
 func (k *child) result() agenttypes.ChildResult {
+	if k.final != nil {
+		return *k.final
+	}
 	res := manager.Result{ID: k.id, Type: k.task.Type, Model: k.out.Model, State: k.out.End.State, Reason: k.out.End.Reason,
 		Partial: k.out.End.Partial, Output: k.out.End.Output, Error: k.out.End.Error, Usage: k.out.Usage, OwnUsage: k.out.OwnUsage,
 		ToolCalls: k.out.ToolCalls, Turns: k.out.Turns, TokensOverBudget: k.out.End.TokensOverBudget, Duration: k.out.Duration}

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -87,8 +88,7 @@ func (r *agentRun) serveQuestions(ctx workflow.Context) {
 		}
 		a := answer{Seq: q.Seq}
 		var out manager.QuestionAnswer
-		in := stepwire.Input{Messages: r.msgs, Question: &q.ChildQuestion}
-		if err := r.step(ctx, stepwire.StepQuestion, long, in, &out); err != nil {
+		if err := r.modelStep(ctx, stepwire.StepQuestion, stepwire.Input{Messages: append(slices.Clone(r.msgs), r.turnMsg...), Question: &q.ChildQuestion}, &out); err != nil {
 			a.Unanswered = "the parent could not answer: " + err.Error()
 		} else {
 			a.Answer = out.Answer

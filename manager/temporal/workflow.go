@@ -44,6 +44,25 @@ type agentRun struct {
 	// counts the turns of this workflow run.
 	started   time.Time
 	turnsHere int
+	// calling says a call of the agent's model is under way (its loop's,
+	// or an answer to a child): one at a time, so that each sees what
+	// the other spent.
+	calling bool
+	// turnMsg is the model's message of the turn whose tree calls are under
+	// way: part of the conversation a child's question is answered with,
+	// as in process.
+	turnMsg []stepwire.Message
+}
+
+// modelStep runs a step that calls the agent's model, after any other
+// such step under way.
+func (r *agentRun) modelStep(ctx workflow.Context, name string, in stepwire.Input, out any) error {
+	if err := workflow.Await(ctx, func() bool { return !r.calling }); err != nil {
+		return err
+	}
+	r.calling = true
+	defer func() { r.calling = false }()
+	return r.step(ctx, name, long, in, out)
 }
 
 func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
@@ -116,7 +135,7 @@ func (r *agentRun) start(ctx workflow.Context, cancel workflow.CancelFunc) (mana
 // turn is one model call and what follows it; done says the run ended.
 func (r *agentRun) turn(ctx workflow.Context) (manager.StepEnd, bool) {
 	var ms stepwire.GenerateOut
-	if err := r.step(ctx, stepwire.StepGenerate, long, stepwire.Input{Messages: r.msgs}, &ms); err != nil {
+	if err := r.modelStep(ctx, stepwire.StepGenerate, stepwire.Input{Messages: r.msgs}, &ms); err != nil {
 		return r.failed(ctx, manager.ReasonModelError, err), true
 	}
 	r.sa.Spent.Usage = r.sa.Spent.Usage.Add(ms.Usage)
@@ -159,6 +178,10 @@ func (r *agentRun) tools(ctx workflow.Context, choice *stepwire.Choice) (manager
 	if ts.End != nil {
 		r.msgs = append(r.msgs, ts.Messages...)
 		return *ts.End, true
+	}
+	if len(ts.Messages) > 0 {
+		r.turnMsg = ts.Messages[:1]
+		defer func() { r.turnMsg = nil }()
 	}
 	for _, tc := range ts.Tree {
 		if tc.Index < 0 || tc.Index >= len(choice.Calls) || 1+tc.Index >= len(ts.Messages) {
