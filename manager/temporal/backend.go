@@ -99,7 +99,7 @@ func (b *Backend) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 	if err != nil {
 		return manager.RemoteOutcome{}, fmt.Errorf("starting the run on task queue %q: %w", b.cfg.TaskQueue, err)
 	}
-	f := newFollower(b.cfg.Client, run.ID, run.Publish)
+	f := newFollower(b.cfg.Client, run.ID, wr.GetRunID(), run.Publish)
 	stopFollow := f.start(bg)
 	drain := drainTime
 	defer func() { stopFollow(drain) }()

@@ -111,9 +111,7 @@ func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*chi
 		for running < conc && next < len(kids) && ctx.Err() == nil {
 			k := kids[next]
 			next++
-			// A parent keeps a part for its own calls: beside a
-			// background group, and to answer its children's questions.
-			k.ceiling = r.share(ctx, conc-running+1)
+			k.ceiling = r.share(ctx, conc-running, background)
 			if why := tooLittle(k.ceiling, r.sa.Budget); why != "" {
 				k.refused = why
 				continue
@@ -282,18 +280,26 @@ func (r *agentRun) canDelegate(ctx workflow.Context, conc int) error {
 // equal part, for each of the slots still to fill, of what is neither
 // spent nor held by running children; the time that is left; its own
 // turns.
-func (r *agentRun) share(ctx workflow.Context, slots int) agenttypes.Budget {
+//
+// The parent keeps a part too: of its tokens and dollars always (it
+// answers its children's questions with its model), and of its tool
+// calls beside a background group (it works on meanwhile).
+func (r *agentRun) share(ctx workflow.Context, slots int, background bool) agenttypes.Budget {
 	b, spent, held := r.sa.Budget, r.sa.Spent, r.held
 	slots = max(slots, 1)
+	callSlots := slots
+	if background {
+		callSlots++
+	}
 	var c agenttypes.Budget
 	if b.MaxTokens > 0 {
-		c.MaxTokens = max((b.MaxTokens-spent.Usage.Total()-held.MaxTokens)/slots, 0)
+		c.MaxTokens = max((b.MaxTokens-spent.Usage.Total()-held.MaxTokens)/(slots+1), 0)
 	}
 	if b.MaxToolCalls > 0 {
-		c.MaxToolCalls = max((b.MaxToolCalls-spent.ToolCalls-held.MaxToolCalls)/slots, 0)
+		c.MaxToolCalls = max((b.MaxToolCalls-spent.ToolCalls-held.MaxToolCalls)/callSlots, 0)
 	}
 	if b.MaxCostUSD > 0 {
-		c.MaxCostUSD = max((b.MaxCostUSD-spent.Usage.CostUSD-held.MaxCostUSD)/float64(slots), 1e-9)
+		c.MaxCostUSD = max((b.MaxCostUSD-spent.Usage.CostUSD-held.MaxCostUSD)/float64(slots+1), 1e-9)
 	}
 	if dl := r.deadline(ctx); !dl.IsZero() {
 		c.MaxTime = max(dl.Sub(workflow.Now(ctx)), 1)

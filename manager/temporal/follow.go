@@ -29,25 +29,28 @@ type follower struct {
 	dc      converter.DataConverter
 	publish func(manager.Event)
 	root    string
+	rootRun string
 	mu      sync.Mutex // publish is called by one goroutine at a time
 	wg      sync.WaitGroup
 }
 
-func newFollower(c client.Client, root string, publish func(manager.Event)) *follower {
+// newFollower follows the run of agent root, whose first workflow run is
+// rootRun.
+func newFollower(c client.Client, root, rootRun string, publish func(manager.Event)) *follower {
 	if publish == nil {
 		publish = func(manager.Event) {}
 	}
 	history := func(ctx context.Context, id, runID string) client.HistoryEventIterator {
 		return c.GetWorkflowHistory(ctx, id, runID, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	}
-	return &follower{history: history, dc: converter.GetDefaultDataConverter(), publish: publish, root: root}
+	return &follower{history: history, dc: converter.GetDefaultDataConverter(), publish: publish, root: root, rootRun: rootRun}
 }
 
 // start follows the run until the returned func is called, and then
 // until every agent's history was read to its end or drain passed.
 func (f *follower) start(ctx context.Context) (stop func(drain time.Duration)) {
 	ctx, cancel := context.WithCancel(ctx)
-	_ = f.follow(ctx, f.root, agentInput{})
+	_ = f.follow(ctx, f.root, f.rootRun, agentInput{})
 	return func(drain time.Duration) {
 		done := make(chan struct{})
 		go func() { f.wg.Wait(); close(done) }()
@@ -62,16 +65,17 @@ func (f *follower) start(ctx context.Context) (stop func(drain time.Duration)) {
 	}
 }
 
-// follow reads one agent's history to its end, in a goroutine of its own,
-// and returns a channel closed when it has; in is what its parent started
-// it with (zero for the run's own agent).
-func (f *follower) follow(ctx context.Context, id string, in agentInput) <-chan struct{} {
+// follow reads one agent's history to its end, from its workflow run
+// runID on, in a goroutine of its own, and returns a channel closed when
+// it has; in is what its parent started it with (zero for the run's own
+// agent).
+func (f *follower) follow(ctx context.Context, id, runID string, in agentInput) <-chan struct{} {
 	done := make(chan struct{})
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
 		defer close(done)
-		a := &agentFollow{in: in}
+		a := &agentFollow{in: in, runID: runID}
 		var last int64 // the ID of the last event read
 		for wait := time.Duration(0); ; wait = min(max(2*wait, 20*time.Millisecond), time.Second) {
 			select {
@@ -110,8 +114,11 @@ func (f *follower) follow(ctx context.Context, id string, in agentInput) <-chan 
 type agentFollow struct {
 	in       agentInput
 	children []<-chan struct{} // closed when a child's history was read
-	// runID is the workflow run read, once the first went on in another
-	// (empty: the latest); continued says it is not the first.
+	// starting are the children whose workflows were asked to start,
+	// by the ID of the event that asked.
+	starting map[int64]agentInput
+	// runID is the workflow run read: the first, then each it went on
+	// in; continued says it is not the first.
 	runID     string
 	continued bool
 }
@@ -122,9 +129,7 @@ func (f *follower) read(ctx context.Context, e *historypb.HistoryEvent, a *agent
 	in := &a.in
 	switch e.GetEventType() {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-		attrs := e.GetWorkflowExecutionStartedEventAttributes()
-		f.decode(attrs.GetInput(), in)
-		a.runID = attrs.GetOriginalExecutionRunId() // so that a read again reads this run
+		f.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), in)
 		if !a.continued {
 			f.send(agentEvent(in, manager.Event{Kind: manager.EventState, From: manager.Pending, State: manager.Running}))
 		}
@@ -141,7 +146,24 @@ func (f *follower) read(ctx context.Context, e *historypb.HistoryEvent, a *agent
 		c := &child.Agent
 		f.send(manager.Event{Kind: manager.EventSpawned, AgentID: c.ID, ParentID: c.ParentID, Type: c.Type, Label: c.Label,
 			Group: child.Group, Depth: len(c.Ancestors), State: manager.Pending, Text: c.Task})
-		a.children = append(a.children, f.follow(ctx, c.ID, child))
+		if a.starting == nil {
+			a.starting = map[int64]agentInput{}
+		}
+		a.starting[e.GetEventId()] = child
+	case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+		// Followed from its first workflow run, which this names.
+		attrs := e.GetChildWorkflowExecutionStartedEventAttributes()
+		if child, ok := a.starting[attrs.GetInitiatedEventId()]; ok {
+			delete(a.starting, attrs.GetInitiatedEventId())
+			a.children = append(a.children, f.follow(ctx, child.Agent.ID, attrs.GetWorkflowExecution().GetRunId(), child))
+		}
+	case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED:
+		attrs := e.GetStartChildWorkflowExecutionFailedEventAttributes()
+		if child, ok := a.starting[attrs.GetInitiatedEventId()]; ok {
+			delete(a.starting, attrs.GetInitiatedEventId())
+			f.ended(ctx, &agentFollow{in: child}, manager.StepEnd{State: manager.Failed, Reason: manager.ReasonBackend,
+				Error: "its workflow could not start: " + attrs.GetCause().String()}, manager.Usage{})
+		}
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
 		var out agentOutput
 		f.decode(e.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &out)

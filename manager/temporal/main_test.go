@@ -97,7 +97,7 @@ func crashRegistry() (*agenttypes.Registry, error) {
 	}
 	for _, typ := range []agenttypes.Type{
 		{Name: "lead", Description: "leads", Prompt: "You lead.", Tools: []string{"delegate"}},
-		{Name: "mid", Description: "leads a part", Prompt: "You lead a part.", Tools: []string{"delegate"}},
+		{Name: "mid", Description: "leads a part", Prompt: "You lead a part.", Tools: []string{"delegate", "echo"}},
 		{Name: "helper", Description: "helps", Prompt: "You help.", Tools: []string{"echo"}},
 	} {
 		if err := reg.RegisterType(typ); err != nil {

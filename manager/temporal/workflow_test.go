@@ -235,7 +235,7 @@ func TestFollowerReadsARunsEventsFromItsHistories(t *testing.T) {
 	leadID := lead[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowId()
 	childID := child[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowId()
 	var events []manager.Event
-	f := newFollower(nil, leadID, func(e manager.Event) { events = append(events, e) })
+	f := newFollower(nil, leadID, "", func(e manager.Event) { events = append(events, e) })
 	f.history = func(_ context.Context, id, _ string) client.HistoryEventIterator {
 		switch id {
 		case leadID:
