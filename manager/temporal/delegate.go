@@ -43,6 +43,8 @@ type child struct {
 	started bool
 	ended   bool
 	final   *agenttypes.ChildResult // its result, carried from a workflow run before
+	// treeAgents is its subtree's share of the tree's agents.
+	treeAgents int
 }
 
 // tooLittle says why a child's share of budget is too small to start it
@@ -118,12 +120,14 @@ func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*chi
 			}
 			r.held = addBudget(r.held, k.ceiling, 1)
 			r.spawn(ctx, groupID, k, conc)
+			r.treeHeld += k.treeAgents
 			k.started = true
 			running++
 			sel.AddFuture(k.future, func(f workflow.Future) {
 				k.err = f.Get(wait, &k.out)
 				k.ended = true
 				r.held = addBudget(r.held, k.ceiling, -1)
+				r.treeHeld -= k.treeAgents
 				r.charge(k)
 			})
 		}
@@ -270,7 +274,7 @@ func (r *agentRun) canDelegate(ctx workflow.Context, conc int) error {
 	if dl := r.deadline(ctx); !dl.IsZero() && !workflow.Now(ctx).Before(dl) {
 		return fmt.Errorf("agent %s has used its time", id)
 	}
-	if n := r.in.Limits.TreeAgents; n > 0 && (n-1)/conc < 1 {
+	if n := r.in.Limits.TreeAgents; n > 0 && (n-1-r.treeHeld)/conc < 1 {
 		return fmt.Errorf("agent %s's part of the tree may have %d agents alive at once, itself included: too few for %d children at once; delegate fewer at once, or do the work itself", id, n, conc)
 	}
 	return nil
@@ -331,7 +335,10 @@ func (r *agentRun) spawn(ctx workflow.Context, group string, k *child, conc int)
 		Child: true, Group: group, Ceiling: k.ceiling, Limits: r.in.Limits, Checkout: r.in.Checkout,
 	}
 	if n := r.in.Limits.TreeAgents; n > 0 {
-		in.Limits.TreeAgents = (n - 1) / conc // at most conc children are alive at once
+		// At most conc children of this call are alive at once, beside
+		// those other groups hold.
+		k.treeAgents = max((n-1-r.treeHeld)/conc, 1)
+		in.Limits.TreeAgents = k.treeAgents
 	}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:          k.id,

@@ -37,9 +37,12 @@ type agentRun struct {
 	groups  []*group
 	// held is what the children running now may still spend: their
 	// budgets' tokens, tool calls and cost, not yet charged.
-	held  agenttypes.Budget
-	calls int // its own tool calls
-	model string
+	held agenttypes.Budget
+	// treeHeld is the shares of the tree's agents its running children's
+	// subtrees hold.
+	treeHeld int
+	calls    int // its own tool calls
+	model    string
 	// started is when the agent's first workflow run started; turnsHere
 	// counts the turns of this workflow run.
 	started   time.Time
