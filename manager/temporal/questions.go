@@ -36,6 +36,9 @@ type question struct {
 	// Seq numbers the child's questions, so that a late answer to an
 	// earlier one is not taken for the next one's.
 	Seq int
+	// Deadline is when the child stops waiting: the parent does not go
+	// on answering past it.
+	Deadline time.Time
 }
 
 // answer is the parent's answer to a question.
@@ -53,13 +56,14 @@ func (r *agentRun) ask(ctx workflow.Context, q *agenttypes.Question) manager.Tre
 		return manager.TreeAnswer{Answer: &agenttypes.Answer{}, Unanswered: "this agent has no parent to ask"}
 	}
 	r.asked++
-	sig := question{Seq: r.asked, ChildQuestion: manager.ChildQuestion{ChildID: r.sa.ID, Label: r.sa.Label, Type: r.sa.Type, Question: *q}}
-	if err := workflow.SignalExternalWorkflow(ctx, r.sa.ParentID, "", signalQuestion, sig).Get(ctx, nil); err != nil {
-		return manager.TreeAnswer{Answer: &agenttypes.Answer{}, Unanswered: "the question did not reach the parent: " + err.Error()}
-	}
 	timeout := r.in.Limits.QuestionTimeout
 	if timeout <= 0 {
 		timeout = defaultQuestionTimeout
+	}
+	sig := question{Seq: r.asked, Deadline: workflow.Now(ctx).Add(timeout),
+		ChildQuestion: manager.ChildQuestion{ChildID: r.sa.ID, Label: r.sa.Label, Type: r.sa.Type, Question: *q}}
+	if err := workflow.SignalExternalWorkflow(ctx, r.sa.ParentID, "", signalQuestion, sig).Get(ctx, nil); err != nil {
+		return manager.TreeAnswer{Answer: &agenttypes.Answer{}, Unanswered: "the question did not reach the parent: " + err.Error()}
 	}
 	answers := workflow.GetSignalChannel(ctx, signalAnswer)
 	var got answer
@@ -83,12 +87,26 @@ func (r *agentRun) serveQuestions(ctx workflow.Context) {
 	questions := workflow.GetSignalChannel(ctx, signalQuestion)
 	for {
 		var q question
-		if !questions.Receive(ctx, &q) {
-			return // ctx ended
+		questions.Receive(ctx, &q) // returns at once, with nothing, once ctx ends
+		if ctx.Err() != nil {
+			return
+		}
+		left := q.Deadline.Sub(workflow.Now(ctx))
+		if left <= 0 {
+			continue // the child no longer waits
 		}
 		a := answer{Seq: q.Seq}
 		var out manager.QuestionAnswer
-		if err := r.modelStep(ctx, stepwire.StepQuestion, stepwire.Input{Messages: append(slices.Clone(r.msgs), r.turnMsg...), Question: &q.ChildQuestion}, &out); err != nil {
+		// The answer is not worked on past the child's wait.
+		qctx, stop := workflow.WithCancel(ctx)
+		workflow.Go(qctx, func(c workflow.Context) {
+			if workflow.NewTimer(c, left).Get(c, nil) == nil {
+				stop()
+			}
+		})
+		err := r.modelStep(qctx, stepwire.StepQuestion, stepwire.Input{Messages: append(slices.Clone(r.msgs), r.turnMsg...), Question: &q.ChildQuestion}, &out)
+		stop()
+		if err != nil {
 			a.Unanswered = "the parent could not answer: " + err.Error()
 		} else {
 			a.Answer = out.Answer
