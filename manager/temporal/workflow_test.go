@@ -27,6 +27,7 @@ import (
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
 	"github.com/troupe-dev/troupe/manager/stepwire"
+	"github.com/troupe-dev/troupe/sdk/fault"
 )
 
 var echoTool = &agenttypes.ToolFunc{
@@ -557,5 +558,17 @@ func TestWorkflowAnswersAChildsQuestionAsTheManagerDoes(t *testing.T) {
 	}
 	if got.Usage != want.Usage || got.OwnUsage != want.OwnUsage {
 		t.Errorf("workflow: usage %+v own %+v; in process: %+v own %+v (the answer is the parent's model call)", got.Usage, got.OwnUsage, want.Usage, want.OwnUsage)
+	}
+}
+
+func TestWorkflowEndsOnAProvidersBadRequestAsTheManagerDoes(t *testing.T) {
+	bad := func() *scripted.Model {
+		return scripted.New(scripted.Step{Err: fault.Errorf(fault.InvalidArgument, "the provider refused the request (HTTP 400)")})
+	}
+	want := inProcess(t, bad(), "look into it", agenttypes.Budget{})
+	env := testEnv(t, registry(t), bad())
+	got := runWorkflow(t, env, leadInput("look into it"))
+	if got.End.State != want.State || got.End.Reason != want.Reason || got.End.Reason != manager.ReasonModelError {
+		t.Fatalf("workflow: %s (%s) %s; in process: %s (%s) %s", got.End.State, got.End.Reason, got.End.Error, want.State, want.Reason, want.Error)
 	}
 }
