@@ -46,7 +46,11 @@ type RemoteRun struct {
 	// request's, else the type's, else Config.DefaultModel.
 	Model string
 	// Dir is the directory the agent works in, as the request gave it.
-	Dir    string
+	Dir string
+	// Resume is the ID of an ended agent, of the same type, that ran on
+	// the backend too, whose conversation this one continues with Task
+	// (SpawnRequest.Resume); empty for a fresh start.
+	Resume string
 	Budget agenttypes.Budget
 	// MaxOutputTokens caps each model call's output; 0: the budget's.
 	MaxOutputTokens int
@@ -129,7 +133,7 @@ func (a *Agent) remote() bool { return a.m.cfg.Backend != nil && a.parent == nil
 func (a *Agent) runRemote(ctx context.Context) {
 	run := RemoteRun{
 		ID: a.id, Type: a.typ.Name, Task: a.task, Label: a.label, Model: a.modelName,
-		Dir: a.dir, Budget: a.budget, MaxOutputTokens: a.maxOutput,
+		Dir: a.dir, Budget: a.budget, MaxOutputTokens: a.maxOutput, Resume: a.resumedID(),
 		MaxDepth: a.m.cfg.MaxDepth, MaxChildren: a.m.cfg.MaxChildren, MaxTreeAgents: a.m.cfg.MaxTreeAgents,
 		MaxBackgroundGroups: a.m.cfg.MaxBackgroundGroups, QuestionTimeout: a.m.cfg.QuestionTimeout,
 		Publish: a.relay,
@@ -188,11 +192,10 @@ func (a *Agent) relay(e Event) {
 	}
 }
 
-// remoteRefuses refuses, before anything is set up, a top-level request
-// a backend cannot run yet.
-func (m *Manager) remoteRefuses(req SpawnRequest, typ *agenttypes.Type) error {
-	if req.Resume != "" {
-		return fmt.Errorf("%w: type %q: Resume is not offered with a backend yet, since the conversation to resume is where the backend ran it; spawn without Resume", ErrBadRequest, typ.Name)
+// resumedID is the ID of the agent whose conversation this one continues.
+func (a *Agent) resumedID() string {
+	if a.resumed == nil {
+		return ""
 	}
-	return nil
+	return a.resumed.id
 }

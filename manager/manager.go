@@ -201,13 +201,12 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 		return nil, err
 	}
 	remote := m.cfg.Backend != nil && at.parent == nil
-	if remote {
-		if err := m.remoteRefuses(req, typ); err != nil {
+	if !remote {
+		// Described before the setup is built, so that it covers their
+		// tools. (A backend's workers describe their own.)
+		if err := m.describeMCP(ctx, typ); err != nil {
 			return nil, err
 		}
-	} else if err := m.describeMCP(ctx, typ); err != nil {
-		// Described before the setup is built, so that it covers their tools.
-		return nil, err
 	}
 	setup, err := m.setup(typ)
 	if err != nil {
@@ -215,7 +214,7 @@ func (m *Manager) prepare(ctx context.Context, req SpawnRequest) (*Agent, error)
 	}
 	var resumed *Agent
 	if req.Resume != "" {
-		if resumed, err = m.resumable(req.Resume, typ, at.parent); err != nil {
+		if resumed, err = m.resumable(req.Resume, typ, at.parent, remote); err != nil {
 			return nil, err
 		}
 	}

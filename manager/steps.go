@@ -57,6 +57,9 @@ type StepAgent struct {
 	MaxDepth int
 	// Retried says the one retry after an unparsable answer was made.
 	Retried bool
+	// Resumed says the agent continues the conversation of an ended one:
+	// StartStep gives no first messages (the backend has them).
+	Resumed bool
 	// LastText is the model's last text and Notes the agent's notes: a
 	// run cut short returns them.
 	LastText string
@@ -296,7 +299,9 @@ func (m *Manager) StartStep(ctx context.Context, sa StepAgent) (StepStart, error
 		return StepStart{}, fmt.Errorf("%w: a cost budget of $%g is set, and model %q has no known price", ErrBadRequest, a.budget.MaxCostUSD, a.modelName)
 	}
 	l := loop{a: a, ctx: a.stepContext(a.ctx)}
-	l.start()
+	if !sa.Resumed { // a resumed conversation has its start already
+		l.start()
+	}
 	out := StepStart{Messages: l.msgs, Model: a.modelName, TypeBudget: a.typ.Budget.Merge(m.cfg.DefaultBudget)}
 	out.Events, out.End = a.collected()
 	return out, nil

@@ -511,7 +511,10 @@ func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth, maxDepth int,
 
 // resumable returns the ended agent id names, for a new agent that
 // continues its conversation.
-func (m *Manager) resumable(id string, typ *agenttypes.Type, parent *Agent) (*Agent, error) {
+//
+// An agent whose loop runs on the backend (remote) resumes one that ran
+// there too, whose conversation the backend has.
+func (m *Manager) resumable(id string, typ *agenttypes.Type, parent *Agent, remote bool) (*Agent, error) {
 	r := m.lookup(id)
 	if r == nil {
 		return nil, fmt.Errorf("%w: resume: no agent %q (only the most recent ended agents are kept)", ErrNotFound, id)
@@ -524,6 +527,10 @@ func (m *Manager) resumable(id string, typ *agenttypes.Type, parent *Agent) (*Ag
 		return nil, fmt.Errorf("%w: resume: agent %s is of type %q, not %q", ErrBadRequest, id, info.Type, typ.Name)
 	case parent != nil && r.root != parent.root:
 		return nil, fmt.Errorf("%w: resume: agent %s is not of this agent tree", ErrBadRequest, id)
+	case remote != r.remote():
+		return nil, fmt.Errorf("%w: resume: agent %s ran %s, and this one would run %s; resume it where it ran", ErrBadRequest, id, where(r.remote()), where(remote))
+	case remote:
+		return r, nil // its conversation is the backend's
 	}
 	r.mu.Lock()
 	kept := r.history != nil
@@ -532,4 +539,12 @@ func (m *Manager) resumable(id string, typ *agenttypes.Type, parent *Agent) (*Ag
 		return nil, fmt.Errorf("%w: resume: the conversation of agent %s is no longer kept (Config.KeepConversations)", ErrBadRequest, id)
 	}
 	return r, nil
+}
+
+// where names where an agent's loop runs.
+func where(remote bool) string {
+	if remote {
+		return "on the manager's backend"
+	}
+	return "in this process"
 }

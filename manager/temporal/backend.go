@@ -163,7 +163,8 @@ func (b *Backend) input(run manager.RemoteRun) (agentInput, error) {
 		},
 		Limits: limits{MaxChildren: run.MaxChildren, MaxBackgroundGroups: run.MaxBackgroundGroups, TreeAgents: run.MaxTreeAgents,
 			QuestionTimeout: run.QuestionTimeout, HistoryEvents: b.cfg.HistoryEvents, Heartbeat: b.cfg.Heartbeat},
-		Checkout: b.cfg.Checkout,
+		Checkout:   b.cfg.Checkout,
+		ResumeFrom: run.Resume,
 	}, nil
 }
 

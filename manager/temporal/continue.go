@@ -26,6 +26,8 @@ type carried struct {
 	// Groups are the background groups of the runs before, all ended:
 	// collect still reads them.
 	Groups []carriedGroup `json:",omitempty"`
+	// EndedKids are the children that have ended, which a task may resume.
+	EndedKids []string `json:",omitempty"`
 }
 
 // carriedGroup is an ended background group, as collect reads it.
@@ -59,7 +61,7 @@ func (r *agentRun) carry(ctx workflow.Context) *agentInput {
 	next := r.in
 	next.Agent = r.sa
 	next.Carried = &carried{Started: r.started, Messages: r.msgs, Own: r.own,
-		Calls: r.calls, Spawned: r.spawned, Asked: r.asked, Model: r.model}
+		Calls: r.calls, Spawned: r.spawned, Asked: r.asked, Model: r.model, EndedKids: r.endedKids}
 	for _, g := range r.groups { // all done: no group runs at a carry
 		cg := carriedGroup{ID: g.id}
 		for _, k := range g.kids {
@@ -73,7 +75,7 @@ func (r *agentRun) carry(ctx workflow.Context) *agentInput {
 // restore takes up a run where the workflow run before it left it.
 func (r *agentRun) restore(c *carried) {
 	r.started, r.msgs, r.own = c.Started, c.Messages, c.Own
-	r.calls, r.spawned, r.asked, r.model = c.Calls, c.Spawned, c.Asked, c.Model
+	r.calls, r.spawned, r.asked, r.model, r.endedKids = c.Calls, c.Spawned, c.Asked, c.Model, c.EndedKids
 	for _, cg := range c.Groups {
 		g := &group{id: cg.ID, done: true, cancel: func() {}}
 		for _, res := range cg.Results {

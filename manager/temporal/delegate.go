@@ -126,6 +126,7 @@ func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*chi
 			sel.AddFuture(k.future, func(f workflow.Future) {
 				k.err = f.Get(wait, &k.out)
 				k.ended = true
+				r.endedKids = append(r.endedKids, k.id)
 				r.held = addBudget(r.held, k.ceiling, -1)
 				r.treeHeld -= k.treeAgents
 				r.charge(k)
@@ -237,8 +238,8 @@ func (r *agentRun) newChildren(ctx workflow.Context, req *agenttypes.DelegateReq
 		switch {
 		case utf8.RuneCountInString(task.Label) > maxLabel:
 			return nil, 0, fmt.Errorf("task %d's label is longer than %d characters", i+1, maxLabel)
-		case task.Resume != "":
-			return nil, 0, fmt.Errorf("task %d resumes an agent, which the Temporal backend does not offer yet; give it a fresh task", i+1)
+		case task.Resume != "" && !slices.Contains(r.endedKids, task.Resume):
+			return nil, 0, fmt.Errorf("task %d resumes agent %s, which is not an ended child of this agent; on Temporal an agent resumes its own children", i+1, task.Resume)
 		}
 		kids[i] = &child{task: task}
 	}
@@ -332,7 +333,7 @@ func (r *agentRun) spawn(ctx workflow.Context, group string, k *child, conc int)
 			Ancestors: append(slices.Clone(r.sa.Ancestors), manager.StepAncestor{Type: r.sa.Type, Tools: r.sa.Tools}),
 			Budget:    k.task.Budget, MaxOutputTokens: k.task.MaxOutputTokens,
 		},
-		Child: true, Group: group, Ceiling: k.ceiling, Limits: r.in.Limits, Checkout: r.in.Checkout,
+		Child: true, Group: group, Ceiling: k.ceiling, Limits: r.in.Limits, Checkout: r.in.Checkout, ResumeFrom: k.task.Resume,
 	}
 	if n := r.in.Limits.TreeAgents; n > 0 {
 		// At most conc children of this call are alive at once, beside

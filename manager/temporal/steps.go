@@ -32,6 +32,7 @@ const (
 // step runs one activity of the run with its agent as it stands.
 func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in stepwire.Input, out any) error {
 	in.Agent, in.Checkout = r.view(), r.in.Checkout
+	in.Agent.Resumed = r.in.ResumeFrom != ""
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: shortStepTimeout,
 		RetryPolicy: &sdktemporal.RetryPolicy{

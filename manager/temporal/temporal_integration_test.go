@@ -28,6 +28,7 @@ import (
 
 	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
 	"github.com/troupe-dev/troupe/manager/temporal/internal/devserver"
 )
 
@@ -488,5 +489,105 @@ func TestIntegrationALongRunGoesOnInANewWorkflowRun(t *testing.T) {
 	}
 	if calls != 2 {
 		t.Errorf("the subscriber saw %d of the lead's model calls, want 2", calls)
+	}
+}
+
+func TestIntegrationAnAgentResumesAnEndedOnesConversation(t *testing.T) {
+	resumeTwice := func(t *testing.T, m *manager.Manager) manager.Result {
+		first := runType(t, m, manager.SpawnRequest{Type: "helper", Task: "say alpha"})
+		return runType(t, m, manager.SpawnRequest{Type: "helper", Task: "now say beta", Resume: first.ID})
+	}
+	inModel := treeModel()
+	want := resumeTwice(t, newManager(t, registry(t), inModel, nil))
+
+	c := cluster(t)
+	root := t.TempDir()
+	model := treeModel()
+	startWorker(t, c, "resume", root, model)
+	got := resumeTwice(t, remoteManager(t, c, "resume", root))
+	if got.State != manager.Completed || normal(got.Output) != normal(want.Output) || got.Usage != want.Usage {
+		t.Fatalf("on Temporal: %s (%s) %+v %q\nin process: %+v %q", got.State, got.Error, got.Usage, got.Output, want.Usage, want.Output)
+	}
+	// The resumed agent's first model call was sent the first agent's
+	// whole conversation, then its own task, as in process.
+	gotReqs, wantReqs := model.Requests(), inModel.Requests()
+	if len(gotReqs) != len(wantReqs) || len(gotReqs) < 3 {
+		t.Fatalf("%d model calls on Temporal, %d in process", len(gotReqs), len(wantReqs))
+	}
+	g, w := gotReqs[2].Messages, wantReqs[2].Messages
+	if len(g) != len(w) || scripted.Text(g[len(g)-1]) != "now say beta" || len(g) < 5 {
+		t.Fatalf("the resumed agent's first call had %d messages (last %q); in process %d", len(g), scripted.Text(g[len(g)-1]), len(w))
+	}
+	for i := range w {
+		if scripted.Text(g[i]) != scripted.Text(w[i]) || g[i].Role != w[i].Role {
+			t.Errorf("message %d: %s %q on Temporal, %s %q in process", i, g[i].Role, scripted.Text(g[i]), w[i].Role, scripted.Text(w[i]))
+		}
+	}
+}
+
+func runType(t *testing.T, m *manager.Manager, req manager.SpawnRequest) manager.Result {
+	t.Helper()
+	a, err := m.Spawn(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := a.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var agentIDPattern = regexp.MustCompile(`Agent ID: ([0-9a-f-]{36})`)
+
+// resumingLeadModel plays a lead that delegates a task, then a second
+// one that resumes the first child's conversation, and reports; its
+// helpers are treeModel's.
+func resumingLeadModel() *scripted.Model {
+	helper := treeModel()
+	step := scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
+		if !strings.Contains(scripted.Text(msgs[0]), "You lead.") {
+			resp, err := helper.GenerateContent(ctx, msgs)
+			if err != nil {
+				return scripted.Step{Err: err}
+			}
+			c := resp.Choices[0]
+			st := scripted.Step{Text: c.Content, InputTokens: 10, OutputTokens: 2}
+			for _, tc := range c.ToolCalls {
+				st.Calls = append(st.Calls, scripted.Call{Name: tc.FunctionCall.Name, Args: tc.FunctionCall.Arguments})
+			}
+			return st
+		}
+		results := scripted.ToolResults(msgs)
+		switch len(results) {
+		case 0:
+			return scripted.Step{InputTokens: 100, OutputTokens: 20, Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{
+				"tasks": []map[string]any{{"label": "a", "type": "helper", "prompt": "say alpha"}}})}}}
+		case 1:
+			id := agentIDPattern.FindStringSubmatch(results[0].Content)
+			if id == nil {
+				return scripted.Step{Text: "no agent ID in " + results[0].Content}
+			}
+			return scripted.Step{InputTokens: 100, OutputTokens: 20, Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{
+				"tasks": []map[string]any{{"label": "b", "type": "helper", "prompt": "now say beta", "resume": id[1]}}})}}}
+		}
+		return scripted.Step{InputTokens: 300, OutputTokens: 30, Text: "summary: " + results[len(results)-1].Content}
+	}}
+	return scripted.New(step, step, step, step, step, step)
+}
+
+func TestIntegrationAChildResumesItsSiblingsConversation(t *testing.T) {
+	want := run(t, newManager(t, registry(t), resumingLeadModel(), nil), "look into it")
+	c := cluster(t)
+	root := t.TempDir()
+	startWorker(t, c, "resume-child", root, resumingLeadModel())
+	got := run(t, remoteManager(t, c, "resume-child", root), "look into it")
+	if got.State != manager.Completed || normal(got.Output) != normal(want.Output) || got.Usage != want.Usage {
+		t.Fatalf("on Temporal: %s (%s) %+v %q\nin process: %s %+v %q", got.State, got.Error, got.Usage, got.Output, want.State, want.Usage, want.Output)
+	}
+	if strings.Contains(got.Output, "not an ended child") || !strings.Contains(got.Output, "[b] ok") {
+		t.Fatalf("the second child did not resume the first: %q", got.Output)
 	}
 }

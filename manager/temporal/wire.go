@@ -36,6 +36,9 @@ type agentInput struct {
 	// Carried is the run so far, for a workflow run that goes on from
 	// the one before it (ContinueAsNew); nil for the first.
 	Carried *carried `json:",omitempty"`
+	// ResumeFrom is the ID of the ended agent whose conversation this one
+	// continues with its task.
+	ResumeFrom string `json:",omitempty"`
 }
 
 // limits are the manager's limits on a tree, carried down it.

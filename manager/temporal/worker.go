@@ -71,7 +71,7 @@ func NewWorker(c client.Client, cfg WorkerConfig) (worker.Worker, error) {
 		cfg.Options.MaxHeartbeatThrottleInterval = heartbeatEvery
 	}
 	w := worker.New(c, cfg.TaskQueue, cfg.Options)
-	register(w, &activities{steps: steps, root: root, checkout: cfg.Checkout})
+	register(w, &activities{steps: steps, root: root, checkout: cfg.Checkout, client: c})
 	return w, nil
 }
 
@@ -90,12 +90,14 @@ func register(r registrar, a *activities) {
 	r.RegisterActivityWithOptions(a.tools, activity.RegisterOptions{Name: stepwire.StepTools})
 	r.RegisterActivityWithOptions(a.tree, activity.RegisterOptions{Name: stepwire.StepTree})
 	r.RegisterActivityWithOptions(a.question, activity.RegisterOptions{Name: stepwire.StepQuestion})
+	r.RegisterActivityWithOptions(conversationActivity(a.client), activity.RegisterOptions{Name: activityConversation})
 }
 
 // activities run an agent's steps with the worker's Stepper, once the
 // run is known to be the worker's to serve.
 type activities struct {
 	steps    stepwire.Stepper
+	client   client.Client // reads an ended agent's history, to resume it
 	root     string
 	checkout string
 }

@@ -34,7 +34,9 @@ type agentRun struct {
 	timeUp  bool
 	spawned int // children spawned over the run
 	asked   int // questions asked of its parent
-	groups  []*group
+	// endedKids are its children that have ended, which a task may resume.
+	endedKids []string
+	groups    []*group
 	// held is what the children running now may still spend: their
 	// budgets' tokens, tool calls and cost, not yet charged.
 	held agenttypes.Budget
@@ -132,6 +134,11 @@ func (r *agentRun) start(ctx workflow.Context, cancel workflow.CancelFunc) (mana
 		return *st.End, false
 	}
 	r.msgs = st.Messages
+	if r.in.ResumeFrom != "" {
+		if err := r.resume(ctx); err != nil {
+			return r.failed(ctx, manager.ReasonBackend, err), false
+		}
+	}
 	return manager.StepEnd{}, true
 }
 
