@@ -137,12 +137,7 @@ func crashModel(log string, delay time.Duration) *scripted.Model {
 		}
 	}
 	step := scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
-		system, task, turns := scripted.Text(msgs[0]), scripted.Text(msgs[1]), 0
-		for _, m := range msgs {
-			if m.Role == llms.ChatMessageTypeAI {
-				turns++
-			}
-		}
+		system, task, turns := scripted.Text(msgs[0]), scripted.Text(msgs[1]), aiTurns(msgs)
 		key := strings.ReplaceAll(task, " ", "_") + "/" + fmt.Sprint(turns)
 		write(fmt.Sprintf("start %s %d", key, os.Getpid()))
 		if delay > 0 {
@@ -175,4 +170,16 @@ func crashModel(log string, delay time.Duration) *scripted.Model {
 		return scripted.Step{InputTokens: 70, OutputTokens: 12, Text: "heard " + results[len(results)-1].Content}
 	}}
 	return scripted.New(step, step, step)
+}
+
+// aiTurns counts a conversation's assistant messages: the turns its
+// agent has taken, which the tests' scripted models answer by.
+func aiTurns(msgs []llms.MessageContent) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role == llms.ChatMessageTypeAI {
+			n++
+		}
+	}
+	return n
 }

@@ -71,12 +71,7 @@ func TestWorkflowParentAnswersUnderATokenBudget(t *testing.T) {
 // collect's result.
 func recollectModel() *scripted.Model {
 	step := scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
-		system, turns := scripted.Text(msgs[0]), 0
-		for _, m := range msgs {
-			if m.Role == llms.ChatMessageTypeAI {
-				turns++
-			}
-		}
+		system, turns := scripted.Text(msgs[0]), aiTurns(msgs)
 		results := scripted.ToolResults(msgs)
 		switch {
 		case strings.Contains(system, "You lead.") && turns == 0:
@@ -195,12 +190,7 @@ func overlapModel() *scripted.Model {
 		}
 	}
 	step := scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
-		system, turns := scripted.Text(msgs[0]), 0
-		for _, m := range msgs {
-			if m.Role == llms.ChatMessageTypeAI {
-				turns++
-			}
-		}
+		system, turns := scripted.Text(msgs[0]), aiTurns(msgs)
 		results := scripted.ToolResults(msgs)
 		switch {
 		case strings.Contains(system, "subagent asks you a question"):

@@ -69,12 +69,7 @@ func treeModel() *scripted.Model { return treeModelTokens(100, 300) }
 // report.
 func treeModelTokens(first, last int) *scripted.Model {
 	step := scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
-		system, turns := scripted.Text(msgs[0]), 0
-		for _, m := range msgs {
-			if m.Role == llms.ChatMessageTypeAI {
-				turns++
-			}
-		}
+		system, turns := scripted.Text(msgs[0]), aiTurns(msgs)
 		results := scripted.ToolResults(msgs)
 		switch {
 		case strings.Contains(system, "You lead.") && turns == 0:
@@ -447,12 +442,7 @@ func backgroundModel(t *testing.T, cancel, block bool) *scripted.Model {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	step := scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
-		system, turns := scripted.Text(msgs[0]), 0
-		for _, m := range msgs {
-			if m.Role == llms.ChatMessageTypeAI {
-				turns++
-			}
-		}
+		system, turns := scripted.Text(msgs[0]), aiTurns(msgs)
 		results := scripted.ToolResults(msgs)
 		switch {
 		case strings.Contains(system, "You lead.") && turns == 0:
@@ -520,12 +510,7 @@ func TestWorkflowCollectCancelsABackgroundGroup(t *testing.T) {
 // echoes it and reports; and the lead's model answering the question.
 func askingModel() *scripted.Model {
 	step := scripted.Step{Func: func(_ context.Context, msgs []llms.MessageContent) scripted.Step {
-		system, turns := scripted.Text(msgs[0]), 0
-		for _, m := range msgs {
-			if m.Role == llms.ChatMessageTypeAI {
-				turns++
-			}
-		}
+		system, turns := scripted.Text(msgs[0]), aiTurns(msgs)
 		results := scripted.ToolResults(msgs)
 		switch {
 		case strings.Contains(system, "subagent asks you a question"):

@@ -17,12 +17,7 @@ func twoGroupsModel(t *testing.T) *scripted.Model {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	step := scripted.Step{Func: func(ctx context.Context, msgs []llms.MessageContent) scripted.Step {
-		system, turns := scripted.Text(msgs[0]), 0
-		for _, m := range msgs {
-			if m.Role == llms.ChatMessageTypeAI {
-				turns++
-			}
-		}
+		system, turns := scripted.Text(msgs[0]), aiTurns(msgs)
 		results := scripted.ToolResults(msgs)
 		bg := scripted.JSON(map[string]any{"mode": "background", "tasks": []map[string]any{
 			{"label": "a", "type": "helper", "prompt": "wait"}, {"label": "b", "type": "helper", "prompt": "wait"}}})
