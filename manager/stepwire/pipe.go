@@ -127,21 +127,37 @@ func runStep(ctx context.Context, s Stepper, f frame) (answer frame) {
 // readFrames calls fn with each frame read from r until it ends (io.EOF)
 // or fails.
 func readFrames(ctx context.Context, r io.Reader, fn func(frame)) error {
+	err := readLines(r, "step", func(f frame) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		fn(f)
+		return true
+	})
+	if err == nil { // stopped by ctx
+		return ctx.Err()
+	}
+	return err
+}
+
+// readLines calls fn with each JSON line read from r, decoded, until fn
+// returns false, r ends (io.EOF) or a line cannot be read; what names the
+// lines in errors.
+func readLines[T any](r io.Reader, what string, fn func(T) bool) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxFrame)
 	for sc.Scan() {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var f frame
+		var f T
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-			return fmt.Errorf("reading a step frame: %w", err)
+			return fmt.Errorf("reading a %s frame: %w", what, err)
 		}
-		fn(f)
+		if !fn(f) {
+			return nil
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("a step frame is longer than %d bytes", MaxFrame)
+			return fmt.Errorf("a %s frame is longer than %d bytes", what, MaxFrame)
 		}
 		return err
 	}
@@ -154,13 +170,13 @@ type frameWriter struct {
 	w  io.Writer
 }
 
-func (fw *frameWriter) write(f frame) error {
+func (fw *frameWriter) write(f any) error {
 	b, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
 	if len(b) > MaxFrame {
-		return fmt.Errorf("a step frame of %d bytes is longer than %d", len(b), MaxFrame)
+		return fmt.Errorf("a frame of %d bytes is longer than %d", len(b), MaxFrame)
 	}
 	b = append(b, '\n')
 	fw.mu.Lock()

@@ -1,9 +1,7 @@
 package stepwire
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +42,7 @@ func ServeRun(ctx context.Context, r io.Reader, w io.Writer, b manager.Backend) 
 	frames := make(chan runFrame, 1)
 	readDone := make(chan error, 1)
 	go func() {
-		readDone <- readRunFrames(r, func(f runFrame) bool {
+		readDone <- readLines(r, "run", func(f runFrame) bool {
 			if f.Cancel {
 				cancel()
 				return false
@@ -65,44 +63,12 @@ func ServeRun(ctx context.Context, r io.Reader, w io.Writer, b manager.Backend) 
 	}
 	out := &frameWriter{w: w}
 	run := *first.Run
-	run.Publish = func(e manager.Event) { _ = writeRunFrame(out, runFrame{Event: &e}) }
+	run.Publish = func(e manager.Event) { _ = out.write(runFrame{Event: &e}) }
 	outcome, err := b.Run(ctx, run)
 	if err != nil {
-		return writeRunFrame(out, runFrame{Error: err.Error()})
+		return out.write(runFrame{Error: err.Error()})
 	}
-	return writeRunFrame(out, runFrame{Outcome: &outcome})
-}
-
-func writeRunFrame(fw *frameWriter, f runFrame) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	_, err = fw.w.Write(b)
-	return err
-}
-
-// readRunFrames calls fn with each frame read from r until fn returns
-// false, r ends (io.EOF) or a frame cannot be read.
-func readRunFrames(r io.Reader, fn func(runFrame) bool) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxFrame)
-	for sc.Scan() {
-		var f runFrame
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-			return fmt.Errorf("reading a run frame: %w", err)
-		}
-		if !fn(f) {
-			return nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return io.EOF
+	return out.write(runFrame{Outcome: &outcome})
 }
 
 // Process is a manager.Backend that hands each run to a helper process
@@ -153,7 +119,7 @@ func (p *Process) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 		defer wg.Done()
 		select {
 		case <-ctx.Done():
-			_ = writeRunFrame(in, runFrame{Cancel: true})
+			_ = in.write(runFrame{Cancel: true})
 			p.killAfter(cmd, finished)
 		case <-finished:
 		}
@@ -161,7 +127,7 @@ func (p *Process) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 	sent := run
 	sent.Publish = nil
 	outcome, rerr := func() (manager.RemoteOutcome, error) {
-		if err := writeRunFrame(in, runFrame{Run: &sent}); err != nil {
+		if err := in.write(runFrame{Run: &sent}); err != nil {
 			return manager.RemoteOutcome{}, fmt.Errorf("sending the run: %w", err)
 		}
 		return readOutcome(stdout, run.Publish)
@@ -217,7 +183,7 @@ func (p *Process) killAfter(cmd *exec.Cmd, finished <-chan struct{}) {
 func readOutcome(r io.Reader, publish func(manager.Event)) (manager.RemoteOutcome, error) {
 	var outcome *manager.RemoteOutcome
 	var failure string
-	err := readRunFrames(r, func(f runFrame) bool {
+	err := readLines(r, "run", func(f runFrame) bool {
 		switch {
 		case f.Event != nil:
 			if publish != nil {
