@@ -135,9 +135,18 @@ func TestKilledRunShowsInterrupted(t *testing.T) {
 	}
 
 	t.Setenv("TROUPE_RUNS_DIR", runs)
-	o := within(t, 10*time.Second, "runs", "list")
-	require.Equal(t, 0, o.code, o.stderr)
-	assert.Regexp(t, `(?m)^`+id+`\S*\s+explore\s+running\s`, o.stdout, "alive while the process runs")
+	// The run's first events reach its transcript a moment after they
+	// happen (later on a busy machine): it is listed again until they have.
+	running := regexp.MustCompile(`(?m)^` + id + `\S*\s+explore\s+running\s`)
+	var o outcome
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		o = within(t, 10*time.Second, "runs", "list")
+		require.Equal(t, 0, o.code, o.stderr)
+		if running.MatchString(o.stdout) || time.Now().After(deadline) {
+			break
+		}
+	}
+	assert.Regexp(t, running, o.stdout, "alive while the process runs")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()

@@ -109,8 +109,6 @@ func (p *Process) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 	if err := cmd.Start(); err != nil {
 		return manager.RemoteOutcome{}, fmt.Errorf("starting %s: %w", p.Path, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	in := &frameWriter{w: stdin}
 	finished := make(chan struct{})
 	var wg sync.WaitGroup
@@ -133,6 +131,9 @@ func (p *Process) Run(ctx context.Context, run manager.RemoteRun) (manager.Remot
 		return readOutcome(stdout, run.Publish)
 	}()
 	_ = stdin.Close() // the helper's cue to exit
+	// Waited for only now: Wait closes the pipes, which are read until here.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	werr := p.awaitExit(cmd, exited)
 	close(finished)
 	wg.Wait()
