@@ -73,6 +73,9 @@ type RemoteRun struct {
 
 // RemoteOutcome is how a run on a Backend ended.
 type RemoteOutcome struct {
+	// Model is the model the run was made with, as the backend resolved
+	// it; empty keeps the name the manager sent.
+	Model   string
 	State   State
 	Reason  Reason
 	Error   string
@@ -153,6 +156,9 @@ func (a *Agent) runRemote(ctx context.Context) {
 	a.mu.Lock()
 	a.usage, a.subtree = out.OwnUsage, out.Usage
 	a.toolCalls, a.subToolCalls, a.turns = out.ToolCalls, out.ToolCalls, out.Turns
+	if out.Model != "" {
+		a.modelName = out.Model
+	}
 	a.mu.Unlock()
 	a.budgetMu.Unlock()
 	state, reason, err := out.State, out.Reason, out.err()

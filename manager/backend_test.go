@@ -43,7 +43,7 @@ func TestBackendRunsTopLevelAgentsAndRelaysTheirTreesEvents(t *testing.T) {
 		r.Publish(manager.Event{Kind: manager.EventCompleted, AgentID: "child-1", ParentID: r.ID, Type: "worker", Depth: 1, State: manager.Completed})
 		// The agent's own lifecycle is the manager's: this one is dropped.
 		r.Publish(manager.Event{Kind: manager.EventCompleted, AgentID: r.ID, State: manager.Completed})
-		return manager.RemoteOutcome{State: manager.Completed, Reason: manager.ReasonDone, Output: "done there",
+		return manager.RemoteOutcome{State: manager.Completed, Reason: manager.ReasonDone, Output: "done there", Model: "provider:resolved",
 			Usage: manager.Usage{InputTokens: 30, OutputTokens: 7}, OwnUsage: manager.Usage{InputTokens: 10, OutputTokens: 2}, ToolCalls: 1, Turns: 2}, nil
 	})
 	sub := f.mgr.Subscribe()
@@ -57,6 +57,7 @@ func TestBackendRunsTopLevelAgentsAndRelaysTheirTreesEvents(t *testing.T) {
 
 	require.Equal(t, manager.Completed, res.State)
 	assert.Equal(t, "done there", res.Output)
+	assert.Equal(t, "provider:resolved", res.Model, "the result names the model the backend ran it with")
 	assert.Equal(t, manager.Usage{InputTokens: 30, OutputTokens: 7}, res.Usage)
 	assert.Equal(t, manager.Usage{InputTokens: 10, OutputTokens: 2}, res.OwnUsage)
 	assert.Equal(t, 1, res.ToolCalls)

@@ -172,7 +172,7 @@ func (b *Backend) input(run manager.RemoteRun) (agentInput, error) {
 func outcome(out agentOutput) manager.RemoteOutcome {
 	e := out.End
 	return manager.RemoteOutcome{
-		State: e.State, Reason: e.Reason, Error: e.Error, Output: e.Output, Data: e.Data, Partial: e.Partial,
+		Model: out.Model, State: e.State, Reason: e.Reason, Error: e.Error, Output: e.Output, Data: e.Data, Partial: e.Partial,
 		Usage: out.Usage, OwnUsage: out.OwnUsage, ToolCalls: out.ToolCalls, Turns: out.Turns,
 		TokensOverBudget: e.TokensOverBudget,
 	}
