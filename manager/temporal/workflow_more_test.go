@@ -205,13 +205,8 @@ func overlapModel() *scripted.Model {
 			return scripted.Step{InputTokens: 200, OutputTokens: 20, Calls: []scripted.Call{{Name: "collect", Args: scripted.JSON(map[string]any{"group": group[1], "wait": 60})}}}
 		case strings.Contains(system, "You lead."):
 			return scripted.Step{InputTokens: 300, OutputTokens: 30, Text: "summary: " + results[len(results)-1].Content}
-		case turns == 0:
-			return scripted.Step{InputTokens: 50, OutputTokens: 10, Calls: []scripted.Call{{Name: "ask_parent", Args: scripted.JSON(map[string]string{"question": "which word?"})}}}
-		case turns == 1:
-			return scripted.Step{InputTokens: 60, OutputTokens: 10, Calls: []scripted.Call{{Name: "echo", Args: scripted.JSON(map[string]string{"text": results[len(results)-1].Content})}}}
-		default:
-			return scripted.Step{InputTokens: 70, OutputTokens: 12, Text: "helper heard " + results[len(results)-1].Content}
 		}
+		return askingHelper(turns, results)
 	}}
 	return scripted.New(step, step, step, step, step)
 }

@@ -520,15 +520,22 @@ func askingModel() *scripted.Model {
 				"tasks": []map[string]any{{"label": "a", "type": "helper", "prompt": "ask which word to say"}}})}}}
 		case strings.Contains(system, "You lead."):
 			return scripted.Step{InputTokens: 300, OutputTokens: 30, Text: "summary: " + results[len(results)-1].Content}
-		case turns == 0:
-			return scripted.Step{InputTokens: 50, OutputTokens: 10, Calls: []scripted.Call{{Name: "ask_parent", Args: scripted.JSON(map[string]string{"question": "which word?"})}}}
-		case turns == 1:
-			return scripted.Step{InputTokens: 60, OutputTokens: 10, Calls: []scripted.Call{{Name: "echo", Args: scripted.JSON(map[string]string{"text": results[len(results)-1].Content})}}}
-		default:
-			return scripted.Step{InputTokens: 70, OutputTokens: 12, Text: "helper heard " + results[len(results)-1].Content}
 		}
+		return askingHelper(turns, results)
 	}}
 	return scripted.New(step, step, step, step)
+}
+
+// askingHelper is the helper of askingModel: it asks its parent which
+// word to echo, echoes the answer and reports.
+func askingHelper(turns int, results []llms.ToolCallResponse) scripted.Step {
+	switch turns {
+	case 0:
+		return scripted.Step{InputTokens: 50, OutputTokens: 10, Calls: []scripted.Call{{Name: "ask_parent", Args: scripted.JSON(map[string]string{"question": "which word?"})}}}
+	case 1:
+		return scripted.Step{InputTokens: 60, OutputTokens: 10, Calls: []scripted.Call{{Name: "echo", Args: scripted.JSON(map[string]string{"text": results[len(results)-1].Content})}}}
+	}
+	return scripted.Step{InputTokens: 70, OutputTokens: 12, Text: "helper heard " + results[len(results)-1].Content}
 }
 
 func TestWorkflowAnswersAChildsQuestionAsTheManagerDoes(t *testing.T) {
