@@ -380,6 +380,35 @@ type WorkspaceRequest struct {
 	// Setup are commands run in the new workspace before the agent
 	// starts, allowed by Policy like any command.
 	Setup []string
+	// Durable asks for a workspace that outlives the process that opens
+	// it: a durable backend runs an agent's steps on several workers,
+	// each of which reopens the workspace by its handle (DurableWorkspace,
+	// WorkspaceReopener). Nothing prunes it when that process ends; only
+	// its Close, in whichever process, ends it. Opening the same Run and
+	// Agent again returns the workspace already open, so a step run twice
+	// (a worker died before its result was kept) opens one.
+	Durable bool
+}
+
+// DurableWorkspace is a workspace opened with WorkspaceRequest.Durable.
+type DurableWorkspace interface {
+	Workspace
+	// Handle names the workspace for WorkspaceReopener.Reopen in any
+	// process that shares its state directory.
+	Handle() string
+}
+
+// WorkspaceReopener is a Workspaces whose durable workspaces can be
+// reopened by another process that shares its state directory (the
+// workers of a durable backend, on one machine or a shared filesystem).
+type WorkspaceReopener interface {
+	Workspaces
+	// Reopen returns the durable workspace named by handle. A workspace
+	// already closed comes back closed: its Close returns the changes it
+	// recorded then, so a close run twice records once. A handle made
+	// on another state directory is an error wrapping ErrWorkspace that
+	// says so.
+	Reopen(ctx context.Context, handle string) (Workspace, error)
 }
 
 // Workspaces makes workspaces. A manager without one refuses to spawn
