@@ -53,7 +53,8 @@ func (p *Provider) create(ctx context.Context, req agenttypes.WorkspaceRequest, 
 	if err != nil {
 		return nil, err
 	}
-	rec := record{Owner: p.owner, Run: req.Run, Agent: req.Agent, Dir: src.from, Sub: src.sub, Repo: rg.CommonDir(), Top: src.top, Base: src.base}
+	rec := record{Owner: p.owner, Run: req.Run, Agent: req.Agent, Dir: src.from, Sub: src.sub, Repo: rg.CommonDir(), Top: src.top, Base: src.base,
+		Durable: req.Durable, Policy: req.Policy}
 	if err := p.claim(ctx, rg, &rec); err != nil {
 		return nil, err
 	}
@@ -66,6 +67,11 @@ func (p *Provider) create(ctx context.Context, req agenttypes.WorkspaceRequest, 
 		}
 		return nil, err
 	}
+	f, err := os.OpenFile(p.workspaceLock(rec.Name), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fail(fmt.Errorf("making the workspace's lock: %w", err))
+	}
+	f.Close()
 	// Not checked out by git worktree add, which would do it in a git of
 	// its own started in the new worktree's context (its branch, its git
 	// directory), where a conditional include that the listing made here
@@ -129,12 +135,7 @@ func (w *Workspace) makeDir() error {
 // claim finds the workspace a free name (its branch, worktree, record and
 // patch all unused) and writes its record.
 func (p *Provider) claim(ctx context.Context, rg *gitsafe.Git, rec *record) error {
-	run := rec.Run
-	if run == "" {
-		run = "run"
-	}
-	stem := shortID(run) + "-" + shortID(rec.Agent)
-	branchStem := "troupe/" + shortID(run) + "/" + shortID(rec.Agent)
+	stem, branchStem := nameStems(rec.Run, rec.Agent)
 	for i := 1; i <= maxNameTries; i++ {
 		suffix := ""
 		if i > 1 {
@@ -142,7 +143,7 @@ func (p *Provider) claim(ctx context.Context, rg *gitsafe.Git, rec *record) erro
 		}
 		rec.Name, rec.Branch = stem+suffix, branchStem+suffix
 		rec.Tree = filepath.Join(p.dirs.trees, rec.Name)
-		if exists(rec.Tree) || exists(p.patchPath(rec.Name)) {
+		if exists(rec.Tree) || exists(p.patchPath(rec.Name)) || exists(p.keptPath(rec.Name)) || exists(p.workspaceLock(rec.Name)) {
 			continue
 		}
 		taken, err := resolve(ctx, rg, "refs/heads/"+rec.Branch)
@@ -159,6 +160,20 @@ func (p *Provider) claim(ctx context.Context, rg *gitsafe.Git, rec *record) erro
 		return err
 	}
 	return fmt.Errorf("no free workspace name for %s after %d tries; prune old runs' branches (troupe runs discard)", branchStem, maxNameTries)
+}
+
+// nameStems are the names of run's agent's workspace and branch, before
+// claim's "-N" suffix.
+func nameStems(run, agent string) (name, branch string) {
+	return runStem(run) + "-" + shortID(agent), "troupe/" + runStem(run) + "/" + shortID(agent)
+}
+
+// runStem is the part of its workspaces' names that names run.
+func runStem(run string) string {
+	if run == "" {
+		run = "run"
+	}
+	return shortID(run)
 }
 
 func (p *Provider) patchPath(name string) string {
@@ -200,8 +215,16 @@ func (w *Workspace) discard(ctx context.Context) error {
 		_, err := rg.Output(ctx, "update-ref", "-d", "refs/heads/"+w.rec.Branch, w.rec.Base)
 		errs = append(errs, err)
 	}
-	errs = append(errs, w.p.removeRecord(w.rec.Name))
+	errs = append(errs, w.p.removeRecord(w.rec.Name), removeFile(w.p.workspaceLock(w.rec.Name)))
 	return errors.Join(errs...)
+}
+
+// removeFile removes the file at path; one gone already is no error.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // removeTree removes the worktree with git's own command, which also

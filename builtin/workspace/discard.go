@@ -35,7 +35,7 @@ func (p *Provider) Discard(ctx context.Context, ch *agenttypes.Changes) error {
 	if ch.Branch != "" {
 		errs = append(errs, p.discardBranch(ctx, ch))
 	}
-	errs = append(errs, p.removePatch(ch.Patch))
+	errs = append(errs, p.removePatch(ch.Patch), p.removeKept(ch))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: discarding %s: %w", agenttypes.ErrWorkspace, ch.Branch, err)
 	}
@@ -117,11 +117,35 @@ func (p *Provider) removePatch(path string) error {
 	return nil
 }
 
+// removeKept removes the file in which a closed durable workspace kept
+// ch, if one did: its name is the branch's.
+func (p *Provider) removeKept(ch *agenttypes.Changes) error {
+	if !troupeBranch().MatchString(ch.Branch) {
+		return nil
+	}
+	name := strings.Replace(strings.TrimPrefix(ch.Branch, "troupe/"), "/", "-", 1)
+	k, err := p.readKept(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case k.Changes.Repo != ch.Repo || k.Changes.Branch != ch.Branch || k.Changes.Head != ch.Head:
+		return nil
+	}
+	return removeFile(p.keptPath(name))
+}
+
 // DiscardRun removes the workspaces that agents of the run left open
 // when their process was killed: each one's worktree, whatever it
 // holds, its branch, its patch and its record. agent names one agent of
 // the run; empty means every one. Workspaces of a process that is still
 // running are left, and named in the error. Nothing left is no error.
+//
+// The run's durable workspaces go too, open or closed, whichever
+// provider opened them: an open one unless a worker has it in hand now,
+// a closed one with its changes, as Discard discards them, and what it
+// kept of them.
 func (p *Provider) DiscardRun(ctx context.Context, run, agent string) error {
 	guard, ok, err := tryLock(filepath.Join(p.dirs.root, "prune.lock"), true)
 	if err != nil {
@@ -138,23 +162,19 @@ func (p *Provider) DiscardRun(ctx context.Context, run, agent string) error {
 			errs = append(errs, p.discardLeft(ctx, rec))
 		}
 	}
+	errs = append(errs, p.discardClosed(ctx, run, agent))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
 	}
 	return nil
 }
 
-// discardLeft removes one workspace whose process is gone.
+// discardLeft removes one workspace whose process is gone, or a durable
+// one that no worker has in hand.
 func (p *Provider) discardLeft(ctx context.Context, rec record) error {
-	if rec.Owner == p.owner || !validName(rec.Owner) || !validName(rec.Name) {
-		return fmt.Errorf("the workspace of agent %s is in use by this process", rec.Agent)
-	}
-	lock, free, err := tryLock(filepath.Join(p.dirs.owners, rec.Owner+".lock"), false)
+	lock, err := p.takeLeft(rec)
 	if err != nil {
 		return err
-	}
-	if !free {
-		return fmt.Errorf("the workspace %s of agent %s is in use by a troupe that is running; stop it first", rec.Tree, rec.Agent)
 	}
 	if lock != nil {
 		defer lock.Close()
@@ -183,5 +203,60 @@ func (p *Provider) discardLeft(ctx context.Context, rec record) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("workspace %s (agent %s): %w", rec.Tree, rec.Agent, err)
 	}
-	return p.removeRecord(rec.Name)
+	if err := p.removeRecord(rec.Name); err != nil {
+		return err
+	}
+	return removeFile(p.workspaceLock(rec.Name))
+}
+
+// takeLeft takes the lock that says nobody has rec's workspace in hand:
+// its provider's, or, for a durable workspace, its own, which every
+// process holds while it uses it. The lock is nil when its file is gone.
+func (p *Provider) takeLeft(rec record) (*os.File, error) {
+	if !validName(rec.Name) {
+		return nil, fmt.Errorf("the record of agent %s's workspace names no valid workspace; remove the record %s", rec.Agent, p.recordPath(rec.Name))
+	}
+	path := p.workspaceLock(rec.Name)
+	if !rec.Durable {
+		if rec.Owner == p.owner || !validName(rec.Owner) {
+			return nil, fmt.Errorf("the workspace of agent %s is in use by this process", rec.Agent)
+		}
+		path = filepath.Join(p.dirs.owners, rec.Owner+".lock")
+	}
+	lock, free, err := tryLock(path, false)
+	switch {
+	case err != nil:
+		return nil, err
+	case free:
+		return lock, nil
+	case rec.Durable:
+		return nil, fmt.Errorf("the workspace %s of agent %s is in use by a worker now; discard the run once it has ended", rec.Tree, rec.Agent)
+	}
+	return nil, fmt.Errorf("the workspace %s of agent %s is in use by a troupe that is running; stop it first", rec.Tree, rec.Agent)
+}
+
+// discardClosed discards the changes of the run's closed durable
+// workspaces, as Discard does, with what each kept of them.
+func (p *Provider) discardClosed(ctx context.Context, run, agent string) error {
+	prefix := runStem(run) + "-"
+	entries, err := os.ReadDir(p.dirs.closed)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		k, err := p.readKept(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			errs = append(errs, err)
+		case k.Record.Run == run && (agent == "" || k.Record.Agent == agent):
+			errs = append(errs, p.Discard(ctx, k.Changes))
+		}
+	}
+	return errors.Join(errs...)
 }

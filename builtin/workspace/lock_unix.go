@@ -3,7 +3,9 @@
 package workspace
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -55,4 +57,72 @@ func tryLock(path string, create bool) (f *os.File, ok bool, err error) {
 		return nil, false, err
 	}
 	return f, true, nil
+}
+
+// waitLock opens the file at path (made when create is set; a missing
+// one is fs.ErrNotExist otherwise) and takes its lock, waiting for it as
+// long as ctx allows. The holder may remove the file before it lets go:
+// a lock taken on a file no longer under its name is let go and, when
+// create is set, taken again on the file there now.
+func waitLock(ctx context.Context, path string, create bool) (*os.File, error) {
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	for {
+		f, err := os.OpenFile(path, flags, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := flockContext(ctx, f); err != nil {
+			return nil, err
+		}
+		held, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		named, err := os.Stat(path)
+		switch {
+		case err == nil && os.SameFile(held, named):
+			return f, nil
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			f.Close()
+			return nil, err
+		}
+		f.Close()
+		if !create {
+			return nil, fs.ErrNotExist
+		}
+	}
+}
+
+// flockContext takes f's lock, waiting as long as ctx allows. A wait
+// that ctx ends goes on in the background, and lets the lock go (and
+// closes f) as soon as it gets it: the holder's work is bounded by its
+// own context. f is closed on any error.
+func flockContext(ctx context.Context, f *os.File) error {
+	fd := int(f.Fd())
+	err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if err != nil {
+			f.Close()
+		}
+		return err
+	}
+	got := make(chan error, 1)
+	go func() { got <- syscall.Flock(fd, syscall.LOCK_EX) }()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+		}
+		return err
+	case <-ctx.Done():
+		go func() {
+			<-got
+			f.Close()
+		}()
+		return fmt.Errorf("waiting for the lock %s: %w", f.Name(), context.Cause(ctx))
+	}
 }

@@ -11,11 +11,16 @@ import (
 
 // Every git call is a process whose pipes goroutines read: none may
 // outlive the call. The test binary is also the process that Prune's test
-// kills (see runKilledOpener).
+// kills (see runKilledOpener), and the other worker of the durable
+// workspaces' tests (see runDurableHelper).
 func TestMain(m *testing.M) {
 	process.ServeIfKeeper() // commands run under a keeper: this binary
 	if os.Getenv(killedOpenerEnv) != "" {
 		runKilledOpener()
+		return
+	}
+	if os.Getenv(durableHelperEnv) != "" {
+		runDurableHelper()
 		return
 	}
 	goleak.VerifyTestMain(m)

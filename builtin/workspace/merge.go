@@ -42,6 +42,11 @@ func (w *Workspace) Merge(ctx context.Context, from *agenttypes.Changes) (agentt
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	release, err := w.hold(ctx)
+	defer release()
+	if err != nil {
+		return agenttypes.MergeResult{}, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
+	}
 	if w.closed {
 		return agenttypes.MergeResult{}, fmt.Errorf("%w: the workspace %s is closed", agenttypes.ErrWorkspace, w.rec.Name)
 	}

@@ -66,11 +66,14 @@ type Config struct {
 }
 
 // Provider makes workspaces under its state directory. It implements
-// agenttypes.Workspaces. It holds a lock for as long as it is open, by
-// which Prune in another process knows its workspaces are alive.
+// agenttypes.Workspaces, and agenttypes.WorkspaceReopener for the
+// durable ones. It holds a lock for as long as it is open, by which
+// Prune in another process knows its workspaces are alive.
 type Provider struct {
-	cfg      Config
-	dirs     stateDirs
+	cfg  Config
+	dirs stateDirs
+	// stateID names the state directory in durable workspaces' handles.
+	stateID  string
 	owner    string
 	lock     *os.File
 	lockPath string
@@ -91,6 +94,8 @@ type stateDirs struct {
 	snapshots string // KEY.git: private repositories of plain directories
 	tmp       string // private index files
 	scratch   string // an empty work tree for repository-wide commands
+	locks     string // NAME.lock: one per open workspace; open-KEY.lock: one per durable Open under way
+	closed    string // NAME.json: what each closed durable workspace recorded
 }
 
 // New makes a Provider. The state directory is made if need be.
@@ -121,13 +126,18 @@ func New(cfg Config) (*Provider, error) {
 		root: abs, records: filepath.Join(abs, "records"), owners: filepath.Join(abs, "owners"),
 		trees: filepath.Join(abs, "trees"), patches: filepath.Join(abs, "patches"),
 		snapshots: filepath.Join(abs, "snapshots"), tmp: filepath.Join(abs, "tmp"), scratch: filepath.Join(abs, "scratch"),
+		locks: filepath.Join(abs, "locks"), closed: filepath.Join(abs, "closed"),
 	}
-	for _, dir := range []string{d.records, d.owners, d.trees, d.patches, d.snapshots, d.tmp, d.scratch} {
+	for _, dir := range []string{d.records, d.owners, d.trees, d.patches, d.snapshots, d.tmp, d.scratch, d.locks, d.closed} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("%w: making %s: %w", agenttypes.ErrWorkspace, dir, err)
 		}
 	}
-	p := &Provider{cfg: cfg, dirs: d, owner: randomID()}
+	id, err := loadStateID(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
+	}
+	p := &Provider{cfg: cfg, dirs: d, stateID: id, owner: randomID()}
 	p.lockPath = filepath.Join(d.owners, p.owner+".lock")
 	if p.lock, err = createLocked(d.owners, p.owner+".lock"); err != nil {
 		return nil, fmt.Errorf("%w: taking the state directory's owner lock: %w", agenttypes.ErrWorkspace, err)
@@ -169,6 +179,14 @@ func (p *Provider) open(ctx context.Context, req agenttypes.WorkspaceRequest) (*
 	if req.Agent == "" {
 		return nil, errors.New("the request names no agent")
 	}
+	if req.Durable {
+		return p.openDurable(ctx, req)
+	}
+	return p.openNew(ctx, req)
+}
+
+// openNew makes a new workspace for req.
+func (p *Provider) openNew(ctx context.Context, req agenttypes.WorkspaceRequest) (*Workspace, error) {
 	src, err := p.source(ctx, req)
 	if err != nil {
 		return nil, err
@@ -177,7 +195,14 @@ func (p *Provider) open(ctx context.Context, req agenttypes.WorkspaceRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := w.runSetup(ctx, req.Setup); err != nil {
+	err = w.runSetup(ctx, req.Setup)
+	if err == nil {
+		w.rec.Ready = true
+		if err = p.saveRecord(w.rec); err != nil {
+			err = fmt.Errorf("recording the workspace: %w", err)
+		}
+	}
+	if err != nil {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		if rerr := w.discard(cctx); rerr != nil {

@@ -25,7 +25,9 @@ type Recovered struct {
 // process: its lock is free), commits everything in each to its branch,
 // so that no partial work is lost, and removes it with git's own
 // commands. Workspaces of live providers, this one's included, are left
-// alone; so is everything while another Prune runs. A workspace that
+// alone; so are durable workspaces, whatever became of the provider that
+// opened them (their run's workflow has them, and only their Close or
+// DiscardRun ends them); so is everything while another Prune runs. A workspace that
 // cannot be recorded stays, and its error is in the joined error.
 func (p *Provider) Prune(ctx context.Context) ([]Recovered, error) {
 	guard, ok, err := tryLock(filepath.Join(p.dirs.root, "prune.lock"), true)
@@ -37,7 +39,9 @@ func (p *Provider) Prune(ctx context.Context) ([]Recovered, error) {
 	errs := []error{err}
 	byOwner := map[string][]record{}
 	for _, rec := range recs {
-		byOwner[rec.Owner] = append(byOwner[rec.Owner], rec)
+		if !rec.Durable { // the run's workflow has it, not a process
+			byOwner[rec.Owner] = append(byOwner[rec.Owner], rec)
+		}
 	}
 	var out []Recovered
 	for owner, recs := range byOwner {
@@ -89,23 +93,7 @@ func (p *Provider) recover(ctx context.Context, rec record) (*agenttypes.Changes
 	if exists(rec.Tree) {
 		return w.finish(ctx)
 	}
-	// The worktree is gone: what its branch holds is all there is.
-	rg, err := p.repoGit(ctx, rec.Repo, rec.Top)
-	if err != nil {
-		return nil, err
-	}
-	head, _, err := w.tip(ctx, rg)
-	if err != nil {
-		return nil, err
-	}
-	ch, err := w.changes(ctx, rg, head)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := rg.Output(ctx, "worktree", "prune"); err != nil {
-		return ch, err
-	}
-	return ch, p.removeRecord(rec.Name)
+	return w.finishGone(ctx)
 }
 
 // pruneOwnerLocks removes the lock files of providers that are gone and
@@ -114,7 +102,7 @@ func (p *Provider) pruneOwnerLocks() error {
 	recs, _ := p.readRecords()
 	owners := map[string]bool{}
 	for _, rec := range recs {
-		owners[rec.Owner] = true
+		owners[rec.Owner] = owners[rec.Owner] || !rec.Durable
 	}
 	entries, err := os.ReadDir(p.dirs.owners)
 	if err != nil {

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/builtin/fsroot"
 )
 
-// maxRecord bounds a record file read back.
-const maxRecord = 64 << 10
+// maxRecord bounds a record file read back: a run policy may take 64
+// KiB, and the children's bases pending add 41 bytes each.
+const maxRecord = 1 << 20
 
 // record is what the state directory keeps of a workspace while it is
 // open, so that Prune can finish what a killed process left.
@@ -45,6 +47,22 @@ type record struct {
 	// Opened is set once the worktree is made; a record without it is
 	// an Open that did not finish.
 	Opened bool `json:"opened"`
+	// Ready is set once Open has finished, setup commands included.
+	Ready bool `json:"ready,omitempty"`
+	// Durable is set for a workspace opened with
+	// WorkspaceRequest.Durable: any process sharing the state directory
+	// may reopen it, and Prune leaves it alone.
+	Durable bool `json:"durable,omitempty"`
+	// Policy is the type's run policy, which a reopened workspace runs
+	// commands under.
+	Policy agenttypes.RunPolicy `json:"policy"`
+	// Pending are commits of the workspace's state made as children's
+	// bases and not yet in its branch's history. The next commit on the
+	// branch takes them as parents too, so that a child's base is the
+	// merge base when its changes come back. They are kept here, not in
+	// memory, so that a child started in one process is seen by the
+	// parent's next commit in another.
+	Pending []string `json:"pending,omitempty"`
 }
 
 func (p *Provider) recordPath(name string) string {

@@ -14,19 +14,21 @@ import (
 )
 
 // Workspace is one agent's worktree on a branch of its own. It
-// implements agenttypes.Workspace.
+// implements agenttypes.Workspace, and agenttypes.DurableWorkspace,
+// whose Handle is empty unless it was opened durable.
 type Workspace struct {
 	p      *Provider
 	policy agenttypes.RunPolicy
 
-	mu     sync.Mutex // serialises what reads or records the work tree
+	// mu serialises what reads or records the work tree in this process;
+	// hold does across processes. What mu guards of rec is Pending only:
+	// the rest stays as Open made it.
+	mu     sync.Mutex
 	rec    record
 	closed bool
-	// pending are commits of this workspace's state made as children's
-	// bases and not yet in its branch's history. The next commit on the
-	// branch takes them as parents too, so that a child's base is the
-	// merge base when its changes come back.
-	pending []string
+	// kept are the changes a durable workspace's Close recorded, which a
+	// Close again returns.
+	kept *agenttypes.Changes
 }
 
 var _ agenttypes.Workspace = (*Workspace)(nil)
@@ -91,6 +93,11 @@ func (w *Workspace) git(ctx context.Context) (*gitsafe.Git, error) {
 func (w *Workspace) childSource(ctx context.Context, dir, agent string) (source, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	release, err := w.hold(ctx)
+	defer release()
+	if err != nil {
+		return source{}, err
+	}
 	if w.closed {
 		return source{}, errors.New("the parent's workspace is closed")
 	}
@@ -140,16 +147,18 @@ func (w *Workspace) subFor(dir string) string {
 // pendingBase returns a commit of tree on tip, made for a child's base:
 // the last one made, when it holds the same tree.
 func (w *Workspace) pendingBase(ctx context.Context, g *gitsafe.Git, tree, tip, agent string) (string, error) {
-	if n := len(w.pending); n > 0 {
-		if last, err := treeOf(ctx, g, w.pending[n-1]); err == nil && last == tree {
-			return w.pending[n-1], nil
+	if n := len(w.rec.Pending); n > 0 {
+		if last, err := treeOf(ctx, g, w.rec.Pending[n-1]); err == nil && last == tree {
+			return w.rec.Pending[n-1], nil
 		}
 	}
 	c, err := commitTree(ctx, g, tree, []string{tip}, "troupe: the state of agent "+w.rec.Agent+"'s workspace when "+agent+" started")
 	if err != nil {
 		return "", err
 	}
-	w.pending = append(w.pending, c)
+	if err := w.setPending(append(w.rec.Pending, c)); err != nil {
+		return "", err
+	}
 	return c, nil
 }
 
@@ -182,18 +191,32 @@ func (w *Workspace) commitWork(ctx context.Context, g *gitsafe.Git, withPending 
 	if err != nil {
 		return "", index, err
 	}
-	if tree == tipTree && (!withPending || len(w.pending) == 0) {
+	if tree == tipTree && (!withPending || len(w.rec.Pending) == 0) {
 		return tip, index, nil
 	}
-	c, err := commitTree(ctx, g, tree, append([]string{tip}, w.pending...), msg)
+	c, err := commitTree(ctx, g, tree, append([]string{tip}, w.rec.Pending...), msg)
 	if err != nil {
 		return "", index, err
 	}
 	if err := w.moveBranch(ctx, g, c, tip); err != nil {
 		return "", index, err
 	}
-	w.pending = nil
-	return c, index, nil
+	if len(w.rec.Pending) > 0 {
+		err = w.setPending(nil)
+	}
+	return c, index, err
+}
+
+// setPending records the children's bases pending, in the record, the
+// one place every process that has the workspace open reads them.
+func (w *Workspace) setPending(pending []string) error {
+	rec := w.rec
+	rec.Pending = pending
+	if err := w.p.saveRecord(rec); err != nil {
+		return fmt.Errorf("recording the workspace's children's bases: %w", err)
+	}
+	w.rec.Pending = pending // only: Run reads the rest without w.mu
+	return nil
 }
 
 // moveBranch points the workspace's branch at to, from from.
@@ -220,14 +243,28 @@ func (w *Workspace) moveBranch(ctx context.Context, g *gitsafe.Git, to, from str
 // on the branch. On an error before that, the worktree stays as it is;
 // so it does when the workspace holds git repositories made in it,
 // whose files no branch holds (an error wrapping ErrNestedRepository,
-// with the changes).
+// with the changes). A durable workspace closed already, in this
+// process or another, returns the changes it recorded then.
 func (w *Workspace) Close(ctx context.Context) (*agenttypes.Changes, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	release, err := w.hold(ctx)
+	defer release()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
+	}
+	if w.closed && w.kept != nil {
+		return w.kept, nil
+	}
 	if w.closed {
 		return nil, fmt.Errorf("%w: the workspace %s is closed already", agenttypes.ErrWorkspace, w.rec.Name)
 	}
-	ch, err := w.finish(ctx)
+	var ch *agenttypes.Changes
+	if w.rec.Durable && !exists(w.rec.Tree) {
+		ch, err = w.finishGone(ctx) // a Close before was killed as it removed the worktree
+	} else {
+		ch, err = w.finish(ctx)
+	}
 	if err != nil {
 		return ch, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
 	}
@@ -274,12 +311,62 @@ func (w *Workspace) finish(ctx context.Context) (*agenttypes.Changes, error) {
 	if err != nil {
 		return ch, fmt.Errorf("the work is on branch %s, but removing its worktree %s failed: %w", w.rec.Branch, w.rec.Tree, err)
 	}
-	if ch.Empty() {
-		// Nothing to review, apply or merge: the branch would only be
-		// clutter among the user's. A failure leaves it for discard.
-		if _, err := rg.Output(ctx, "update-ref", "--no-deref", "-d", "refs/heads/"+w.rec.Branch, ch.Head); err != nil {
-			w.p.cfg.Logger.Warn("could not delete the branch of a workspace that changed nothing", "branch", w.rec.Branch, "err", err)
-		}
+	w.dropEmptyBranch(ctx, rg, ch)
+	return ch, w.end(ch)
+}
+
+// finishGone is finish for a workspace whose worktree is gone: what its
+// branch holds is all there is.
+func (w *Workspace) finishGone(ctx context.Context) (*agenttypes.Changes, error) {
+	rg, err := w.p.repoGit(ctx, w.rec.Repo, w.rec.Top)
+	if err != nil {
+		return nil, err
 	}
-	return ch, w.p.removeRecord(w.rec.Name)
+	head, _, err := w.tip(ctx, rg)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := w.changes(ctx, rg, head)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rg.Output(ctx, "worktree", "prune"); err != nil {
+		return ch, err
+	}
+	w.closed = true
+	if tip, err := resolve(ctx, rg, "refs/heads/"+w.rec.Branch); err == nil && tip != "" {
+		w.dropEmptyBranch(ctx, rg, ch)
+	}
+	return ch, w.end(ch)
+}
+
+// dropEmptyBranch deletes the branch of a workspace that changed
+// nothing: there is nothing to review, apply or merge, and the branch
+// would only be clutter among the user's. A failure leaves it for
+// discard.
+func (w *Workspace) dropEmptyBranch(ctx context.Context, rg *gitsafe.Git, ch *agenttypes.Changes) {
+	if !ch.Empty() {
+		return
+	}
+	if _, err := rg.Output(ctx, "update-ref", "--no-deref", "-d", "refs/heads/"+w.rec.Branch, ch.Head); err != nil {
+		w.p.cfg.Logger.Warn("could not delete the branch of a workspace that changed nothing", "branch", w.rec.Branch, "err", err)
+	}
+}
+
+// end removes the record of a workspace whose work is on its branch and
+// whose worktree is gone. A durable one keeps its changes first, for a
+// Close again, in any process, to return. Its lock goes last, while the
+// caller holds it, so that whoever waits for it finds the workspace
+// closed.
+func (w *Workspace) end(ch *agenttypes.Changes) error {
+	if w.rec.Durable {
+		if err := w.p.keep(kept{Record: w.rec, Changes: ch}); err != nil {
+			return fmt.Errorf("the work is on branch %s, but keeping its changes for a Close again failed: %w", w.rec.Branch, err)
+		}
+		w.kept = ch
+	}
+	if err := w.p.removeRecord(w.rec.Name); err != nil {
+		return err
+	}
+	return removeFile(w.p.workspaceLock(w.rec.Name))
 }
