@@ -156,3 +156,64 @@ func BenchmarkApply(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkChildRound starts a child from its parent's workspace, which
+// holds uncommitted work, changes a file in the child, closes it and
+// merges it back, with workspaces plain and durable: what durable ones
+// add (the search for one open already at Open, the changes kept at
+// Close) beside the git commands every round runs. Both kinds take the
+// workspace's lock and read its record.
+//
+//	go test -run x -bench ChildRound -benchtime 20x ./builtin/workspace
+func BenchmarkChildRound(b *testing.B) {
+	repo := b.TempDir()
+	gitB(b, repo, "init", "-q", "-b", "main")
+	write(b, repo, "f.txt", "f\n")
+	gitB(b, repo, "add", ".")
+	gitB(b, repo, "commit", "-q", "-m", "first")
+	for _, durable := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "durable"}[durable], func(b *testing.B) {
+			p, err := workspace.New(workspace.Config{StateDir: b.TempDir(), ExcludesFile: os.DevNull})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			ctx := context.Background()
+			parent, err := p.Open(ctx, agenttypes.WorkspaceRequest{Run: "bench", Agent: "parent", Dir: repo, Durable: durable})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for b.Loop() {
+				n++
+				write(b, parent.Dir(), "p"+strconv.Itoa(n)+".txt", "p\n")
+				if err := benchChild(ctx, p, parent, "c"+strconv.Itoa(n), durable); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := parent.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// benchChild is one round of BenchmarkChildRound.
+func benchChild(ctx context.Context, p *workspace.Provider, parent agenttypes.Workspace, agent string, durable bool) error {
+	child, err := p.Open(ctx, agenttypes.WorkspaceRequest{Run: "bench", Agent: agent, Dir: parent.Dir(), Parent: parent, Durable: durable})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(child.Dir(), agent+".txt"), []byte(agent+"\n"), 0o644); err != nil {
+		return err
+	}
+	ch, err := child.Close(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := parent.Merge(ctx, ch)
+	if err == nil && len(res.Files) != 1 {
+		err = fmt.Errorf("the merge brought %v", res.Files)
+	}
+	return err
+}

@@ -75,7 +75,37 @@
 // workspace has a record naming it. Prune, at startup, finds the
 // records whose provider's lock is free (its process was killed),
 // commits each workspace's contents to its branch as Close would, and
-// removes it with git's own commands.
+// removes it with git's own commands. Durable workspaces are not its to
+// remove (see below).
+//
+// # Durable workspaces
+//
+// A workspace opened with WorkspaceRequest.Durable outlives the process
+// that opened it. A durable backend runs an agent's steps on any of its
+// workers, each with a Provider of its own on one state directory (on
+// one machine, or a filesystem they share): its Handle, STATE-ID/NAME,
+// names the workspace, and Reopen, in any of them, returns it. The state
+// directory's ID is made once, in a file at its root; a handle made on
+// another state directory is refused, with the reason: every worker that
+// runs types that change files must share one. Opening the same run's
+// agent durable again, as a step run twice does, returns the workspace
+// open already, or closed once it is.
+//
+// Prune leaves durable workspaces alone, whatever became of the process
+// that opened them: only their Close, in any process, ends them, or
+// DiscardRun. Close keeps the changes it returns in the state directory,
+// so that a Close again (a step run twice, through Reopen) returns them
+// and records nothing more; Discard and DiscardRun remove them.
+//
+// Each workspace, durable or not, has a lock file in the state
+// directory, which its Merge, its Close and the start of each of its
+// children hold, in whichever process, inside the workspace's own mutex:
+// processes on one workspace take turns. Its record is the truth under
+// that lock: a child's base, the commit its parent's next commit takes
+// as a parent too, is kept there, so that a child started in one process
+// has its base as the merge base when its changes come back to its
+// parent in another. Where there are no advisory locks (not on Unix),
+// nothing keeps two processes apart.
 //
 // # Merging
 //

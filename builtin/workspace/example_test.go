@@ -115,3 +115,60 @@ func ExampleProvider_Apply() {
 	// applied again, up to date: true
 	// discarded: true
 }
+
+// Two workers of a durable backend share a state directory, each with a
+// Provider of its own: one opens an agent's workspace durable, the other
+// reopens it by its handle, works in it and closes it. A Close again, as
+// a step run twice makes, returns the same changes and records nothing.
+func ExampleProvider_Reopen() {
+	ctx := context.Background()
+	tmp, _ := os.MkdirTemp("", "workspace-example")
+	defer os.RemoveAll(tmp)
+	project := filepath.Join(tmp, "project")
+	_ = os.MkdirAll(project, 0o755)
+	_ = os.WriteFile(filepath.Join(project, "README.md"), []byte("# project\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"commit", "-q", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = project
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_AUTHOR_NAME=Ada",
+			"GIT_AUTHOR_EMAIL=ada@example.com", "GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Println(string(out))
+			return
+		}
+	}
+
+	state := filepath.Join(tmp, "state")
+	var workers [2]*workspace.Provider
+	for i := range workers {
+		p, err := workspace.New(workspace.Config{StateDir: state})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer p.Close()
+		workers[i] = p
+	}
+	ws, err := workers[0].Open(ctx, agenttypes.WorkspaceRequest{Run: "run1", Agent: "agent", Dir: project, Durable: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	handle := ws.(agenttypes.DurableWorkspace).Handle()
+	_ = os.WriteFile(filepath.Join(ws.Dir(), "main.go"), []byte("package main\n"), 0o644)
+
+	again, err := workers[1].Reopen(ctx, handle)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = os.WriteFile(filepath.Join(again.Dir(), "go.mod"), []byte("module example.com/project\n"), 0o644)
+	changes, _ := again.Close(ctx)
+	fmt.Println("closed:", changes.Branch, changes.Added)
+
+	twice, err := ws.Close(ctx)
+	fmt.Println("closed again:", err == nil && twice.Head == changes.Head)
+	// Output:
+	// closed: troupe/run1/agent [go.mod main.go]
+	// closed again: true
+}
