@@ -64,6 +64,9 @@ type Agent struct {
 	// ws is its own workspace, for a type that changes files; dir is
 	// then the workspace's directory.
 	ws agenttypes.Workspace
+	// remoteChanges are the changes a backend's workers recorded for a
+	// top-level agent they ran, which has no workspace here.
+	remoteChanges *agenttypes.Changes
 	// children counts the children it spawned; alive, on a root, its
 	// descendants that have not ended.
 	children atomic.Int32

@@ -38,7 +38,10 @@ type Backend interface {
 // spawn request said, with the type's and the manager's defaults filled.
 type RemoteRun struct {
 	// ID is the agent's ID; a backend names its run by it.
-	ID    string
+	ID string
+	// Run is the manager's ID, which the branches of the tree's
+	// workspaces are named by (troupe/RUN/AGENT), as in process.
+	Run   string
 	Type  string
 	Task  string
 	Label string
@@ -86,6 +89,9 @@ type RemoteOutcome struct {
 	Usage, OwnUsage  Usage
 	ToolCalls, Turns int
 	TokensOverBudget int
+	// Changes are what the agent changed in its workspace, recorded on
+	// its branch by the backend's workers, for a type that changes files.
+	Changes *agenttypes.Changes
 }
 
 // err is the outcome's error for errors.Is, from its reason.
@@ -135,7 +141,7 @@ func (a *Agent) remote() bool { return a.m.cfg.Backend != nil && a.parent == nil
 // runRemote is run for an agent whose loop the backend runs.
 func (a *Agent) runRemote(ctx context.Context) {
 	run := RemoteRun{
-		ID: a.id, Type: a.typ.Name, Task: a.task, Label: a.label, Model: a.modelName,
+		ID: a.id, Run: a.m.id, Type: a.typ.Name, Task: a.task, Label: a.label, Model: a.modelName,
 		Dir: a.dir, Budget: a.budget, MaxOutputTokens: a.maxOutput, Resume: a.resumedID(),
 		MaxDepth: a.m.cfg.MaxDepth, MaxChildren: a.m.cfg.MaxChildren, MaxTreeAgents: a.m.cfg.MaxTreeAgents,
 		MaxBackgroundGroups: a.m.cfg.MaxBackgroundGroups, QuestionTimeout: a.m.cfg.QuestionTimeout,
@@ -156,6 +162,7 @@ func (a *Agent) runRemote(ctx context.Context) {
 	a.mu.Lock()
 	a.usage, a.subtree = out.OwnUsage, out.Usage
 	a.toolCalls, a.subToolCalls, a.turns = out.ToolCalls, out.ToolCalls, out.Turns
+	a.remoteChanges = out.Changes
 	if out.Model != "" {
 		a.modelName = out.Model
 	}

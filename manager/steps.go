@@ -64,6 +64,25 @@ type StepAgent struct {
 	// run cut short returns them.
 	LastText string
 	Notes    []string
+	// Run is the run's ID (the manager's that spawned its top-level
+	// agent): names that every worker must give alike, its workspace's
+	// branch, are made from it.
+	Run string
+	// Workspace is the handle of its own workspace, once StartStep
+	// opened one (StepStart.Workspace): each later step reopens it, so
+	// that its tools act on it on whichever worker runs the step.
+	// ParentWorkspace is its parent's, which its own starts from.
+	Workspace       string `json:",omitempty"`
+	ParentWorkspace string `json:",omitempty"`
+	// Children are its children that have ended, for the merge tool to
+	// find their changes by label or ID.
+	Children []StepChild `json:",omitempty"`
+}
+
+// StepChild is an ended child of a StepAgent.
+type StepChild struct {
+	ID, Label string
+	Changes   *agenttypes.Changes `json:",omitempty"`
 }
 
 // StepAncestor is one ancestor of a StepAgent.
@@ -103,8 +122,11 @@ type StepStart struct {
 	// TypeBudget is the type's budget filled from Config.DefaultBudget,
 	// for the backend to fill a child's request from and clamp.
 	TypeBudget agenttypes.Budget
-	Events     []Event
-	End        *StepEnd
+	// Workspace is the handle of the workspace opened for the agent, for
+	// StepAgent.Workspace; empty when its type changes no files.
+	Workspace string
+	Events    []Event
+	End       *StepEnd
 }
 
 // ModelStep is one model call's answer and what it cost.
@@ -192,6 +214,11 @@ type stepState struct {
 	answers  []TreeAnswer
 	answered bool
 	tree     []TreeCall
+	// children are the agent's ended children (StepAgent.Children).
+	children []StepChild
+	// parentWS is the workspace of its nearest ancestor with one
+	// (StepAgent.ParentWorkspace), before it has one of its own.
+	parentWS agenttypes.Workspace
 }
 
 type stepCallKey struct{}
@@ -214,8 +241,13 @@ func (m *Manager) stepAgent(ctx context.Context, sa StepAgent, resolve bool) (*A
 	a.parent, a.root, a.living = nil, a, 1
 	a.id, a.parentID, a.label, a.dir, a.task = sa.ID, sa.ParentID, sa.Label, sa.Dir, sa.Task
 	a.budget, a.maxOutput, a.notes = sa.Budget, sa.MaxOutputTokens, sa.Notes
+	a.step.children = sa.Children
 	a.subtree, a.subToolCalls, a.turns = sa.Spent.Usage, sa.Spent.ToolCalls, sa.Spent.Turns
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
+	if err := m.stepWorkspace(ctx, a, sa); err != nil {
+		a.cancel(nil)
+		return nil, err
+	}
 	if resolve {
 		a.modelName = sa.Model
 		if a.modelName == "" {
@@ -298,11 +330,17 @@ func (m *Manager) StartStep(ctx context.Context, sa StepAgent) (StepStart, error
 	if a.budget.MaxCostUSD > 0 && !knowsPrice(a.model) {
 		return StepStart{}, fmt.Errorf("%w: a cost budget of $%g is set, and model %q has no known price", ErrBadRequest, a.budget.MaxCostUSD, a.modelName)
 	}
+	out := StepStart{Model: a.modelName, TypeBudget: a.typ.Budget.Merge(m.cfg.DefaultBudget)}
+	if sa.Workspace == "" && a.needsWorkspace() {
+		if out.Workspace, err = m.openStepWorkspace(ctx, a, sa); err != nil {
+			return StepStart{}, err
+		}
+	}
 	l := loop{a: a, ctx: a.stepContext(a.ctx)}
 	if !sa.Resumed { // a resumed conversation has its start already
 		l.start()
 	}
-	out := StepStart{Messages: l.msgs, Model: a.modelName, TypeBudget: a.typ.Budget.Merge(m.cfg.DefaultBudget)}
+	out.Messages = l.msgs
 	out.Events, out.End = a.collected()
 	return out, nil
 }
@@ -557,8 +595,23 @@ func (m *Manager) QuestionStep(ctx context.Context, sa StepAgent, conv []llms.Me
 	return out, nil
 }
 
-func (t stepTree) ChildChanges(context.Context, string) (*agenttypes.Changes, error) {
-	return nil, nil
+// ChildChanges finds an ended child's changes among those the backend
+// gave the step (StepAgent.Children), by ID or else by the latest label.
+func (t stepTree) ChildChanges(_ context.Context, child string) (*agenttypes.Changes, error) {
+	var byLabel *StepChild
+	for i := range t.a.step.children {
+		c := &t.a.step.children[i]
+		if c.ID == child {
+			return c.Changes, nil
+		}
+		if c.Label == child {
+			byLabel = c
+		}
+	}
+	if byLabel == nil {
+		return nil, fmt.Errorf("%w: no ended child of agent %s is labelled or identified %q; a child still running must be collected with wait before its changes are merged", ErrNotFound, t.a.id, child)
+	}
+	return byLabel.Changes, nil
 }
 
 func (s *stepState) collect(e *Event) {

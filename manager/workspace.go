@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,39 +20,127 @@ const workspaceCloseTime = 2 * time.Minute
 
 // openWorkspace gives a an agent of a type that changes files its own
 // workspace, based on its parent's current state, or refuses the spawn:
-// isolation is never advisory.
+// isolation is never advisory. A top-level agent that the backend runs
+// gets its workspace there, from the worker that starts it.
 func (m *Manager) openWorkspace(ctx context.Context, a *Agent) error {
-	if !a.needsWorkspace() {
+	if !a.needsWorkspace() || a.remote() {
 		return nil
 	}
-	if a.remote() {
-		return fmt.Errorf("%w: type %q changes files, and its workspace would be on one worker of the backend only; run it without Config.Backend", agenttypes.ErrWorkspace, a.typ.Name)
-	}
-	if m.cfg.Workspaces == nil {
-		return fmt.Errorf("%w: type %q changes files, so each of its agents needs a workspace of its own, and the manager has none to give; set Config.Workspaces (the builtin workspace package makes them)", agenttypes.ErrWorkspace, a.typ.Name)
-	}
-	req := agenttypes.WorkspaceRequest{
-		Run: m.id, Agent: a.id, Dir: a.dir, Policy: a.typ.Run, Setup: a.typ.Setup,
-	}
+	req := agenttypes.WorkspaceRequest{Run: m.id, Agent: a.id, Dir: a.dir}
 	for p := a.parent; p != nil; p = p.parent {
 		if p.ws != nil {
 			req.Parent = p.ws
 			break
 		}
 	}
+	return m.openWorkspaceFor(ctx, a, m.cfg.Workspaces, req)
+}
+
+// openWorkspaceFor opens a's workspace with ws, filling req from a's
+// type, and makes it a's directory.
+func (m *Manager) openWorkspaceFor(ctx context.Context, a *Agent, ws agenttypes.Workspaces, req agenttypes.WorkspaceRequest) error {
+	if ws == nil {
+		return fmt.Errorf("%w: type %q changes files, so each of its agents needs a workspace of its own, and the manager has none to give; set Config.Workspaces (the builtin workspace package makes them)", agenttypes.ErrWorkspace, a.typ.Name)
+	}
+	req.Policy, req.Setup = a.typ.Run, a.typ.Setup
 	var (
-		ws  agenttypes.Workspace
+		w   agenttypes.Workspace
 		err error
 	)
 	m.guard("opening the workspace of agent "+a.id, func() {
 		err = errors.New("the workspace provider panicked")
-		ws, err = m.cfg.Workspaces.Open(ctx, req)
+		w, err = ws.Open(ctx, req)
 	})
 	if err != nil {
 		return fmt.Errorf("agent of type %q: %w", a.typ.Name, err)
 	}
-	a.ws, a.dir = ws, ws.Dir()
+	a.ws, a.dir = w, w.Dir()
 	return nil
+}
+
+// reopener is the manager's workspaces as the steps of a durable backend
+// need them: opened on one worker, reopened on the others.
+func (m *Manager) reopener(a *Agent) (agenttypes.WorkspaceReopener, error) {
+	if ro, ok := m.cfg.Workspaces.(agenttypes.WorkspaceReopener); ok {
+		return ro, nil
+	}
+	if m.cfg.Workspaces == nil {
+		return nil, fmt.Errorf("%w: type %q changes files, so each of its agents needs a workspace of its own, and this worker's manager has none to give; set Config.Workspaces (the builtin workspace package makes them) on a state directory every worker shares", agenttypes.ErrWorkspace, a.typ.Name)
+	}
+	return nil, fmt.Errorf("%w: type %q changes files, and this worker's workspaces cannot be reopened by the other workers that run the agent's steps; give Config.Workspaces a provider that implements agenttypes.WorkspaceReopener (the builtin workspace package's does), on a state directory every worker shares", agenttypes.ErrWorkspace, a.typ.Name)
+}
+
+// openStepWorkspace opens the workspace of a step agent that changes
+// files, durable, from its parent's, and returns its handle.
+func (m *Manager) openStepWorkspace(ctx context.Context, a *Agent, sa StepAgent) (string, error) {
+	ro, err := m.reopener(a)
+	if err != nil {
+		return "", err
+	}
+	req := agenttypes.WorkspaceRequest{Run: sa.Run, Agent: a.id, Dir: a.dir, Parent: a.step.parentWS, Durable: true}
+	if err := m.openWorkspaceFor(ctx, a, ro, req); err != nil {
+		return "", err
+	}
+	d, ok := a.ws.(agenttypes.DurableWorkspace)
+	if !ok {
+		return "", fmt.Errorf("%w: the workspace provider opened a workspace that is not durable for a durable request", agenttypes.ErrWorkspace)
+	}
+	return d.Handle(), nil
+}
+
+// stepWorkspace gives a step agent its workspace, opened by an earlier
+// step, maybe on another worker; or, before it has one, the directory it
+// works in as in process: its nearest ancestor's workspace's, whose
+// current state a child that changes no files reads, and a child that
+// does starts its own from.
+func (m *Manager) stepWorkspace(ctx context.Context, a *Agent, sa StepAgent) error {
+	handle := cmp.Or(sa.Workspace, sa.ParentWorkspace)
+	if handle == "" {
+		return nil
+	}
+	ro, err := m.reopener(a)
+	if err != nil {
+		return err
+	}
+	var ws agenttypes.Workspace
+	m.guard("reopening a workspace for agent "+a.id, func() {
+		err = errors.New("the workspace provider panicked")
+		ws, err = ro.Reopen(ctx, handle)
+	})
+	if err != nil {
+		return fmt.Errorf("agent of type %q: %w", a.typ.Name, err)
+	}
+	if sa.Workspace != "" {
+		a.ws = ws
+	} else {
+		a.step.parentWS = ws
+	}
+	a.dir = ws.Dir()
+	return nil
+}
+
+// CloseWorkspaceStep records the work in an ended agent's workspace
+// (sa.Workspace) on its branch and returns its changes, as the manager
+// does when an agent ends. Run twice, it records once and returns the
+// same changes.
+func (m *Manager) CloseWorkspaceStep(ctx context.Context, sa StepAgent) (*agenttypes.Changes, error) {
+	if sa.Workspace == "" {
+		return nil, fmt.Errorf("%w: CloseWorkspaceStep: the agent has no workspace", ErrBadRequest)
+	}
+	a, err := m.stepAgent(ctx, sa, false)
+	if err != nil {
+		return nil, err
+	}
+	defer a.cancel(nil)
+	var ch *agenttypes.Changes
+	m.guard("closing the workspace of agent "+a.id, func() {
+		err = errors.New("the workspace provider panicked")
+		ch, err = a.ws.Close(ctx)
+	})
+	if err != nil {
+		return ch, fmt.Errorf("%w: recording the agent's work: %w (it is left in %s)", agenttypes.ErrWorkspace, err, a.dir)
+	}
+	return ch, nil
 }
 
 // needsWorkspace reports whether a gets a workspace: its type asks for a
@@ -75,7 +164,7 @@ func (a *Agent) needsWorkspace() bool {
 // partial work is kept.
 func (a *Agent) closeWorkspace() (*agenttypes.Changes, error) {
 	if a.ws == nil {
-		return nil, nil
+		return a.remoteChanges, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.m.base), workspaceCloseTime)
 	defer cancel()

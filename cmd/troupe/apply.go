@@ -180,10 +180,16 @@ func transcriptRun(path string) string {
 // changed files, their diffstat was shown; apply them, asking first on a
 // terminal unless yes. Off a terminal without yes nothing is applied,
 // and the command exits 1.
-func (a *app) applyAfterRun(ctx context.Context, res manager.Result, yes bool, con *console, spaces *workspaces) error {
+func (a *app) applyAfterRun(ctx context.Context, res manager.Result, dir string, yes bool, con *console, spaces *workspaces) error {
 	ch := res.Changes
 	if ch.Empty() {
 		return nil
+	}
+	if !sameDir(ch.Dir, dir) {
+		// Workers on Temporal made them in their own checkout.
+		fmt.Fprint(a.stderr, diffstatLines(ch))
+		fmt.Fprintf(a.stderr, "troupe: --apply: nothing was applied: the changes were made from %s, not %s; apply them there with 'troupe runs apply %s' on the machine that has it\n", ch.Dir, dir, res.ID)
+		return exitError{exitFailed}
 	}
 	if res.State != manager.Completed {
 		fmt.Fprintf(a.stderr, "troupe: the run did not complete, so its changes are not applied; 'troupe runs apply %s' applies them if you want them\n", res.ID)

@@ -198,7 +198,7 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 		}
 	}
 	if applying {
-		if err := a.applyAfterRun(cmd.Context(), res, f.yes, con, spaces); err != nil {
+		if err := a.applyAfterRun(cmd.Context(), res, repo, f.yes, con, spaces); err != nil {
 			return err
 		}
 	}
@@ -219,9 +219,6 @@ func (a *app) run(cmd *cobra.Command, f runFlags, typeName, task string) error {
 
 // spawnRefused is a refused run's error, in the command line's words.
 func (a *app) spawnRefused(err error, eng runEngine, reg *agenttypes.Registry, resolver models.Resolver, typeName string) error {
-	if eng.backend != nil && errors.Is(err, agenttypes.ErrWorkspace) {
-		return usagef("type %q changes files, and on Temporal its workspace would be on one worker only, so it runs in process only; run it without --temporal", typeName)
-	}
 	t, _ := reg.Type(typeName)
 	return a.lookupHint(modelHint(err, resolver, t, eng.used), reg, typeName)
 }

@@ -186,10 +186,8 @@ func checkRemoteRun(cmd *cobra.Command, f runFlags) error {
 	switch {
 	case f.temporal.address == "":
 		return nil
-	case f.apply:
-		return usagef("--apply with --temporal: types that change files run in process only, so a run on Temporal has no changes to apply; leave --apply out, or run without --temporal")
-	case f.yes:
-		return usagef("--yes with --temporal: on Temporal the workers approve delegation, not this command; start them with 'troupe worker --yes' to let agents delegate, and leave --yes out here")
+	case f.yes && !f.apply:
+		return usagef("--yes with --temporal: on Temporal the workers approve delegation, not this command; start them with 'troupe worker --yes' to let agents delegate, and leave --yes out here (with --apply, it applies the run's changes without asking)")
 	}
 	return nil
 }

@@ -351,6 +351,29 @@ func TestIntegrationRunOnTemporal(t *testing.T) {
 		assert.Eventually(t, func() bool { return groupGone(run.cmd.Process.Pid) }, 10*time.Second, 10*time.Millisecond, "a process of the run outlived it")
 	})
 
+	t.Run("a type that changes files runs on workers that share a state directory, and --apply brings its work home", func(t *testing.T) {
+		chat := newChatServer(t, writeNotes...)
+		env := with("OPENAI_BASE_URL=" + chat.URL + "/v1")
+		// Two workers of this user, so of one state directory: an agent's
+		// steps go to either.
+		sharing := []*group{
+			startWorker(t, bin, addr, repo, env, "--task-queue", "changes"),
+			startWorker(t, bin, addr, repo, env, "--task-queue", "changes"),
+		}
+		o := runTroupeGroup(t, bin, with(), "run", "general", "--temporal", addr, "--task-queue", "changes", "--repo", repo,
+			"--model", "openai:m", "--apply", "--yes", "--progress", "plain", "write notes")
+		require.Equal(t, 0, o.code, o.stderr)
+		assert.Contains(t, o.stderr, "notes.md | 1 +", "the run's changes came back with its result")
+		assert.Contains(t, o.stderr, "'s changes to "+repo+": 1 file written")
+		assert.Equal(t, "?? notes.md\n", gitStatus(t, repo))
+		assert.Contains(t, troupeBranches(t, repo), "troupe/", "the agent's work is on its branch")
+		require.NoError(t, os.Remove(filepath.Join(repo, "notes.md")))
+		for _, w := range sharing {
+			w.interrupt(t)
+			assert.Equal(t, 130, w.wait(t, time.Minute), w.stderr.String())
+		}
+	})
+
 	for _, w := range workers {
 		w.interrupt(t)
 		assert.Equal(t, 130, w.wait(t, time.Minute), w.stderr.String())

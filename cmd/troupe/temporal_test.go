@@ -128,7 +128,6 @@ func TestWorkerAndRunOnTemporalRefuseBadUsage(t *testing.T) {
 		{[]string{"run", "explore", "x", "--repo", shop, "--temporal", ":7233"}, "as HOST:PORT, such as 127.0.0.1:7233"},
 		{[]string{"run", "explore", "x", "--repo", shop, "--task-queue", "q"}, "--task-queue is for runs on Temporal; give --temporal HOST:PORT too"},
 		{[]string{"run", "explore", "x", "--repo", shop, "--namespace", "n"}, "--namespace is for runs on Temporal"},
-		{[]string{"run", "general", "x", "--repo", shop, "--temporal", "127.0.0.1:7233", "--apply"}, "--apply with --temporal: types that change files run in process only"},
 		{[]string{"run", "explore", "x", "--repo", shop, "--temporal", "127.0.0.1:7233", "--yes"}, "start them with 'troupe worker --yes'"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -243,11 +242,25 @@ func TestRunOnTemporalExitsWithTheRunsOutcome(t *testing.T) {
 	}
 }
 
-func TestRunOnTemporalRefusesATypeThatChangesFiles(t *testing.T) {
+// A type that changes files goes to the workers, which open its
+// workspace; the command opens none of its own.
+func TestRunOnTemporalHandsATypeThatChangesFilesToItsWorkers(t *testing.T) {
 	o, marks := runOnFake(t, "complete", "run", "general", "--repo", shopCopy(t), "--temporal", "127.0.0.1:7233", "fix the cart")
-	assert.Equal(t, 2, o.code, o.stderr)
-	assert.Contains(t, o.stderr, `troupe: type "general" changes files, and on Temporal its workspace would be on one worker only, so it runs in process only; run it without --temporal`)
-	assert.NoFileExists(t, marks)
+	assert.Equal(t, 0, o.code, o.stderr)
+	_, ran := mark(marks, "args ")
+	assert.True(t, ran, "the run reached the helper")
+	assert.NoDirExists(t, filepath.Join(os.Getenv("XDG_STATE_HOME"), "troupe", "workspaces"), "the command made a workspace of its own")
+}
+
+// --apply applies changes to the directory they were made from, and
+// that is the workers' checkout: one elsewhere is not the user's tree.
+func TestRunOnTemporalAppliesNoChangesMadeInAnotherCheckout(t *testing.T) {
+	repo := shopCopy(t)
+	o, _ := runOnFake(t, "changed-elsewhere", "run", "general", "--repo", repo, "--temporal", "127.0.0.1:7233", "--apply", "--yes", "write notes")
+	assert.Equal(t, 1, o.code, o.stderr)
+	assert.Contains(t, o.stderr, "notes.md | 1 +", "the changes came back with the run's outcome")
+	assert.Contains(t, o.stderr, "troupe: --apply: nothing was applied: the changes were made from /srv/worker/checkout, not "+repo)
+	assert.NoFileExists(t, filepath.Join(repo, "notes.md"))
 }
 
 // startGroup starts cmd as the leader of a process group of its own, as

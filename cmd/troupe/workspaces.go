@@ -26,7 +26,7 @@ type workspaces struct {
 	err  error
 }
 
-var _ agenttypes.Workspaces = (*workspaces)(nil)
+var _ agenttypes.WorkspaceReopener = (*workspaces)(nil)
 
 func (a *app) workspaces(root string) *workspaces {
 	return &workspaces{a: a, root: root, allowRun: a.allowRun(root)}
@@ -38,6 +38,16 @@ func (w *workspaces) Open(ctx context.Context, req agenttypes.WorkspaceRequest) 
 		return nil, err
 	}
 	return p.Open(ctx, req)
+}
+
+// Reopen reopens a durable workspace: a worker's, which the run's other
+// workers opened on the same state directory.
+func (w *workspaces) Reopen(ctx context.Context, handle string) (agenttypes.Workspace, error) {
+	p, err := w.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.Reopen(ctx, handle)
 }
 
 // get returns the provider, made on the first call.

@@ -105,6 +105,8 @@ func runStep(ctx context.Context, s Stepper, f frame) (answer frame) {
 		out, err = s.Tree(ctx, *f.Input)
 	case StepQuestion:
 		out, err = s.Question(ctx, *f.Input)
+	case StepCloseWorkspace:
+		out, err = s.CloseWorkspace(ctx, *f.Input)
 	default:
 		err = fault.Errorf(fault.InvalidArgument, "no step %q", f.Step)
 	}
@@ -280,4 +282,8 @@ func (c *Client) Tree(ctx context.Context, in Input) (out TreeOut, err error) {
 
 func (c *Client) Question(ctx context.Context, in Input) (out manager.QuestionAnswer, err error) {
 	return out, c.call(ctx, StepQuestion, in, &out)
+}
+
+func (c *Client) CloseWorkspace(ctx context.Context, in Input) (out CloseOut, err error) {
+	return out, c.call(ctx, StepCloseWorkspace, in, &out)
 }

@@ -21,6 +21,9 @@ type Stepper interface {
 	// Question answers in.Question for in.Agent, its parent, whose
 	// conversation is in.Messages.
 	Question(ctx context.Context, in Input) (manager.QuestionAnswer, error)
+	// CloseWorkspace records the workspace of in.Agent, which has ended,
+	// on its branch (manager.CloseWorkspaceStep).
+	CloseWorkspace(ctx context.Context, in Input) (CloseOut, error)
 }
 
 // Local runs steps on a manager of this process.
@@ -32,7 +35,7 @@ var _ Stepper = Local{}
 
 func (l Local) Start(ctx context.Context, in Input) (StartOut, error) {
 	st, err := l.Manager.StartStep(ctx, in.Agent)
-	return StartOut{Messages: Messages(st.Messages), Model: st.Model, TypeBudget: st.TypeBudget, Events: st.Events, End: st.End}, Fault(err)
+	return StartOut{Messages: Messages(st.Messages), Model: st.Model, TypeBudget: st.TypeBudget, Workspace: st.Workspace, Events: st.Events, End: st.End}, Fault(err)
 }
 
 func (l Local) Generate(ctx context.Context, in Input) (GenerateOut, error) {
@@ -92,4 +95,9 @@ func (l Local) Question(ctx context.Context, in Input) (manager.QuestionAnswer, 
 	}
 	out, err := l.Manager.QuestionStep(ctx, in.Agent, LLM(in.Messages), *in.Question)
 	return out, Fault(err)
+}
+
+func (l Local) CloseWorkspace(ctx context.Context, in Input) (CloseOut, error) {
+	ch, err := l.Manager.CloseWorkspaceStep(ctx, in.Agent)
+	return CloseOut{Changes: ch}, Fault(err)
 }

@@ -16,6 +16,8 @@ const (
 	StepTree     = "troupe.tree"
 	// StepQuestion answers a child's question on its parent's behalf.
 	StepQuestion = "troupe.question"
+	// StepCloseWorkspace records an ended agent's workspace on its branch.
+	StepCloseWorkspace = "troupe.workspace.close"
 )
 
 // Input is a step's input: the agent, and what its step takes.
@@ -64,8 +66,16 @@ type StartOut struct {
 	Messages   []Message
 	Model      string
 	TypeBudget agenttypes.Budget
-	Events     []manager.Event
-	End        *manager.StepEnd
+	// Workspace is the handle of the agent's workspace, when its type
+	// changes files.
+	Workspace string `json:",omitempty"`
+	Events    []manager.Event
+	End       *manager.StepEnd
+}
+
+// CloseOut is what closing an agent's workspace recorded.
+type CloseOut struct {
+	Changes *agenttypes.Changes
 }
 
 // GenerateOut is a model call's result (manager.ModelStep).

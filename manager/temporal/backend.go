@@ -159,7 +159,7 @@ func (b *Backend) input(run manager.RemoteRun) (agentInput, error) {
 	return agentInput{
 		Agent: manager.StepAgent{
 			ID: run.ID, Type: run.Type, Label: run.Label, Model: run.Model, Dir: filepath.ToSlash(rel), Task: run.Task,
-			Budget: run.Budget, MaxOutputTokens: run.MaxOutputTokens, MaxDepth: run.MaxDepth,
+			Budget: run.Budget, MaxOutputTokens: run.MaxOutputTokens, MaxDepth: run.MaxDepth, Run: run.Run,
 		},
 		Limits: limits{MaxChildren: run.MaxChildren, MaxBackgroundGroups: run.MaxBackgroundGroups, TreeAgents: run.MaxTreeAgents,
 			QuestionTimeout: run.QuestionTimeout, HistoryEvents: b.cfg.HistoryEvents, Heartbeat: b.cfg.Heartbeat},
@@ -174,6 +174,6 @@ func outcome(out agentOutput) manager.RemoteOutcome {
 	return manager.RemoteOutcome{
 		Model: out.Model, State: e.State, Reason: e.Reason, Error: e.Error, Output: e.Output, Data: e.Data, Partial: e.Partial,
 		Usage: out.Usage, OwnUsage: out.OwnUsage, ToolCalls: out.ToolCalls, Turns: out.Turns,
-		TokensOverBudget: e.TokensOverBudget,
+		TokensOverBudget: e.TokensOverBudget, Changes: out.Changes,
 	}
 }

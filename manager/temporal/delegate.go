@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -127,6 +128,9 @@ func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*chi
 				k.err = f.Get(wait, &k.out)
 				k.ended = true
 				r.endedKids = append(r.endedKids, k.id)
+				if k.out.Changes != nil { // for merge to find
+					r.sa.Children = append(r.sa.Children, manager.StepChild{ID: k.id, Label: k.task.Label, Changes: k.out.Changes})
+				}
 				r.held = addBudget(r.held, k.ceiling, -1)
 				r.treeHeld -= k.treeAgents
 				r.charge(k)
@@ -332,6 +336,7 @@ func (r *agentRun) spawn(ctx workflow.Context, group string, k *child, conc int)
 			Dir: r.sa.Dir, Task: k.task.Prompt, Tools: k.task.Tools, MaxDepth: r.sa.MaxDepth,
 			Ancestors: append(slices.Clone(r.sa.Ancestors), manager.StepAncestor{Type: r.sa.Type, Tools: r.sa.Tools}),
 			Budget:    k.task.Budget, MaxOutputTokens: k.task.MaxOutputTokens,
+			Run: r.sa.Run, ParentWorkspace: cmp.Or(r.sa.Workspace, r.sa.ParentWorkspace),
 		},
 		Child: true, Group: group, Ceiling: k.ceiling, Limits: r.in.Limits, Checkout: r.in.Checkout, ResumeFrom: k.task.Resume,
 	}
@@ -366,7 +371,8 @@ func (k *child) result() agenttypes.ChildResult {
 	}
 	res := manager.Result{ID: k.id, Type: k.task.Type, Model: k.out.Model, State: k.out.End.State, Reason: k.out.End.Reason,
 		Partial: k.out.End.Partial, Output: k.out.End.Output, Error: k.out.End.Error, Usage: k.out.Usage, OwnUsage: k.out.OwnUsage,
-		ToolCalls: k.out.ToolCalls, Turns: k.out.Turns, TokensOverBudget: k.out.End.TokensOverBudget, Duration: k.out.Duration}
+		ToolCalls: k.out.ToolCalls, Turns: k.out.Turns, TokensOverBudget: k.out.End.TokensOverBudget, Duration: k.out.Duration,
+		Changes: k.out.Changes}
 	var canceled *sdktemporal.CanceledError
 	switch {
 	case k.refused != "":

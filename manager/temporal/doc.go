@@ -22,15 +22,20 @@
 // and Spawn, Wait, WaitAll, Cancel, Subscribe and OnComplete keep their
 // meaning: the manager keeps each top-level agent's handle and publishes
 // the events of its whole tree, which the backend reads from the
-// workflows with queries, so following a run adds nothing to their
-// histories. Cancelling an agent cancels its workflow and every child
-// workflow.
+// workflows' histories (each step's result holds its events), so
+// following a run asks nothing of the workers. Cancelling an agent
+// cancels its workflow and every child workflow.
 //
 // A worker serves one project checkout (WorkerConfig.Root and Checkout),
 // with the types its own registry holds; a run that names another
 // checkout, a type the worker lacks or a directory outside its checkout
-// fails with an error that says so. Types that change files are refused,
-// since a workspace would be on one worker only.
+// fails with an error that says so. An agent of a type that changes
+// files gets a durable workspace (agenttypes.WorkspaceRequest.Durable):
+// its start step opens it, each later step reopens it by its handle on
+// whichever worker runs it, and its end closes it, a cancel too. So the
+// workers must share one state directory and checkout (one machine, or a
+// shared filesystem); a worker on another state directory fails the step
+// with an error that says so.
 //
 // The workflow is replay-safe: it reads time only through
 // workflow.Now and timers, makes IDs with SideEffect, and iterates no

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,14 +19,18 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin"
 	"github.com/troupe-dev/troupe/builtin/tools"
+	"github.com/troupe-dev/troupe/builtin/workspace"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
 )
 
 // workerEnv makes the test binary a worker process, for the tests that
 // kill one and the benchmarks: its value is "HOSTPORT QUEUE ROOT LOG
-// DELAY", DELAY each model call's (a Go duration).
+// DELAY [STATE]", DELAY each model call's (a Go duration). With STATE,
+// a workspace state directory, the tree's agents change files
+// (crashEditRegistry, crashModel's edits).
 const workerEnv = "TROUPE_TEMPORAL_TEST_WORKER"
 
 func TestMain(m *testing.M) {
@@ -47,8 +52,8 @@ func TestMain(m *testing.M) {
 // runWorkerProcess serves the crash tests' tree until SIGTERM.
 func runWorkerProcess(spec string) error {
 	f := strings.Fields(spec)
-	if len(f) != 5 {
-		return fmt.Errorf("%s=%q: want HOSTPORT QUEUE ROOT LOG DELAY", workerEnv, spec)
+	if len(f) != 5 && len(f) != 6 {
+		return fmt.Errorf("%s=%q: want HOSTPORT QUEUE ROOT LOG DELAY [STATE]", workerEnv, spec)
 	}
 	hostPort, queue, root, log := f[0], f[1], f[2], f[3]
 	delay, err := time.ParseDuration(f[4])
@@ -60,13 +65,22 @@ func runWorkerProcess(spec string) error {
 		return err
 	}
 	defer c.Close()
-	reg, err := crashRegistry()
-	if err != nil {
+	cfg := manager.Config{Logger: slog.New(slog.DiscardHandler), DefaultModel: "scripted", MaxDepth: 2, MaxConcurrent: 64}
+	edits := len(f) == 6
+	if edits {
+		spaces, err := workspace.New(workspace.Config{StateDir: f[5], ExcludesFile: filepath.Join(f[5], "no-excludes")})
+		if err != nil {
+			return err
+		}
+		defer spaces.Close()
+		cfg.Workspaces = spaces
+	}
+	if cfg.Registry, err = crashRegistryFor(edits); err != nil {
 		return err
 	}
-	model := crashModel(log, delay)
-	m, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxDepth: 2, MaxConcurrent: 64,
-		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
+	model := crashModel(log, delay, edits)
+	cfg.Models = manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })
+	m, err := manager.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -107,6 +121,35 @@ func crashRegistry() (*agenttypes.Registry, error) {
 	return reg, nil
 }
 
+// crashEditRegistry holds "lead" and "mid", which delegate and merge
+// their children's changes, and "helper", which writes a file.
+func crashEditRegistry() (*agenttypes.Registry, error) {
+	reg := agenttypes.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		return nil, err
+	}
+	for _, typ := range []agenttypes.Type{
+		// A child has only the tools its parent has: write is passed down.
+		{Name: "lead", Description: "leads", Prompt: "You lead.", Tools: []string{"delegate", "merge", "write"}},
+		{Name: "mid", Description: "leads a part", Prompt: "You lead a part.", Tools: []string{"delegate", "merge", "write"}},
+		{Name: "helper", Description: "helps", Prompt: "You help.", Tools: []string{"write"}},
+	} {
+		if err := reg.RegisterType(typ); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// crashRegistryFor is crashEditRegistry for a tree that edits, else
+// crashRegistry.
+func crashRegistryFor(edits bool) (*agenttypes.Registry, error) {
+	if edits {
+		return crashEditRegistry()
+	}
+	return crashRegistry()
+}
+
 // crashStepDelay is how long each model call of the crash tests takes:
 // long enough that a worker killed while one runs is killed mid-call.
 const crashStepDelay = 300 * time.Millisecond
@@ -116,10 +159,13 @@ const noLog = "-"
 
 // crashModel plays a lead that delegates two parts to mids, mids that
 // delegate two tasks each to helpers, and helpers that echo and report.
-// Each call appends "start KEY PID" to log as it begins and "done KEY"
-// once it has its answer, KEY naming the agent by its task and the call
-// by its turn; each call takes delay. A log of noLog keeps none.
-func crashModel(log string, delay time.Duration) *scripted.Model {
+// With edits, helpers write a file named after their task instead, and
+// the lead and the mids merge their children's changes, one a turn,
+// before they report. Each call appends "start KEY PID" to log as it
+// begins and "done KEY" once it has its answer, KEY naming the agent by
+// its task and the call by its turn; each call takes delay. A log of
+// noLog keeps none.
+func crashModel(log string, delay time.Duration, edits bool) *scripted.Model {
 	var mu sync.Mutex
 	write := func(line string) {
 		if log == noLog {
@@ -156,8 +202,24 @@ func crashModel(log string, delay time.Duration) *scripted.Model {
 			}
 			return scripted.Step{InputTokens: 100, OutputTokens: 20, Calls: []scripted.Call{{Name: "delegate", Args: scripted.JSON(map[string]any{"tasks": tasks})}}}
 		}
+		leads := !strings.Contains(system, "You help.")
+		if edits {
+			kind := "helper"
+			if strings.Contains(system, "You lead.") {
+				kind = "mid"
+			}
+			switch {
+			case leads && (turns == 1 || turns == 2):
+				return scripted.Step{InputTokens: 60, OutputTokens: 8, Calls: []scripted.Call{{Name: "merge", Args: scripted.JSON(map[string]string{"agent": fmt.Sprint(kind, turns-1)})}}}
+			case leads && turns > 2:
+				return scripted.Step{InputTokens: 200, OutputTokens: 30, Text: task + " merged: " + results[len(results)-1].Content}
+			case !leads && turns == 0:
+				name := strings.ReplaceAll(task, " ", "_") + ".txt"
+				return scripted.Step{InputTokens: 50, OutputTokens: 10, Calls: []scripted.Call{{Name: "write", Args: scripted.JSON(map[string]string{"path": name, "content": task + "\n"})}}}
+			}
+		}
 		switch {
-		case turns > 0 && !strings.Contains(system, "You help."):
+		case turns > 0 && leads:
 			return scripted.Step{InputTokens: 200, OutputTokens: 30, Text: task + " done: " + results[len(results)-1].Content}
 		case strings.Contains(system, "You lead."):
 			return delegate("mid", "part one", "part two")
@@ -169,7 +231,7 @@ func crashModel(log string, delay time.Duration) *scripted.Model {
 		}
 		return scripted.Step{InputTokens: 70, OutputTokens: 12, Text: "heard " + results[len(results)-1].Content}
 	}}
-	return scripted.New(step, step, step)
+	return scripted.New(step, step, step, step)
 }
 
 // aiTurns counts a conversation's assistant messages: the turns its

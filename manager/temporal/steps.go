@@ -18,6 +18,9 @@ const (
 	short stepKind = iota
 	// long steps call the model or run tools.
 	long
+	// closing steps record an ended run: the run's time, which may be
+	// over, does not bound them.
+	closing
 )
 
 // stepTimeouts: a short step that takes a minute is stuck; a long one
@@ -27,6 +30,9 @@ const (
 	shortStepTimeout = time.Minute
 	longStepTimeout  = 10 * time.Minute
 	defaultHeartbeat = 10 * time.Second
+	// closeStepTimeout bounds recording a workspace, as the manager's
+	// own close is bounded.
+	closeStepTimeout = 2 * time.Minute
 )
 
 // step runs one activity of the run with its agent as it stands.
@@ -49,7 +55,9 @@ func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in ste
 			opts.HeartbeatTimeout = defaultHeartbeat
 		}
 	}
-	if dl := r.deadline(ctx); !dl.IsZero() {
+	if kind == closing {
+		opts.StartToCloseTimeout = closeStepTimeout
+	} else if dl := r.deadline(ctx); !dl.IsZero() {
 		// A step never outlives the run's time; the clock's cancel ends
 		// it at once, this bounds a worker that does not hear it.
 		left := dl.Sub(workflow.Now(ctx)) + time.Second

@@ -37,14 +37,14 @@ func BenchmarkIntegrationAgents(b *testing.B) {
 	defer c.Close()
 	root := b.TempDir()
 	b.Run("in-process", func(b *testing.B) {
-		model := crashModel(noLog, 0)
+		model := crashModel(noLog, 0, false)
 		benchAgents(b, benchManager(b, nil, func(context.Context, string) (llms.Model, error) { return model, nil }), nil, 100)
 	})
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("temporal-%d-workers", n), func(b *testing.B) {
 			queue := fmt.Sprintf("bench-%d-%d", n, b.N)
 			for range n {
-				startWorkerProcess(b, srv.HostPort(), queue, root, noLog, 0)
+				startWorkerProcess(b, srv.HostPort(), queue, root, noLog, 0, "")
 			}
 			backend, err := New(Config{Client: c, TaskQueue: queue, Root: root})
 			if err != nil {

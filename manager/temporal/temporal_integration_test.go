@@ -27,6 +27,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin/workspace"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
 	"github.com/troupe-dev/troupe/manager/temporal/internal/devserver"
@@ -175,14 +176,21 @@ type workerProcess struct {
 	done chan struct{}
 }
 
-func startWorkerProcess(t testing.TB, hostPort, queue, root, log string, delay time.Duration) *workerProcess {
+// startWorkerProcess starts a worker process of the crash tree's types;
+// with a state directory, of the tree that changes files, its workspaces
+// there.
+func startWorkerProcess(t testing.TB, hostPort, queue, root, log string, delay time.Duration, state string) *workerProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec := []string{hostPort, queue, root, log, delay.String()}
+	if state != "" {
+		spec = append(spec, state)
+	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = []string{workerEnv + "=" + strings.Join([]string{hostPort, queue, root, log, delay.String()}, " "), "GORACE=atexit_sleep_ms=0",
+	cmd.Env = []string{workerEnv + "=" + strings.Join(spec, " "), "GORACE=atexit_sleep_ms=0",
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -240,7 +248,7 @@ func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
 	root, log := t.TempDir(), filepath.Join(t.TempDir(), "model.log")
 	workers := map[int]*workerProcess{}
 	for range 3 {
-		w := startWorkerProcess(t, srv.HostPort(), "crash", root, log, crashStepDelay)
+		w := startWorkerProcess(t, srv.HostPort(), "crash", root, log, crashStepDelay, "")
 		workers[w.cmd.Process.Pid] = w
 	}
 	reg, err := crashRegistry()
@@ -262,27 +270,7 @@ func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Once a few calls are done, the worker in the middle of one is killed.
-	killed := 0
-	for deadline := time.Now().Add(60 * time.Second); killed == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		done, open := modelLog(t, log)
-		if len(done) < 3 {
-			continue
-		}
-		for _, pid := range open {
-			if w := workers[pid]; w != nil {
-				if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				<-w.done
-				killed = pid
-				break
-			}
-		}
-	}
-	if killed == 0 {
-		t.Fatal("no worker was found in the middle of a model call to kill")
-	}
+	killed := killOneMidCall(t, log, workers)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	killedAt := time.Now()
@@ -294,7 +282,7 @@ func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
 
 	// The same tree in process, for the result and the calls it makes.
 	inLog := filepath.Join(t.TempDir(), "model.log")
-	model := crashModel(inLog, crashStepDelay)
+	model := crashModel(inLog, crashStepDelay, false)
 	local, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxDepth: 2,
 		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
 	if err != nil {
@@ -317,6 +305,39 @@ func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
 	if got.Usage.Total() > budget.MaxTokens {
 		t.Errorf("the tree spent %d tokens of its budget of %d", got.Usage.Total(), budget.MaxTokens)
 	}
+	n := checkEachCallOnce(t, log, inLog)
+	t.Logf("killed worker %d mid-call; %d model calls, each completed once", killed, n)
+}
+
+// killOneMidCall waits until a few of the crash tree's model calls are
+// done, then SIGKILLs the worker in the middle of one, and returns its
+// PID.
+func killOneMidCall(t *testing.T, log string, workers map[int]*workerProcess) int {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		done, open := modelLog(t, log)
+		if len(done) < 3 {
+			continue
+		}
+		for _, pid := range open {
+			if w := workers[pid]; w != nil {
+				if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				<-w.done
+				return pid
+			}
+		}
+	}
+	t.Fatal("no worker was found in the middle of a model call to kill")
+	return 0
+}
+
+// checkEachCallOnce checks that the model calls logged in log, on the
+// cluster, are those logged in inLog, in process, each completed once,
+// and returns how many there were.
+func checkEachCallOnce(t *testing.T, log, inLog string) int {
+	t.Helper()
 	done, _ := modelLog(t, log)
 	wantDone, _ := modelLog(t, inLog)
 	for key := range wantDone {
@@ -330,7 +351,93 @@ func TestIntegrationTreeSurvivesAWorkerKilledMidCall(t *testing.T) {
 	if len(done) != len(wantDone) {
 		t.Errorf("%d model calls were completed on the cluster, %d in process", len(done), len(wantDone))
 	}
-	t.Logf("killed worker %d mid-call; %d model calls, each completed once", killed, len(done))
+	return len(done)
+}
+
+// A tree whose agents change files, on three worker processes sharing a
+// state directory, survives one of them killed mid-call: its agents'
+// workspaces are reopened by the others, and the lead's changes hold
+// every helper's file, as in process.
+func TestIntegrationATreeThatChangesFilesSurvivesAWorkerKilledMidCall(t *testing.T) {
+	srv := devserver.Start(t)
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root, state, log := editRepo(t), t.TempDir(), filepath.Join(t.TempDir(), "model.log")
+	workers := map[int]*workerProcess{}
+	for range 3 {
+		w := startWorkerProcess(t, srv.HostPort(), "crash-edits", root, log, crashStepDelay, state)
+		workers[w.cmd.Process.Pid] = w
+	}
+	reg, err := crashEditRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Client: c, TaskQueue: "crash-edits", Root: root, Heartbeat: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, Backend: b, DefaultModel: "scripted", MaxDepth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	req := manager.SpawnRequest{Type: "lead", Task: "the whole", Dir: root, Budget: agenttypes.Budget{MaxTokens: 40000, MaxToolCalls: 20}}
+	a, err := m.Spawn(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := killOneMidCall(t, log, workers)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	killedAt := time.Now()
+	got, err := a.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the run ended %v after the kill", time.Since(killedAt))
+
+	inLog := filepath.Join(t.TempDir(), "model.log")
+	model := crashModel(inLog, crashStepDelay, true)
+	spaces, err := workspace.New(workspace.Config{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spaces.Close()
+	local, err := manager.New(manager.Config{Logger: slog.New(slog.DiscardHandler), Registry: reg, DefaultModel: "scripted", MaxDepth: 2, Workspaces: spaces,
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close(context.Background())
+	la, err := local.Spawn(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := la.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got.State != manager.Completed || want.State != manager.Completed || got.Usage != want.Usage {
+		t.Fatalf("after a worker was killed: %s (%s), usage %+v\nin process: %s (%s), usage %+v", got.State, got.Error, got.Usage, want.State, want.Error, want.Usage)
+	}
+	if got.Changes == nil || want.Changes == nil || strings.Join(got.Changes.Added, " ") != strings.Join(want.Changes.Added, " ") || len(got.Changes.Added) != 4 {
+		t.Fatalf("the lead's changes add %v; in process %v; want the four helpers' files", got.Changes, want.Changes)
+	}
+	for _, name := range got.Changes.Added {
+		task := strings.TrimSuffix(strings.ReplaceAll(name, "_", " "), ".txt")
+		if text := gitIn(t, root, "show", got.Changes.Head+":"+name); text != task {
+			t.Errorf("%s on the lead's branch holds %q; want %q", name, text, task)
+		}
+	}
+	if list := gitIn(t, root, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("workspaces are left open after the run:\n%s", list)
+	}
+	n := checkEachCallOnce(t, log, inLog)
+	t.Logf("killed worker %d mid-call; %d model calls, each completed once; the lead's changes: %s", killed, n, got.Changes.Diffstat)
 }
 
 // recordEnv names a directory to write the replay test's histories to

@@ -70,4 +70,7 @@ type agentOutput struct {
 	Turns                       int
 	// Duration is how long it ran, by the workflow's clock.
 	Duration time.Duration
+	// Changes are what it changed in its workspace, recorded on its
+	// branch; nil for a type that changes no files.
+	Changes *agenttypes.Changes `json:",omitempty"`
 }

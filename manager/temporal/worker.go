@@ -90,6 +90,7 @@ func register(r registrar, a *activities) {
 	r.RegisterActivityWithOptions(a.tools, activity.RegisterOptions{Name: stepwire.StepTools})
 	r.RegisterActivityWithOptions(a.tree, activity.RegisterOptions{Name: stepwire.StepTree})
 	r.RegisterActivityWithOptions(a.question, activity.RegisterOptions{Name: stepwire.StepQuestion})
+	r.RegisterActivityWithOptions(a.closeWorkspace, activity.RegisterOptions{Name: stepwire.StepCloseWorkspace})
 	r.RegisterActivityWithOptions(conversationActivity(a.client), activity.RegisterOptions{Name: activityConversation})
 }
 
@@ -173,6 +174,15 @@ func (a *activities) question(ctx context.Context, in stepwire.Input) (manager.Q
 	}
 	defer heartbeat(ctx)()
 	out, err := a.steps.Question(ctx, in)
+	return out, classify(err)
+}
+
+func (a *activities) closeWorkspace(ctx context.Context, in stepwire.Input) (stepwire.CloseOut, error) {
+	in, err := a.input(in)
+	if err != nil {
+		return stepwire.CloseOut{}, err
+	}
+	out, err := a.steps.CloseWorkspace(ctx, in)
 	return out, classify(err)
 }
 

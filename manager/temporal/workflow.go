@@ -57,6 +57,8 @@ type agentRun struct {
 	// way: part of the conversation a child's question is answered with,
 	// as in process.
 	turnMsg []stepwire.Message
+	// changes are what its workspace recorded when it was closed.
+	changes *agenttypes.Changes
 }
 
 // modelStep runs a step that calls the agent's model, after any other
@@ -80,6 +82,7 @@ func agentWorkflow(ctx workflow.Context, in agentInput) (agentOutput, error) {
 		return agentOutput{}, workflow.NewContinueAsNewError(ctx, WorkflowName, *next)
 	}
 	r.endGroups(ctx)
+	end = r.closeWorkspace(ctx, end)
 	out := r.finish(end)
 	out.Duration = workflow.Now(ctx).Sub(r.started)
 	return out, nil
@@ -124,6 +127,7 @@ func (r *agentRun) start(ctx workflow.Context, cancel workflow.CancelFunc) (mana
 		return r.failed(ctx, manager.ReasonBackend, err), false
 	}
 	r.model, r.sa.Model = st.Model, st.Model
+	r.sa.Workspace = st.Workspace // closed when the run ends, however it ends
 	if r.in.Child {
 		r.sa.Budget = r.sa.Budget.Merge(st.TypeBudget).Within(r.in.Ceiling)
 		if r.sa.Budget.MaxTime != r.in.Ceiling.MaxTime {
@@ -315,7 +319,36 @@ func (r *agentRun) failed(ctx workflow.Context, reason manager.Reason, err error
 // finish is the run's output.
 func (r *agentRun) finish(end manager.StepEnd) agentOutput {
 	return agentOutput{End: end, Model: r.model, Usage: r.sa.Spent.Usage, OwnUsage: r.own,
-		ToolCalls: r.calls, SubtreeToolCalls: r.sa.Spent.ToolCalls, Turns: r.sa.Spent.Turns}
+		ToolCalls: r.calls, SubtreeToolCalls: r.sa.Spent.ToolCalls, Turns: r.sa.Spent.Turns, Changes: r.changes}
+}
+
+// closeWorkspace records the ended agent's workspace on its branch, as
+// the manager does however an agent ends: on a context a cancel does not
+// reach, so partial work is kept. A completed run whose work could not
+// be recorded fails with ReasonWorkspace, as in process.
+func (r *agentRun) closeWorkspace(ctx workflow.Context, end manager.StepEnd) manager.StepEnd {
+	if r.sa.Workspace == "" {
+		return end
+	}
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	var out stepwire.CloseOut
+	if err := r.step(ctx, stepwire.StepCloseWorkspace, closing, stepwire.Input{}, &out); err != nil {
+		if end.State == manager.Completed {
+			end.State, end.Reason, end.Error = manager.Failed, manager.ReasonWorkspace, errorText(err)
+		}
+		return end
+	}
+	r.changes = out.Changes
+	return end
+}
+
+// errorText is an activity's error as its step wrote it.
+func errorText(err error) string {
+	var app *sdktemporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
 }
 
 // newID is a new agent ID, the same on every replay.

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/troupe-dev/troupe/agenttypes"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/stepwire"
 )
@@ -102,6 +103,12 @@ func (f fake) Run(ctx context.Context, run manager.RemoteRun) (manager.RemoteOut
 	case "complete":
 		return manager.RemoteOutcome{State: manager.Completed, Reason: manager.ReasonDone, Output: "fake output for: " + run.Task,
 			Usage: manager.Usage{InputTokens: 120, OutputTokens: 12}, OwnUsage: manager.Usage{InputTokens: 100, OutputTokens: 10}, ToolCalls: 1, Turns: 2}, nil
+	case "changed-elsewhere":
+		// Workers with a checkout of their own changed a file there.
+		return manager.RemoteOutcome{State: manager.Completed, Reason: manager.ReasonDone, Output: "wrote the notes", Turns: 2, ToolCalls: 1,
+			Changes: &agenttypes.Changes{Dir: "/srv/worker/checkout", Repo: "/srv/worker/checkout/.git", Branch: "troupe/run/agent",
+				Base: strings.Repeat("a", 40), Head: strings.Repeat("b", 40), Added: []string{"notes.md"}, Insertions: 1,
+				Diffstat: " notes.md | 1 +\n 1 file changed, 1 insertion(+)"}}, nil
 	case "fail":
 		return manager.RemoteOutcome{State: manager.Failed, Reason: manager.ReasonBudgetTurns, Error: "the turn budget of 1 is spent", Partial: true, Turns: 1}, nil
 	case "hold":
