@@ -16,10 +16,11 @@ type stepKind int
 const (
 	// short steps render prompts, parse answers and format results.
 	short stepKind = iota
-	// long steps call the model or run tools.
+	// long steps call the model, run tools, or open a workspace (its
+	// setup commands run then).
 	long
-	// closing steps record an ended run: the run's time, which may be
-	// over, does not bound them.
+	// closing steps record an ended run's workspace: the run's time,
+	// which may be over, does not bound them.
 	closing
 )
 
@@ -48,7 +49,9 @@ func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in ste
 			MaximumAttempts:    5,
 		},
 	}
-	if kind == long {
+	if kind != short {
+		// A worker that dies in such a step is noticed by its silence,
+		// not after the step's whole time.
 		opts.StartToCloseTimeout = longStepTimeout
 		opts.HeartbeatTimeout = r.in.Limits.Heartbeat
 		if opts.HeartbeatTimeout <= 0 {

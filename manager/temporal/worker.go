@@ -125,6 +125,7 @@ func (a *activities) start(ctx context.Context, in stepwire.Input) (stepwire.Sta
 	if err != nil {
 		return stepwire.StartOut{}, err
 	}
+	defer heartbeat(ctx)()
 	out, err := a.steps.Start(ctx, in)
 	return out, classify(err)
 }
@@ -182,6 +183,7 @@ func (a *activities) closeWorkspace(ctx context.Context, in stepwire.Input) (ste
 	if err != nil {
 		return stepwire.CloseOut{}, err
 	}
+	defer heartbeat(ctx)()
 	out, err := a.steps.CloseWorkspace(ctx, in)
 	return out, classify(err)
 }

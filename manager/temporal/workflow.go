@@ -123,7 +123,7 @@ func (r *agentRun) run(ctx workflow.Context) (manager.StepEnd, *agentInput) {
 // start is the run's start step; false means the run ended.
 func (r *agentRun) start(ctx workflow.Context, cancel workflow.CancelFunc) (manager.StepEnd, bool) {
 	var st stepwire.StartOut
-	if err := r.step(ctx, stepwire.StepStart, short, stepwire.Input{}, &st); err != nil {
+	if err := r.step(ctx, stepwire.StepStart, long, stepwire.Input{}, &st); err != nil {
 		return r.failed(ctx, manager.ReasonBackend, err), false
 	}
 	r.model, r.sa.Model = st.Model, st.Model
