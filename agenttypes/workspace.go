@@ -396,6 +396,10 @@ type DurableWorkspace interface {
 	// Handle names the workspace for WorkspaceReopener.Reopen in any
 	// process that shares its state directory.
 	Handle() string
+	// Owner is the run and agent it was opened for
+	// (WorkspaceRequest.Run and Agent): a process given a handle checks
+	// that it is the one it expects.
+	Owner() (run, agent string)
 }
 
 // WorkspaceReopener is a Workspaces whose durable workspaces can be
@@ -409,6 +413,11 @@ type WorkspaceReopener interface {
 	// on another state directory is an error wrapping ErrWorkspace that
 	// says so.
 	Reopen(ctx context.Context, handle string) (Workspace, error)
+	// Find returns the durable workspace opened for run's agent, open or
+	// closed, or nil when none was: for closing one whose handle was
+	// lost, its Open having finished after the step that asked for it
+	// was given up. It waits for an Open of it under way to end.
+	Find(ctx context.Context, run, agent string) (Workspace, error)
 }
 
 // Workspaces makes workspaces. A manager without one refuses to spawn

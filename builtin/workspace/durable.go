@@ -149,21 +149,53 @@ func (p *Provider) reopen(name string) (*Workspace, error) {
 // run's agent's own, so that of two Opens of it, in any processes, one
 // makes it and the other finds it.
 func (p *Provider) openDurable(ctx context.Context, req agenttypes.WorkspaceRequest) (*Workspace, error) {
-	sum := sha256.Sum256([]byte(req.Run + "\x00" + req.Agent))
-	key, err := waitLock(ctx, filepath.Join(p.dirs.locks, "open-"+hex.EncodeToString(sum[:16])+".lock"), true)
+	release, err := p.holdOpen(ctx, req.Run, req.Agent)
 	if err != nil {
-		return nil, fmt.Errorf("waiting for another Open of agent %s's workspace: %w", req.Agent, err)
+		return nil, err
 	}
-	defer func() {
-		os.Remove(key.Name()) // while held: a waiter then locks a new file
-		key.Close()
-	}()
+	defer release()
 	w, err := p.findDurable(ctx, req.Run, req.Agent)
 	if err != nil || w != nil {
 		return w, err
 	}
 	return p.openNew(ctx, req)
 }
+
+// holdOpen takes the lock every Open of run's agent's durable workspace
+// takes, and returns its release.
+func (p *Provider) holdOpen(ctx context.Context, run, agent string) (release func(), err error) {
+	sum := sha256.Sum256([]byte(run + "\x00" + agent))
+	key, err := waitLock(ctx, filepath.Join(p.dirs.locks, "open-"+hex.EncodeToString(sum[:16])+".lock"), true)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for another Open of agent %s's workspace: %w", agent, err)
+	}
+	return func() {
+		os.Remove(key.Name()) // while held: a waiter then locks a new file
+		key.Close()
+	}, nil
+}
+
+// Find returns the durable workspace opened for run's agent, open or
+// closed, or nil when there is none, once any Open of it under way has
+// ended.
+func (p *Provider) Find(ctx context.Context, run, agent string) (agenttypes.Workspace, error) {
+	release, err := p.holdOpen(ctx, run, agent)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
+	}
+	defer release()
+	w, err := p.findDurable(ctx, run, agent)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
+	case w == nil:
+		return nil, nil
+	}
+	return w, nil
+}
+
+// Owner is the run and agent the workspace was opened for.
+func (w *Workspace) Owner() (run, agent string) { return w.rec.Run, w.rec.Agent }
 
 // findDurable returns the durable workspace of run's agent, open or
 // closed, or nil. The caller holds the lock every Open of it takes, so a

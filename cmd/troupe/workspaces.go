@@ -50,6 +50,15 @@ func (w *workspaces) Reopen(ctx context.Context, handle string) (agenttypes.Work
 	return p.Reopen(ctx, handle)
 }
 
+// Find finds a durable workspace whose handle a worker's step lost.
+func (w *workspaces) Find(ctx context.Context, run, agent string) (agenttypes.Workspace, error) {
+	p, err := w.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.Find(ctx, run, agent)
+}
+
 // get returns the provider, made on the first call.
 func (w *workspaces) get(ctx context.Context) (*workspace.Provider, error) {
 	w.once.Do(func() { w.p, w.err = w.provider(ctx) })
