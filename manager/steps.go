@@ -74,15 +74,6 @@ type StepAgent struct {
 	// ParentWorkspace is its parent's, which its own starts from.
 	Workspace       string `json:",omitempty"`
 	ParentWorkspace string `json:",omitempty"`
-	// Children are its children that have ended, for the merge tool to
-	// find their changes by label or ID.
-	Children []StepChild `json:",omitempty"`
-}
-
-// StepChild is an ended child of a StepAgent.
-type StepChild struct {
-	ID, Label string
-	Changes   *agenttypes.Changes `json:",omitempty"`
 }
 
 // StepAncestor is one ancestor of a StepAgent.
@@ -181,6 +172,9 @@ type TreeCall struct {
 	CancelGroup string `json:",omitempty"`
 	// Ask is a question for the agent's parent (ask_parent).
 	Ask *agenttypes.Question `json:",omitempty"`
+	// ChildChanges names a child, by label or ID, whose changes the merge
+	// tool asks for.
+	ChildChanges string `json:",omitempty"`
 }
 
 // TreeAnswer is the backend's answer to a TreeCall: the response it
@@ -197,6 +191,9 @@ type TreeAnswer struct {
 	// Unanswered, then, why: said in the agent's answer event.
 	Answer     *agenttypes.Answer `json:",omitempty"`
 	Unanswered string             `json:",omitempty"`
+	// Changes are the changes of the child ChildChanges named (nil: it
+	// changed no files).
+	Changes *agenttypes.Changes `json:",omitempty"`
 }
 
 // ErrTreeDeferred is the error a step agent's tree gives a tool that
@@ -214,8 +211,6 @@ type stepState struct {
 	answers  []TreeAnswer
 	answered bool
 	tree     []TreeCall
-	// children are the agent's ended children (StepAgent.Children).
-	children []StepChild
 	// parentWS is the workspace of its nearest ancestor with one
 	// (StepAgent.ParentWorkspace), before it has one of its own.
 	parentWS agenttypes.Workspace
@@ -241,7 +236,6 @@ func (m *Manager) stepAgent(ctx context.Context, sa StepAgent, resolve bool) (*A
 	a.parent, a.root, a.living = nil, a, 1
 	a.id, a.parentID, a.label, a.dir, a.task = sa.ID, sa.ParentID, sa.Label, sa.Dir, sa.Task
 	a.budget, a.maxOutput, a.notes = sa.Budget, sa.MaxOutputTokens, sa.Notes
-	a.step.children = sa.Children
 	a.subtree, a.subToolCalls, a.turns = sa.Spent.Usage, sa.Spent.ToolCalls, sa.Spent.Turns
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
 	if err := m.stepWorkspace(ctx, a, sa); err != nil {
@@ -595,23 +589,11 @@ func (m *Manager) QuestionStep(ctx context.Context, sa StepAgent, conv []llms.Me
 	return out, nil
 }
 
-// ChildChanges finds an ended child's changes among those the backend
-// gave the step (StepAgent.Children), by ID or else by the latest label.
-func (t stepTree) ChildChanges(_ context.Context, child string) (*agenttypes.Changes, error) {
-	var byLabel *StepChild
-	for i := range t.a.step.children {
-		c := &t.a.step.children[i]
-		if c.ID == child {
-			return c.Changes, nil
-		}
-		if c.Label == child {
-			byLabel = c
-		}
-	}
-	if byLabel == nil {
-		return nil, fmt.Errorf("%w: no ended child of agent %s is labelled or identified %q; a child still running must be collected with wait before its changes are merged", ErrNotFound, t.a.id, child)
-	}
-	return byLabel.Changes, nil
+// ChildChanges defers to the backend, which knows the agent's
+// children and their changes.
+func (t stepTree) ChildChanges(ctx context.Context, child string) (*agenttypes.Changes, error) {
+	ans, err := t.answer(ctx, TreeCall{Tool: toolMerge, ChildChanges: child})
+	return ans.Changes, err
 }
 
 func (s *stepState) collect(e *Event) {

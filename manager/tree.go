@@ -24,6 +24,7 @@ const (
 	toolDelegate  = "delegate"
 	toolCollect   = "collect"
 	toolAskParent = "ask_parent"
+	toolMerge     = "merge"
 )
 
 // ErrDelegation is wrapped by refusals of children: the depth, fan-out or

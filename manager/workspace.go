@@ -102,15 +102,12 @@ func (m *Manager) stepWorkspace(ctx context.Context, a *Agent, sa StepAgent) err
 	if err != nil {
 		return err
 	}
-	var ws agenttypes.Workspace
-	m.guard("reopening a workspace for agent "+a.id, func() {
-		err = errors.New("the workspace provider panicked")
-		ws, err = ro.Reopen(ctx, handle)
-	})
+	own := sa.Workspace != ""
+	ws, err := m.reopen(ctx, ro, sa, own)
 	if err != nil {
 		return fmt.Errorf("agent of type %q: %w", a.typ.Name, err)
 	}
-	if sa.Workspace != "" {
+	if own {
 		a.ws = ws
 	} else {
 		a.step.parentWS = ws
@@ -119,26 +116,72 @@ func (m *Manager) stepWorkspace(ctx context.Context, a *Agent, sa StepAgent) err
 	return nil
 }
 
-// CloseWorkspaceStep records the work in an ended agent's workspace
-// (sa.Workspace) on its branch and returns its changes, as the manager
-// does when an agent ends. Run twice, it records once and returns the
-// same changes.
-func (m *Manager) CloseWorkspaceStep(ctx context.Context, sa StepAgent) (*agenttypes.Changes, error) {
-	if sa.Workspace == "" {
-		return nil, fmt.Errorf("%w: CloseWorkspaceStep: the agent has no workspace", ErrBadRequest)
+// reopen reopens sa's own workspace, or its ancestor's, and checks that
+// it is one of sa's run (its own, for own): a handle comes with a step's
+// input, and names any workspace of the state directory.
+func (m *Manager) reopen(ctx context.Context, ro agenttypes.WorkspaceReopener, sa StepAgent, own bool) (agenttypes.Workspace, error) {
+	handle := sa.Workspace
+	if !own {
+		handle = sa.ParentWorkspace
 	}
-	a, err := m.stepAgent(ctx, sa, false)
+	var (
+		ws  agenttypes.Workspace
+		err error
+	)
+	m.guard("reopening a workspace for agent "+sa.ID, func() {
+		err = errors.New("the workspace provider panicked")
+		ws, err = ro.Reopen(ctx, handle)
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer a.cancel(nil)
+	d, ok := ws.(agenttypes.DurableWorkspace)
+	if !ok {
+		return nil, fmt.Errorf("%w: workspace %s is not durable", agenttypes.ErrWorkspace, handle)
+	}
+	if run, agent := d.Owner(); run != sa.Run || (own && agent != sa.ID) {
+		return nil, fmt.Errorf("%w: workspace %s is agent %s's of run %s, not one of agent %s of run %s", agenttypes.ErrWorkspace, handle, agent, run, sa.ID, sa.Run)
+	}
+	return ws, nil
+}
+
+// CloseWorkspaceStep records the work in an ended agent's workspace on
+// its branch and returns its changes, as the manager does when an agent
+// ends. sa.Workspace names it; without it, the workspace opened for the
+// agent is found by its run and ID (a start step given up as its Open
+// finished), and there may be none. Run twice, it records once and
+// returns the same changes. Like the manager's, a close that could not
+// record everything returns the changes it has with its error.
+func (m *Manager) CloseWorkspaceStep(ctx context.Context, sa StepAgent) (*agenttypes.Changes, error) {
+	ro, ok := m.cfg.Workspaces.(agenttypes.WorkspaceReopener)
+	if !ok {
+		if sa.Workspace == "" {
+			return nil, nil // none could have been opened here
+		}
+		return nil, fmt.Errorf("%w: closing workspace %s: this worker's workspaces cannot be reopened; give Config.Workspaces a provider that implements agenttypes.WorkspaceReopener, on the state directory the other workers share", agenttypes.ErrWorkspace, sa.Workspace)
+	}
+	var (
+		ws  agenttypes.Workspace
+		err error
+	)
+	if sa.Workspace != "" {
+		ws, err = m.reopen(ctx, ro, sa, true)
+	} else {
+		m.guard("finding the workspace of agent "+sa.ID, func() {
+			err = errors.New("the workspace provider panicked")
+			ws, err = ro.Find(ctx, sa.Run, sa.ID)
+		})
+	}
+	if err != nil || ws == nil {
+		return nil, err
+	}
 	var ch *agenttypes.Changes
-	m.guard("closing the workspace of agent "+a.id, func() {
+	m.guard("closing the workspace of agent "+sa.ID, func() {
 		err = errors.New("the workspace provider panicked")
-		ch, err = a.ws.Close(ctx)
+		ch, err = ws.Close(ctx)
 	})
 	if err != nil {
-		return ch, fmt.Errorf("%w: recording the agent's work: %w (it is left in %s)", agenttypes.ErrWorkspace, err, a.dir)
+		return ch, fmt.Errorf("%w: recording the agent's work: %w (it is left in %s)", agenttypes.ErrWorkspace, err, ws.Dir())
 	}
 	return ch, nil
 }

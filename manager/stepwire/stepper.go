@@ -99,5 +99,8 @@ func (l Local) Question(ctx context.Context, in Input) (manager.QuestionAnswer, 
 
 func (l Local) CloseWorkspace(ctx context.Context, in Input) (CloseOut, error) {
 	ch, err := l.Manager.CloseWorkspaceStep(ctx, in.Agent)
+	if err != nil && ch != nil {
+		return CloseOut{Changes: ch, Error: err.Error()}, nil
+	}
 	return CloseOut{Changes: ch}, Fault(err)
 }

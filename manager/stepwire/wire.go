@@ -73,9 +73,12 @@ type StartOut struct {
 	End       *manager.StepEnd
 }
 
-// CloseOut is what closing an agent's workspace recorded.
+// CloseOut is what closing an agent's workspace recorded, and Error why
+// it could not record everything (a git repository made inside it, say):
+// not tried again, since trying would fail the same way.
 type CloseOut struct {
 	Changes *agenttypes.Changes
+	Error   string `json:",omitempty"`
 }
 
 // GenerateOut is a model call's result (manager.ModelStep).

@@ -28,6 +28,8 @@ type carried struct {
 	Groups []carriedGroup `json:",omitempty"`
 	// EndedKids are the children that have ended, which a task may resume.
 	EndedKids []string `json:",omitempty"`
+	// Kids are the children it spawned, for merge to find.
+	Kids []kidRecord `json:",omitempty"`
 }
 
 // carriedGroup is an ended background group, as collect reads it.
@@ -61,7 +63,7 @@ func (r *agentRun) carry(ctx workflow.Context) *agentInput {
 	next := r.in
 	next.Agent = r.sa
 	next.Carried = &carried{Started: r.started, Messages: r.msgs, Own: r.own,
-		Calls: r.calls, Spawned: r.spawned, Asked: r.asked, Model: r.model, EndedKids: r.endedKids}
+		Calls: r.calls, Spawned: r.spawned, Asked: r.asked, Model: r.model, EndedKids: r.endedKids, Kids: r.kids}
 	for _, g := range r.groups { // all done: no group runs at a carry
 		cg := carriedGroup{ID: g.id}
 		for _, k := range g.kids {
@@ -75,7 +77,7 @@ func (r *agentRun) carry(ctx workflow.Context) *agentInput {
 // restore takes up a run where the workflow run before it left it.
 func (r *agentRun) restore(c *carried) {
 	r.started, r.msgs, r.own = c.Started, c.Messages, c.Own
-	r.calls, r.spawned, r.asked, r.model, r.endedKids = c.Calls, c.Spawned, c.Asked, c.Model, c.EndedKids
+	r.calls, r.spawned, r.asked, r.model, r.endedKids, r.kids = c.Calls, c.Spawned, c.Asked, c.Model, c.EndedKids, c.Kids
 	for _, cg := range c.Groups {
 		g := &group{id: cg.ID, done: true, cancel: func() {}}
 		for _, res := range cg.Results {

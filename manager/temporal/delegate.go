@@ -121,6 +121,7 @@ func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*chi
 			}
 			r.held = addBudget(r.held, k.ceiling, 1)
 			r.spawn(ctx, groupID, k, conc)
+			r.kids = append(r.kids, kidRecord{ID: k.id, Label: k.task.Label})
 			r.treeHeld += k.treeAgents
 			k.started = true
 			running++
@@ -128,9 +129,7 @@ func (r *agentRun) runChildren(ctx workflow.Context, groupID string, kids []*chi
 				k.err = f.Get(wait, &k.out)
 				k.ended = true
 				r.endedKids = append(r.endedKids, k.id)
-				if k.out.Changes != nil { // for merge to find
-					r.sa.Children = append(r.sa.Children, manager.StepChild{ID: k.id, Label: k.task.Label, Changes: k.out.Changes})
-				}
+				r.kidEnded(k)
 				r.held = addBudget(r.held, k.ceiling, -1)
 				r.treeHeld -= k.treeAgents
 				r.charge(k)
@@ -386,4 +385,42 @@ func (k *child) result() agenttypes.ChildResult {
 		res.State, res.Reason, res.Error = manager.Failed, manager.ReasonBackend, k.err.Error()
 	}
 	return manager.ChildResultOf(k.task.Label, res)
+}
+
+// kidRecord is a child the agent spawned, as merge finds it.
+type kidRecord struct {
+	ID, Label string
+	Ended     bool
+	Changes   *agenttypes.Changes `json:",omitempty"`
+}
+
+// kidEnded records k's end and its changes.
+func (r *agentRun) kidEnded(k *child) {
+	for i := range r.kids {
+		if r.kids[i].ID == k.id {
+			r.kids[i].Ended, r.kids[i].Changes = true, k.out.Changes
+		}
+	}
+}
+
+// childChanges answers the merge tool's ask for a child's changes, as the
+// manager does: the child by ID, else the latest spawned with the label,
+// once it has ended.
+func (r *agentRun) childChanges(name string) manager.TreeAnswer {
+	var found *kidRecord
+	for i := range r.kids {
+		switch {
+		case r.kids[i].ID == name:
+			found = &r.kids[i]
+		case r.kids[i].Label == name && (found == nil || found.ID != name):
+			found = &r.kids[i]
+		}
+	}
+	switch {
+	case found == nil:
+		return manager.TreeAnswer{Refusal: fmt.Sprintf("%v: no child of agent %s is labelled or identified %q", manager.ErrNotFound, r.sa.ID, name)}
+	case !found.Ended:
+		return manager.TreeAnswer{Refusal: fmt.Sprintf("%v: child %q is still running; wait for it (collect with wait) before merging its changes", errDelegation, name)}
+	}
+	return manager.TreeAnswer{Changes: found.Changes}
 }

@@ -49,6 +49,9 @@ func (r *agentRun) step(ctx workflow.Context, name string, kind stepKind, in ste
 			MaximumAttempts:    5,
 		},
 	}
+	// A step that may touch the workspace is waited for when cancelled,
+	// so that the workspace is closed only once nothing acts on it.
+	opts.WaitForCancellation = name == stepwire.StepStart || r.sa.Workspace != ""
 	if kind != short {
 		// A worker that dies in such a step is noticed by its silence,
 		// not after the step's whole time.

@@ -4,6 +4,7 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/builtin"
 	"github.com/troupe-dev/troupe/builtin/workspace"
 	"github.com/troupe-dev/troupe/manager"
 	"github.com/troupe-dev/troupe/manager/scripted"
@@ -696,5 +698,90 @@ func TestIntegrationAChildResumesItsSiblingsConversation(t *testing.T) {
 	}
 	if strings.Contains(got.Output, "not an ended child") || !strings.Contains(got.Output, "[b] ok") {
 		t.Fatalf("the second child did not resume the first: %q", got.Output)
+	}
+}
+
+// lateOpen is a worker's workspaces whose Open finishes only once the
+// step that asked for it has been cancelled: the workflow may never hear
+// of the workspace it opened.
+type lateOpen struct {
+	*workspace.Provider
+	entered, opened chan struct{}
+}
+
+func (l *lateOpen) Open(ctx context.Context, req agenttypes.WorkspaceRequest) (agenttypes.Workspace, error) {
+	close(l.entered)
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		return nil, errors.New("the step was never cancelled")
+	}
+	ws, err := l.Provider.Open(context.WithoutCancel(ctx), req)
+	close(l.opened)
+	return ws, err
+}
+
+func TestIntegrationAWorkspaceOpenedAsItsStartWasCancelledIsClosed(t *testing.T) {
+	c := cluster(t)
+	repo, state := editRepo(t), t.TempDir()
+	reg := agenttypes.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	spaces, err := workspace.New(workspace.Config{StateDir: state, ExcludesFile: filepath.Join(state, "no-excludes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spaces.Close()
+	late := &lateOpen{Provider: spaces, entered: make(chan struct{}), opened: make(chan struct{})}
+	wm, err := manager.New(manager.Config{
+		Logger: slog.New(slog.DiscardHandler), Registry: reg, Workspaces: late, DefaultModel: "scripted", MaxDepth: 1,
+		Models: manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return editingModel(), nil }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wm.Close(context.Background())
+	w, err := NewWorker(c, WorkerConfig{Manager: wm, TaskQueue: "late", Root: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	b, err := New(Config{Client: c, TaskQueue: "late", Root: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, reg, nil, b)
+	a, err := m.Spawn(context.Background(), manager.SpawnRequest{Type: "general", Task: "fix both ends", Dir: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-late.entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the start step never opened the workspace")
+	}
+	if err := m.Cancel(a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := a.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != manager.Cancelled {
+		t.Fatalf("the run ended %s (%s); want cancelled", res.State, res.Error)
+	}
+	select {
+	case <-late.opened:
+	default:
+		t.Fatal("the run ended before its workspace's Open did: the test did not test its case")
+	}
+	if list := gitIn(t, repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("the workspace opened as its start was cancelled is left open:\n%s", list)
 	}
 }

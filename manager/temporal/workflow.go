@@ -59,6 +59,11 @@ type agentRun struct {
 	turnMsg []stepwire.Message
 	// changes are what its workspace recorded when it was closed.
 	changes *agenttypes.Changes
+	// kids are the children it spawned, for merge to find.
+	kids []kidRecord
+	// startLost says its start step failed or was given up: a workspace
+	// it opened may be open with no handle here, and is found to close.
+	startLost bool
 }
 
 // modelStep runs a step that calls the agent's model, after any other
@@ -124,6 +129,7 @@ func (r *agentRun) run(ctx workflow.Context) (manager.StepEnd, *agentInput) {
 func (r *agentRun) start(ctx workflow.Context, cancel workflow.CancelFunc) (manager.StepEnd, bool) {
 	var st stepwire.StartOut
 	if err := r.step(ctx, stepwire.StepStart, long, stepwire.Input{}, &st); err != nil {
+		r.startLost = true
 		return r.failed(ctx, manager.ReasonBackend, err), false
 	}
 	r.model, r.sa.Model = st.Model, st.Model
@@ -254,6 +260,8 @@ func (r *agentRun) act(ctx workflow.Context, tc manager.TreeCall) manager.TreeAn
 		return r.cancelGroup(tc.CancelGroup)
 	case tc.Ask != nil:
 		return r.ask(ctx, tc.Ask)
+	case tc.ChildChanges != "":
+		return r.childChanges(tc.ChildChanges)
 	}
 	return manager.TreeAnswer{Refusal: "delegation refused: the tool asked the tree for nothing it knows"}
 }
@@ -327,18 +335,19 @@ func (r *agentRun) finish(end manager.StepEnd) agentOutput {
 // reach, so partial work is kept. A completed run whose work could not
 // be recorded fails with ReasonWorkspace, as in process.
 func (r *agentRun) closeWorkspace(ctx workflow.Context, end manager.StepEnd) manager.StepEnd {
-	if r.sa.Workspace == "" {
+	if r.sa.Workspace == "" && !r.startLost {
 		return end
 	}
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
 	var out stepwire.CloseOut
-	if err := r.step(ctx, stepwire.StepCloseWorkspace, closing, stepwire.Input{}, &out); err != nil {
-		if end.State == manager.Completed {
-			end.State, end.Reason, end.Error = manager.Failed, manager.ReasonWorkspace, errorText(err)
-		}
-		return end
-	}
+	err := r.step(ctx, stepwire.StepCloseWorkspace, closing, stepwire.Input{}, &out)
 	r.changes = out.Changes
+	if err != nil {
+		out.Error = errorText(err)
+	}
+	if out.Error != "" && end.State == manager.Completed {
+		end.State, end.Reason, end.Error = manager.Failed, manager.ReasonWorkspace, out.Error
+	}
 	return end
 }
 

@@ -325,3 +325,31 @@ func TestWorkflowChildReadsItsParentsWorkspace(t *testing.T) {
 		t.Errorf("the child read %q; want the file its parent wrote in its workspace", read)
 	}
 }
+
+// A handle comes with a step's input: a step of another run, or of
+// another agent, is refused the workspace it names.
+func TestStepsRefuseAWorkspaceOfAnotherRunOrAgent(t *testing.T) {
+	repo, state := editRepo(t), t.TempDir()
+	m, _ := workspaceWorker(t, editingModel(), state)
+	sa := generalInput("fix both ends").Agent
+	sa.Dir = repo
+	st, err := m.StartStep(context.Background(), sa)
+	if err != nil || st.Workspace == "" {
+		t.Fatalf("StartStep: %v, workspace %q", err, st.Workspace)
+	}
+	for _, c := range []struct{ what, run, id string }{
+		{"another run", "00000000-0000-4000-8000-0000000000bb", sa.ID},
+		{"another agent", sa.Run, "00000000-0000-4000-8000-00000000000c"},
+	} {
+		other := sa
+		other.Run, other.ID, other.Workspace = c.run, c.id, st.Workspace
+		if _, err := m.CloseWorkspaceStep(context.Background(), other); !errors.Is(err, agenttypes.ErrWorkspace) || !strings.Contains(err.Error(), "not one of agent") {
+			t.Errorf("%s: closing the workspace: %v; want it refused", c.what, err)
+		}
+	}
+	sa.Workspace = st.Workspace
+	ch, err := m.CloseWorkspaceStep(context.Background(), sa)
+	if err != nil || ch == nil {
+		t.Fatalf("its own agent's close: %v, changes %v", err, ch)
+	}
+}
