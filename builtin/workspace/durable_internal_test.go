@@ -33,8 +33,8 @@ func TestWaitLockEndsWithItsContext(t *testing.T) {
 }
 
 // A lock whose holder removed its file, as a Close does, is no lock: a
-// waiter that may not make it finds it gone; one that may, holds the
-// file under the name now.
+// waiter blocked on it that may not make it finds it gone; one that
+// may, holds the file under the name now.
 func TestWaitLockOnAFileItsHolderRemoved(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.lock")
 	type result struct {
@@ -45,10 +45,15 @@ func TestWaitLockOnAFileItsHolderRemoved(t *testing.T) {
 		held, err := waitLock(context.Background(), path, true)
 		require.NoError(t, err)
 		got := make(chan result, 1)
+		waited := make(chan struct{})
 		go func() {
+			defer close(waited)
 			f, err := waitLock(context.Background(), path, create)
 			got <- result{f, err}
 		}()
+		// Only a waiter that opened the file before it went, and is
+		// blocked on it, holds a file no longer under its name.
+		waitBlockedOnLock(t, path, os.Getpid(), waited)
 		require.NoError(t, os.Remove(path))
 		require.NoError(t, held.Close())
 		r := <-got
