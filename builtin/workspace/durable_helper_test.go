@@ -27,7 +27,12 @@ const (
 	handleEnv        = "WORKSPACE_TEST_HANDLE"
 	tagEnv           = "WORKSPACE_TEST_TAG"
 	roundsEnv        = "WORKSPACE_TEST_ROUNDS"
+	setupEnv         = "WORKSPACE_TEST_SETUP" // a setup command of the "open" action
+	cacheEnv         = "WORKSPACE_TEST_CACHE" // the provider's cache directory, which commands see
 )
+
+// setupPolicy lets the "open" action's setup command run.
+var setupPolicy = agenttypes.RunPolicy{Allow: []string{"cat"}}
 
 // helperBound bounds how long a helper process may take.
 const helperBound = 2 * time.Minute
@@ -35,9 +40,14 @@ const helperBound = 2 * time.Minute
 // runDurableHelper runs the action durableHelperEnv names and exits: 0
 // when it went, 2 with the error on standard error when not.
 func runDurableHelper() {
-	p, err := workspace.New(workspace.Config{StateDir: os.Getenv(stateEnv), ExcludesFile: os.DevNull})
+	p, err := workspace.New(workspace.Config{StateDir: os.Getenv(stateEnv), ExcludesFile: os.DevNull,
+		AllowRun: func(string) error { return nil }, CacheDir: os.Getenv(cacheEnv)})
 	if err == nil {
-		err = durableAction(context.Background(), p, os.Getenv(durableHelperEnv))
+		if action := os.Getenv(durableHelperEnv); action == "open" {
+			err = openAction(context.Background(), p)
+		} else {
+			err = durableAction(context.Background(), p, action)
+		}
 		p.Close()
 	}
 	if err != nil {
@@ -83,6 +93,27 @@ func durableAction(ctx context.Context, p *workspace.Provider, action string) er
 		return nil
 	}
 	return fmt.Errorf("no helper action %q", action)
+}
+
+// openAction says it is ready and, once told to go, opens run-1's agent
+// durable on the repository, with the setup command given if any, and
+// says its handle.
+func openAction(ctx context.Context, p *workspace.Provider) error {
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return fmt.Errorf("waiting to be told to go: %w", err)
+	}
+	var setup []string
+	if s := os.Getenv(setupEnv); s != "" {
+		setup = []string{s}
+	}
+	w, err := p.Open(ctx, agenttypes.WorkspaceRequest{Run: "run-1", Agent: "agent", Dir: os.Getenv(repoEnv),
+		Durable: true, Policy: setupPolicy, Setup: setup})
+	if err != nil {
+		return err
+	}
+	fmt.Println(w.(agenttypes.DurableWorkspace).Handle())
+	return nil
 }
 
 // childRound starts a child of w, which writes c-TAG.txt, and merges its
@@ -146,6 +177,13 @@ func startHelper(t *testing.T, state, action, handle string, env ...string) *hel
 		r.Close()
 	})
 	return h
+}
+
+// tell writes a line to the helper's standard input.
+func (h *helper) tell(t *testing.T, line string) {
+	t.Helper()
+	_, err := io.WriteString(h.stdin, line+"\n")
+	require.NoError(t, err)
 }
 
 // line reads a line the helper printed.
