@@ -60,8 +60,12 @@
 // Close commits everything in the workspace, untracked files included,
 // to its branch (a commit only when something changed), computes the
 // changes since the base with a binary patch under the state directory,
-// and only then removes the worktree, with `git worktree remove`. When
-// recording fails, the worktree stays and the error says where. So it
+// and only then removes the worktree, with `git worktree remove`. Before
+// it removes it, it marks the workspace's record closing, with the
+// commit that holds the work: a Close again, or Prune, that finds the
+// mark (a process killed during the removal) returns the changes of
+// that commit and removes what is left, which is not the agent's work.
+// When recording fails, the worktree stays and the error says where. So it
 // does when something in the workspace (a test, git init) made a git
 // repository there: git records one repository inside another only as
 // the commit it is at, never its files, so Close keeps the worktree and

@@ -261,11 +261,11 @@ func isNameOf(name, stem string) bool {
 
 // hold takes the workspace's lock, which the caller lets go with
 // release, and reloads the children's bases pending from its record,
-// the truth among the processes that have it open. A workspace closed
-// meanwhile, in this process or another, is found closed. Every
-// workspace takes it, durable or not: one path, and its cost (a lock
-// and a small file read) is lost among the git commands it guards. The
-// caller holds w.mu.
+// the truth among the processes that have it open, and whether a Close
+// began. A workspace closed meanwhile, in this process or another, is
+// found closed. Every workspace takes it, durable or not: one path, and
+// its cost (a lock and a small file read) is lost among the git
+// commands it guards. The caller holds w.mu.
 func (w *Workspace) hold(ctx context.Context) (release func(), err error) {
 	release = func() {}
 	if w.closed {
@@ -286,7 +286,7 @@ func (w *Workspace) hold(ctx context.Context) (release func(), err error) {
 		}
 		return release, fmt.Errorf("reading the record of workspace %s: %w", w.rec.Name, err)
 	}
-	w.rec.Pending = rec.Pending
+	w.rec.Pending, w.rec.Closing = rec.Pending, rec.Closing
 	return func() { lock.Close() }, nil
 }
 

@@ -302,3 +302,36 @@ func TestDurableOpenAgainUndoesAnUnfinishedOpen(t *testing.T) {
 	ch := closeWS(t, again)
 	assert.True(t, ch.Empty())
 }
+
+// A Close killed as it removed the worktree, its work committed, leaves
+// part of the tree: a Close again, in another provider, returns the
+// changes of that commit, and records nothing of what the removal took.
+func TestDurableCloseAgainAfterAKilledRemovalReturnsTheCommit(t *testing.T) {
+	repo, state := newRepo(t), t.TempDir()
+	p := newProviderAt(t, state)
+	w := openDurable(t, p, repo, "agent", nil)
+	write(t, w.Dir(), "x.txt", "x\n")
+	write(t, w.Dir(), "f.txt", replaceLine(lines, 3, "three"))
+	write(t, w.Dir(), "build/out", "o\n")
+	want, err := workspace.RecordClose(context.Background(), w.(*workspace.Workspace))
+	require.NoError(t, err)
+	require.Equal(t, []string{"x.txt"}, want.Added)
+	require.Equal(t, []string{"f.txt"}, want.Modified)
+	require.Equal(t, []string{"build/"}, want.Ignored)
+	for _, gone := range []string{"keep.txt", "sub", "x.txt", "f.txt", ".git"} { // a removal killed half way
+		require.NoError(t, os.RemoveAll(filepath.Join(w.Dir(), gone)))
+	}
+
+	q := newProviderAt(t, state)
+	again := reopen(t, q, w.Handle())
+	_, err = again.Merge(context.Background(), want)
+	require.ErrorIs(t, err, agenttypes.ErrWorkspace)
+	assert.Contains(t, err.Error(), "is closed", "a workspace being closed takes nothing more")
+	got := closeWS(t, again)
+	assert.Equal(t, want, got)
+	assert.Empty(t, got.Deleted)
+	assert.Equal(t, want.Head, gitIn(t, repo, "rev-parse", want.Branch), "nothing more committed")
+	missing(t, w.Dir(), "")
+	assert.Equal(t, []string{realPath(t, repo)}, worktrees(t, repo))
+	assert.Equal(t, got, closeWS(t, w), "the first provider's object finds it closed")
+}

@@ -47,7 +47,7 @@ func (w *Workspace) Merge(ctx context.Context, from *agenttypes.Changes) (agentt
 	if err != nil {
 		return agenttypes.MergeResult{}, fmt.Errorf("%w: %w", agenttypes.ErrWorkspace, err)
 	}
-	if w.closed {
+	if w.ending() {
 		return agenttypes.MergeResult{}, fmt.Errorf("%w: the workspace %s is closed", agenttypes.ErrWorkspace, w.rec.Name)
 	}
 	res, err := w.merge(ctx, from)

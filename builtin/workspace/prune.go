@@ -90,7 +90,7 @@ func (p *Provider) recover(ctx context.Context, rec record) (*agenttypes.Changes
 	if !rec.Opened {
 		return nil, w.discard(ctx)
 	}
-	if exists(rec.Tree) {
+	if rec.Closing == nil && exists(rec.Tree) {
 		return w.finish(ctx)
 	}
 	return w.finishGone(ctx)

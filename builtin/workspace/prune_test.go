@@ -114,3 +114,25 @@ func TestPruneLeavesLiveWorkspaces(t *testing.T) {
 	missing(t, w.Dir(), "")
 	closeWS(t, mine)
 }
+
+// A workspace whose process was killed as its Close removed the
+// worktree is recovered by Prune with the changes that Close committed,
+// not with what the removal left.
+func TestPruneRecoversAHalfRemovedWorkspaceFromItsCommit(t *testing.T) {
+	repo, state := newRepo(t), t.TempDir()
+	gone := newProviderAt(t, state)
+	w := open(t, gone, repo, "a", nil)
+	write(t, w.Dir(), "x.txt", "x\n")
+	want, err := workspace.RecordClose(context.Background(), w)
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(filepath.Join(w.Dir(), "keep.txt")))
+	require.NoError(t, os.RemoveAll(filepath.Join(w.Dir(), "x.txt")))
+	require.NoError(t, gone.Close()) // as a killed process leaves it
+
+	got, err := newProviderAt(t, state).Prune(context.Background())
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, want, got[0].Changes)
+	missing(t, w.Dir(), "")
+	assert.Equal(t, []string{realPath(t, repo)}, worktrees(t, repo))
+}

@@ -63,6 +63,20 @@ type record struct {
 	// memory, so that a child started in one process is seen by the
 	// parent's next commit in another.
 	Pending []string `json:"pending,omitempty"`
+	// Closing is set by a Close once the work is on the branch, before
+	// it removes the worktree.
+	Closing *closing `json:"closing,omitempty"`
+}
+
+// closing is what a Close keeps in the record before it removes the
+// worktree: the commit that holds the work, and what ignore rules kept
+// out of it. A Close again (the first one's process killed during the
+// removal) finishes from it: what is left of a worktree half removed is
+// not the agent's work.
+type closing struct {
+	Head         string   `json:"head"`
+	Ignored      []string `json:"ignored,omitempty"`
+	IgnoredCount int      `json:"ignored_count,omitempty"`
 }
 
 func (p *Provider) recordPath(name string) string {

@@ -21,8 +21,8 @@ type Workspace struct {
 	policy agenttypes.RunPolicy
 
 	// mu serialises what reads or records the work tree in this process;
-	// hold does across processes. What mu guards of rec is Pending only:
-	// the rest stays as Open made it.
+	// hold does across processes. What mu guards of rec is Pending and
+	// Closing only: the rest stays as Open made it.
 	mu     sync.Mutex
 	rec    record
 	closed bool
@@ -98,7 +98,7 @@ func (w *Workspace) childSource(ctx context.Context, dir, agent string) (source,
 	if err != nil {
 		return source{}, err
 	}
-	if w.closed {
+	if w.ending() {
 		return source{}, errors.New("the parent's workspace is closed")
 	}
 	g, err := w.git(ctx)
@@ -260,7 +260,7 @@ func (w *Workspace) Close(ctx context.Context) (*agenttypes.Changes, error) {
 		return nil, fmt.Errorf("%w: the workspace %s is closed already", agenttypes.ErrWorkspace, w.rec.Name)
 	}
 	var ch *agenttypes.Changes
-	if w.rec.Durable && !exists(w.rec.Tree) {
+	if w.rec.Closing != nil || w.rec.Durable && !exists(w.rec.Tree) {
 		ch, err = w.finishGone(ctx) // a Close before was killed as it removed the worktree
 	} else {
 		ch, err = w.finish(ctx)
@@ -273,6 +273,19 @@ func (w *Workspace) Close(ctx context.Context) (*agenttypes.Changes, error) {
 
 // finish is Close, and Prune's recovery of a workspace left behind.
 func (w *Workspace) finish(ctx context.Context) (*agenttypes.Changes, error) {
+	ch, err := w.recordClose(ctx)
+	if err != nil {
+		return ch, err
+	}
+	return w.removeAndEnd(ctx, ch)
+}
+
+// recordClose records everything in the workspace on its branch, and
+// then that the workspace is closing, and returns the changes: what
+// Close does before it removes the worktree. It refuses, with the
+// changes, a workspace that holds nested repositories, whose files the
+// branch does not hold.
+func (w *Workspace) recordClose(ctx context.Context) (*agenttypes.Changes, error) {
 	g, err := w.git(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recording the work in %s: %w", w.rec.Tree, err)
@@ -303,40 +316,66 @@ func (w *Workspace) finish(ctx context.Context) (*agenttypes.Changes, error) {
 	if err != nil {
 		return ch, err
 	}
-	w.closed = true
-	rg, err := w.p.repoGit(ctx, w.rec.Repo, w.rec.Top)
-	if err == nil {
-		err = w.removeTree(ctx, rg)
-	}
-	if err != nil {
-		return ch, fmt.Errorf("the work is on branch %s, but removing its worktree %s failed: %w", w.rec.Branch, w.rec.Tree, err)
-	}
-	w.dropEmptyBranch(ctx, rg, ch)
-	return ch, w.end(ch)
+	return ch, w.markClosing(closing{Head: head, Ignored: left, IgnoredCount: leftCount})
 }
 
-// finishGone is finish for a workspace whose worktree is gone: what its
-// branch holds is all there is.
+// markClosing saves in the record that the work is on the branch, at
+// mark.Head, and that only the worktree's removal is left.
+func (w *Workspace) markClosing(mark closing) error {
+	rec := w.rec
+	rec.Closing = &mark
+	if err := w.p.saveRecord(rec); err != nil {
+		return fmt.Errorf("the work is on branch %s, but recording that the workspace is closing failed: %w", w.rec.Branch, err)
+	}
+	w.rec.Closing = &mark
+	return nil
+}
+
+// finishGone is finish for a workspace whose worktree is gone, or is
+// being removed (a Close before marked it closing): what its branch
+// holds is all there is, and what is left of the worktree goes.
 func (w *Workspace) finishGone(ctx context.Context) (*agenttypes.Changes, error) {
 	rg, err := w.p.repoGit(ctx, w.rec.Repo, w.rec.Top)
 	if err != nil {
 		return nil, err
 	}
-	head, _, err := w.tip(ctx, rg)
+	mark := w.rec.Closing
+	if mark == nil {
+		mark = &closing{}
+		if mark.Head, _, err = w.tip(ctx, rg); err != nil {
+			return nil, err
+		}
+	}
+	ch, err := w.changes(ctx, rg, mark.Head)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := w.changes(ctx, rg, head)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := rg.Output(ctx, "worktree", "prune"); err != nil {
-		return ch, err
-	}
+	ch.Ignored, ch.IgnoredCount = mark.Ignored, mark.IgnoredCount
+	return w.removeAndEnd(ctx, ch)
+}
+
+// ending says whether the workspace is closed or closing: nothing but a
+// Close may touch it.
+func (w *Workspace) ending() bool { return w.closed || w.rec.Closing != nil }
+
+// removeAndEnd removes the worktree of a workspace whose work is on its
+// branch, as ch describes it, or prunes what git keeps of one gone
+// already; deletes the branch if it holds nothing; and ends the
+// workspace.
+func (w *Workspace) removeAndEnd(ctx context.Context, ch *agenttypes.Changes) (*agenttypes.Changes, error) {
 	w.closed = true
-	if tip, err := resolve(ctx, rg, "refs/heads/"+w.rec.Branch); err == nil && tip != "" {
-		w.dropEmptyBranch(ctx, rg, ch)
+	rg, err := w.p.repoGit(ctx, w.rec.Repo, w.rec.Top)
+	if err == nil {
+		if exists(w.rec.Tree) {
+			err = w.removeTree(ctx, rg)
+		} else {
+			_, err = rg.Output(ctx, "worktree", "prune")
+		}
 	}
+	if err != nil {
+		return ch, fmt.Errorf("the work is on branch %s, but removing its worktree %s failed: %w", w.rec.Branch, w.rec.Tree, err)
+	}
+	w.dropEmptyBranch(ctx, rg, ch)
 	return ch, w.end(ch)
 }
 
@@ -347,6 +386,9 @@ func (w *Workspace) finishGone(ctx context.Context) (*agenttypes.Changes, error)
 func (w *Workspace) dropEmptyBranch(ctx context.Context, rg *gitsafe.Git, ch *agenttypes.Changes) {
 	if !ch.Empty() {
 		return
+	}
+	if tip, err := resolve(ctx, rg, "refs/heads/"+w.rec.Branch); err == nil && tip == "" {
+		return // a Close before deleted it
 	}
 	if _, err := rg.Output(ctx, "update-ref", "--no-deref", "-d", "refs/heads/"+w.rec.Branch, ch.Head); err != nil {
 		w.p.cfg.Logger.Warn("could not delete the branch of a workspace that changed nothing", "branch", w.rec.Branch, "err", err)
