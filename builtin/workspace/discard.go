@@ -138,14 +138,15 @@ func (p *Provider) removeKept(ch *agenttypes.Changes) error {
 
 // DiscardRun removes the workspaces that agents of the run left open
 // when their process was killed: each one's worktree, whatever it
-// holds, its branch, its patch and its record. agent names one agent of
-// the run; empty means every one. Workspaces of a process that is still
-// running are left, and named in the error. Nothing left is no error.
+// holds, its branch, its patch, its record and its locks. agent names
+// one agent of the run; empty means every one. Workspaces of a process
+// that is still running are left, and named in the error. Nothing left
+// is no error.
 //
 // The run's durable workspaces go too, open or closed, whichever
 // provider opened them: an open one unless a worker has it in hand now,
-// a closed one with its changes, as Discard discards them, and what it
-// kept of them.
+// a closed one with its changes, as Discard discards them, what it kept
+// of them, and any lock file of it that a killed process left.
 func (p *Provider) DiscardRun(ctx context.Context, run, agent string) error {
 	guard, ok, err := tryLock(filepath.Join(p.dirs.root, "prune.lock"), true)
 	if err != nil {
@@ -206,7 +207,7 @@ func (p *Provider) discardLeft(ctx context.Context, rec record) error {
 	if err := p.removeRecord(rec.Name); err != nil {
 		return err
 	}
-	return removeFile(p.workspaceLock(rec.Name))
+	return errors.Join(removeFile(p.workspaceLock(rec.Name)), p.removeFreeLock(p.openLock(rec.Run, rec.Agent)))
 }
 
 // takeLeft takes the lock that says nobody has rec's workspace in hand:
@@ -255,7 +256,9 @@ func (p *Provider) discardClosed(ctx context.Context, run, agent string) error {
 		case err != nil:
 			errs = append(errs, err)
 		case k.Record.Run == run && (agent == "" || k.Record.Agent == agent):
-			errs = append(errs, p.Discard(ctx, k.Changes))
+			errs = append(errs, p.Discard(ctx, k.Changes),
+				// left if a process was killed as it closed or opened it
+				p.removeFreeLock(p.workspaceLock(name)), p.removeFreeLock(p.openLock(run, k.Record.Agent)))
 		}
 	}
 	return errors.Join(errs...)

@@ -80,7 +80,8 @@
 // records whose provider's lock is free (its process was killed),
 // commits each workspace's contents to its branch as Close would, and
 // removes it with git's own commands. Durable workspaces are not its to
-// remove (see below).
+// remove (see below). It also removes the lock files that killed
+// processes left, which no workspace needs and nobody holds.
 //
 // # Durable workspaces
 //

@@ -164,8 +164,7 @@ func (p *Provider) openDurable(ctx context.Context, req agenttypes.WorkspaceRequ
 // holdOpen takes the lock every Open of run's agent's durable workspace
 // takes, and returns its release.
 func (p *Provider) holdOpen(ctx context.Context, run, agent string) (release func(), err error) {
-	sum := sha256.Sum256([]byte(run + "\x00" + agent))
-	key, err := waitLock(ctx, filepath.Join(p.dirs.locks, "open-"+hex.EncodeToString(sum[:16])+".lock"), true)
+	key, err := waitLock(ctx, p.openLock(run, agent), true)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for another Open of agent %s's workspace: %w", agent, err)
 	}
@@ -173,6 +172,13 @@ func (p *Provider) holdOpen(ctx context.Context, run, agent string) (release fun
 		os.Remove(key.Name()) // while held: a waiter then locks a new file
 		key.Close()
 	}, nil
+}
+
+// openLock is the lock file of run's agent's durable Opens, which exists
+// while one holds it.
+func (p *Provider) openLock(run, agent string) string {
+	sum := sha256.Sum256([]byte(run + "\x00" + agent))
+	return filepath.Join(p.dirs.locks, "open-"+hex.EncodeToString(sum[:16])+".lock")
 }
 
 // Find returns the durable workspace opened for run's agent, open or

@@ -335,3 +335,24 @@ func TestDurableCloseAgainAfterAKilledRemovalReturnsTheCommit(t *testing.T) {
 	assert.Equal(t, []string{realPath(t, repo)}, worktrees(t, repo))
 	assert.Equal(t, got, closeWS(t, w), "the first provider's object finds it closed")
 }
+
+// DiscardRun removes the lock files of what it discards that killed
+// processes left: a closed workspace's, and its agent's Open's. Those of
+// agents it leaves stay.
+func TestDiscardRunRemovesLeftoverLocks(t *testing.T) {
+	repo, state := newRepo(t), t.TempDir()
+	p := newProviderAt(t, state)
+	done := openDurable(t, p, repo, "done", nil)
+	closeWS(t, done)
+	other := openDurable(t, p, repo, "other", nil)
+	for _, left := range []string{workspaceLock(state, done), p.OpenLock("run-1", "done"), p.OpenLock("run-1", "other")} {
+		write(t, state, "locks/"+filepath.Base(left), "")
+	}
+
+	require.NoError(t, p.DiscardRun(context.Background(), "run-1", "done"))
+	assert.ElementsMatch(t, []string{filepath.Base(workspaceLock(state, other)), filepath.Base(p.OpenLock("run-1", "other"))},
+		lockFiles(t, state))
+	require.NoError(t, p.DiscardRun(context.Background(), "run-1", ""))
+	assert.Empty(t, lockFiles(t, state))
+	assert.Empty(t, branches(t, repo))
+}

@@ -20,3 +20,6 @@ func RecordClose(ctx context.Context, w *Workspace) (*agenttypes.Changes, error)
 	}
 	return w.recordClose(ctx)
 }
+
+// OpenLock is the lock file of run's agent's durable Opens.
+func (p *Provider) OpenLock(run, agent string) string { return p.openLock(run, agent) }

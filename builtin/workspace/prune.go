@@ -27,8 +27,10 @@ type Recovered struct {
 // commands. Workspaces of live providers, this one's included, are left
 // alone; so are durable workspaces, whatever became of the provider that
 // opened them (their run's workflow has them, and only their Close or
-// DiscardRun ends them); so is everything while another Prune runs. A workspace that
-// cannot be recorded stays, and its error is in the joined error.
+// DiscardRun ends them); so is everything while another Prune runs. A
+// workspace that cannot be recorded stays, and its error is in the
+// joined error. Lock files that no workspace needs and nobody holds,
+// which killed processes leave, are removed.
 func (p *Provider) Prune(ctx context.Context) ([]Recovered, error) {
 	guard, ok, err := tryLock(filepath.Join(p.dirs.root, "prune.lock"), true)
 	if err != nil || !ok {
@@ -49,7 +51,7 @@ func (p *Provider) Prune(ctx context.Context) ([]Recovered, error) {
 		out = append(out, got...)
 		errs = append(errs, err)
 	}
-	errs = append(errs, p.pruneOwnerLocks())
+	errs = append(errs, p.pruneOwnerLocks(), p.pruneLocks())
 	return out, errors.Join(errs...)
 }
 
@@ -120,6 +122,47 @@ func (p *Provider) pruneOwnerLocks() error {
 		}
 	}
 	return nil
+}
+
+// pruneLocks removes the lock files that no workspace's record needs
+// and nobody holds: a workspace's, left by a process killed between
+// removing its record and its lock, and an Open's, left by one killed
+// while it held it.
+func (p *Provider) pruneLocks() error {
+	entries, err := os.ReadDir(p.dirs.locks)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".lock"); ok && validName(name) {
+			errs = append(errs, p.removeFreeLock(filepath.Join(p.dirs.locks, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeFreeLock removes the lock file at path unless someone holds it
+// or the record of the workspace it is named after needs it. It is
+// removed while held, as its holders remove it, so that a waiter for it
+// takes the next one.
+func (p *Provider) removeFreeLock(path string) error {
+	lock, free, err := tryLock(path, false)
+	if err != nil || !free || lock == nil {
+		return err
+	}
+	defer lock.Close()
+	if exists(p.recordPath(strings.TrimSuffix(filepath.Base(path), ".lock"))) {
+		return nil
+	}
+	held, err := lock.Stat()
+	if err != nil {
+		return err
+	}
+	if named, err := os.Stat(path); err != nil || !os.SameFile(held, named) {
+		return nil // removed, or made anew, meanwhile: not this one's to remove
+	}
+	return removeFile(path)
 }
 
 // validName says whether s is a name troupe made: no path in it.

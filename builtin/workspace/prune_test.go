@@ -136,3 +136,63 @@ func TestPruneRecoversAHalfRemovedWorkspaceFromItsCommit(t *testing.T) {
 	missing(t, w.Dir(), "")
 	assert.Equal(t, []string{realPath(t, repo)}, worktrees(t, repo))
 }
+
+// lockFile holds the lock of the file at path, made if need be, as a
+// live process does, until the test ends.
+func lockFile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+}
+
+// lockFiles lists the state directory's lock files of workspaces.
+func lockFiles(t *testing.T, state string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(state, "locks"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// workspaceLock is the lock file of the durable workspace w.
+func workspaceLock(state string, w agenttypes.DurableWorkspace) string {
+	_, name, _ := strings.Cut(w.Handle(), "/")
+	return filepath.Join(state, "locks", name+".lock")
+}
+
+// Prune removes the lock files that nothing needs and nobody holds: a
+// closed workspace's, which a process killed between removing its
+// record and its lock leaves, and an Open's, which one killed while it
+// held it leaves. An open workspace's lock stays, held or not, and so
+// does any lock a live process holds.
+func TestPruneRemovesLeftoverLocks(t *testing.T) {
+	repo, state := newRepo(t), t.TempDir()
+	p := newProviderAt(t, state)
+	open := openDurable(t, p, repo, "open", nil)
+	done := openDurable(t, p, repo, "done", nil)
+	closeWS(t, done)
+	write(t, state, "locks/"+filepath.Base(workspaceLock(state, done)), "")
+	write(t, state, "locks/"+filepath.Base(p.OpenLock("run-1", "killed")), "")
+	held := p.OpenLock("run-1", "opening")
+	lockFile(t, held)
+	base := func(paths ...string) []string {
+		for i, p := range paths {
+			paths[i] = filepath.Base(p)
+		}
+		return paths
+	}
+	require.ElementsMatch(t, base(workspaceLock(state, open), workspaceLock(state, done), p.OpenLock("run-1", "killed"), held),
+		lockFiles(t, state))
+
+	got, err := p.Prune(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	assert.ElementsMatch(t, base(workspaceLock(state, open), held), lockFiles(t, state))
+	write(t, open.Dir(), "x.txt", "x\n")
+	assert.Equal(t, []string{"x.txt"}, closeWS(t, open).Added, "the open workspace works as before")
+}
