@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -12,5 +13,8 @@ import (
 // may outlive a test. Commands run under a keeper: this binary.
 func TestMain(m *testing.M) {
 	process.ServeIfKeeper()
+	// Keepers are this race-built binary: none sleeps a second as it
+	// exits, which every Close would wait for.
+	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	goleak.VerifyTestMain(m)
 }

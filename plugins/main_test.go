@@ -31,6 +31,9 @@ var testPlugin string
 func TestMain(m *testing.M) {
 	// Plugins run under keepers: this test binary, re-executed.
 	process.ServeIfKeeper()
+	// Keepers are this race-built binary: none sleeps a second as it
+	// exits, which every Close would wait for.
+	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	// Script hosts, for BenchmarkBoundary: this test binary, re-executed.
 	script.ServeIfChild()
 	if os.Getenv(hostHelperEnv) != "" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,9 @@ const (
 	// envKeeperStdin asks the keeper to pass its standard input on to
 	// the command.
 	envKeeperStdin = "TROUPE_KEEPER_STDIN"
+	// envKeeperRace says the keeper was given this program's GORACE,
+	// which cmd's environment lacks: the keeper takes it off again.
+	envKeeperRace = "TROUPE_KEEPER_RACE"
 )
 
 // Kept returns a command that runs cmd under a keeper: this program,
@@ -71,6 +75,11 @@ func keeperOf(cmd *exec.Cmd, confine []byte, status *os.File) *exec.Cmd {
 	files := cmd.ExtraFiles
 	if cmd.Stdin != nil {
 		env = append(env, envKeeperStdin+"=1")
+	}
+	if race, ok := os.LookupEnv("GORACE"); ok && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GORACE=") }) {
+		// The keeper is this program: a race-built one keeps its race
+		// detector's settings (a test's "no sleep at exit", say).
+		env = append(env, "GORACE="+race, envKeeperRace+"=1")
 	}
 	if confine != nil {
 		env = append(env, envKeeperConfine+"="+string(confine))
@@ -163,9 +172,10 @@ func keep(parent string) int {
 // keptEnv is the keeper's environment without the keeper's own
 // variables.
 func keptEnv(environ []string) []string {
+	_, race := os.LookupEnv(envKeeperRace)
 	env := make([]string, 0, len(environ))
 	for _, kv := range environ {
-		if !strings.HasPrefix(kv, envKeeperPrefix) {
+		if !strings.HasPrefix(kv, envKeeperPrefix) && !(race && strings.HasPrefix(kv, "GORACE=")) {
 			env = append(env, kv)
 		}
 	}

@@ -225,3 +225,23 @@ func TestAKeptCommandReadsTheStandardInputItWasGiven(t *testing.T) {
 	require.NoError(t, process.Kept(cmd).Run())
 	assert.Empty(t, out.String())
 }
+
+// The keeper is this program, and runs with its race detector's settings
+// (TestMain sets GORACE); the command it keeps gets only its own
+// environment, GORACE included or not.
+func TestAKeptCommandGetsItsOwnEnvironmentNotTheKeepersGORACE(t *testing.T) {
+	require.NotEmpty(t, os.Getenv("GORACE"), "TestMain sets GORACE")
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"PATH=" + os.Getenv("PATH")}, "[]"},
+		{[]string{"PATH=" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0 halt_on_error=1"}, "[atexit_sleep_ms=0 halt_on_error=1]"},
+	} {
+		var out bytes.Buffer
+		cmd := exec.Command("/bin/sh", "-c", `echo "[${GORACE-}]"`)
+		cmd.Env, cmd.Stdout = tt.env, &out
+		require.NoError(t, process.Kept(cmd).Run())
+		assert.Equal(t, tt.want, strings.TrimSpace(out.String()), "env %v", tt.env)
+	}
+}

@@ -15,6 +15,9 @@ import (
 // workspaces' tests (see runDurableHelper).
 func TestMain(m *testing.M) {
 	process.ServeIfKeeper() // commands run under a keeper: this binary
+	// Keepers are this race-built binary: none sleeps a second as it
+	// exits, which every Close would wait for.
+	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	if os.Getenv(killedOpenerEnv) != "" {
 		runKilledOpener()
 		return

@@ -25,6 +25,9 @@ import (
 func TestMain(m *testing.M) {
 	// Plugins' keepers and scripts' child processes are this test binary.
 	process.ServeIfKeeper()
+	// Keepers are this race-built binary: none sleeps a second as it
+	// exits, which every Close would wait for.
+	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	script.ServeIfChild()
 	if os.Getenv(testMCPServerEnv) != "" {
 		serveTestMCP() // this binary, started as a project's MCP server
