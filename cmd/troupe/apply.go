@@ -188,7 +188,7 @@ func (a *app) applyAfterRun(ctx context.Context, res manager.Result, dir string,
 	if !sameDir(ch.Dir, dir) {
 		// Workers on Temporal made them in their own checkout.
 		fmt.Fprint(a.stderr, diffstatLines(ch))
-		fmt.Fprintf(a.stderr, "troupe: --apply: nothing was applied: the changes were made from %s, not %s; apply them there with 'troupe runs apply %s' on the machine that has it\n", ch.Dir, dir, res.ID)
+		fmt.Fprintf(a.stderr, "troupe: --apply: nothing was applied: the changes were made from %s, not %s; they are on branch %s of %s, to merge there ('troupe runs apply %s' applies them to %s where it can reach it)\n", ch.Dir, dir, ch.Branch, ch.Repo, res.ID, ch.Dir)
 		return exitError{exitFailed}
 	}
 	if res.State != manager.Completed {

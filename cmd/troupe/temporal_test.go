@@ -259,7 +259,8 @@ func TestRunOnTemporalAppliesNoChangesMadeInAnotherCheckout(t *testing.T) {
 	o, _ := runOnFake(t, "changed-elsewhere", "run", "general", "--repo", repo, "--temporal", "127.0.0.1:7233", "--apply", "--yes", "write notes")
 	assert.Equal(t, 1, o.code, o.stderr)
 	assert.Contains(t, o.stderr, "notes.md | 1 +", "the changes came back with the run's outcome")
-	assert.Contains(t, o.stderr, "troupe: --apply: nothing was applied: the changes were made from /srv/worker/checkout, not "+repo)
+	assert.Contains(t, o.stderr, "troupe: --apply: nothing was applied: the changes were made from /srv/worker/checkout, not "+repo+
+		"; they are on branch troupe/run/agent of /srv/worker/checkout/.git, to merge there")
 	assert.NoFileExists(t, filepath.Join(repo, "notes.md"))
 }
 
