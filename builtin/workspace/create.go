@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -77,7 +79,13 @@ func (p *Provider) create(ctx context.Context, req agenttypes.WorkspaceRequest, 
 	// directory), where a conditional include that the listing made here
 	// did not see could name a filter: checkout does it in that context,
 	// listed there.
-	if _, err := rg.Output(ctx, "worktree", "add", "-q", "--no-checkout", "-b", rec.Branch, rec.Tree, rec.Base); err != nil {
+	release, err := p.worktreesLock(ctx, rg.CommonDir())
+	if err != nil {
+		return fail(err)
+	}
+	_, err = rg.Output(ctx, "worktree", "add", "-q", "--no-checkout", "-b", rec.Branch, rec.Tree, rec.Base)
+	release()
+	if err != nil {
 		return fail(fmt.Errorf("making the worktree: %w", err))
 	}
 	if w.rec.GitDir, err = worktreeGitDir(rec.Tree, rg.CommonDir()); err != nil {
@@ -233,7 +241,12 @@ func removeFile(path string) error {
 // left. The caller has recorded everything worth keeping.
 func (w *Workspace) removeTree(ctx context.Context, rg *gitsafe.Git) error {
 	w.restoreDotGit()
-	_, err := rg.Output(ctx, "worktree", "remove", "--force", "--force", w.rec.Tree)
+	release, err := w.p.worktreesLock(ctx, rg.CommonDir())
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = rg.Output(ctx, "worktree", "remove", "--force", "--force", w.rec.Tree)
 	if err == nil || !exists(w.rec.Tree) {
 		return err
 	}
@@ -278,4 +291,21 @@ func readDotGit(tree string) (string, error) {
 		return "", errors.New(`not a "gitdir: PATH" file`)
 	}
 	return filepath.EvalSymlinks(named)
+}
+
+// worktreesLock takes the lock that git's worktree commands on the
+// repository whose common directory is common take in turn, in every
+// process on the state directory: git worktree add reads the
+// administrative files of every other worktree, and fails on one that
+// another process is making or removing at that moment.
+func (p *Provider) worktreesLock(ctx context.Context, common string) (release func(), err error) {
+	sum := sha256.Sum256([]byte(common))
+	f, err := waitLock(ctx, filepath.Join(p.dirs.locks, "repo-"+hex.EncodeToString(sum[:16])+".lock"), true)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for another git worktree command on %s: %w", common, err)
+	}
+	return func() {
+		os.Remove(f.Name()) // while held: a waiter then locks a new file
+		f.Close()
+	}, nil
 }

@@ -369,7 +369,11 @@ func (w *Workspace) removeAndEnd(ctx context.Context, ch *agenttypes.Changes) (*
 		if exists(w.rec.Tree) {
 			err = w.removeTree(ctx, rg)
 		} else {
-			_, err = rg.Output(ctx, "worktree", "prune")
+			var release func()
+			if release, err = w.p.worktreesLock(ctx, rg.CommonDir()); err == nil {
+				_, err = rg.Output(ctx, "worktree", "prune")
+				release()
+			}
 		}
 	}
 	if err != nil {

@@ -387,6 +387,8 @@ func TestIntegrationATreeThatChangesFilesSurvivesAWorkerKilledMidCall(t *testing
 	}
 	defer m.Close(context.Background())
 	req := manager.SpawnRequest{Type: "lead", Task: "the whole", Dir: root, Budget: agenttypes.Budget{MaxTokens: 40000, MaxToolCalls: 20}}
+	sub := m.Subscribe()
+	defer sub.Close()
 	a, err := m.Spawn(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -424,7 +426,8 @@ func TestIntegrationATreeThatChangesFilesSurvivesAWorkerKilledMidCall(t *testing
 	}
 
 	if got.State != manager.Completed || want.State != manager.Completed || got.Usage != want.Usage {
-		t.Fatalf("after a worker was killed: %s (%s), usage %+v\nin process: %s (%s), usage %+v", got.State, got.Error, got.Usage, want.State, want.Error, want.Usage)
+		t.Fatalf("after a worker was killed: %s (%s), usage %+v\nin process: %s (%s), usage %+v\nthe tree on Temporal:\n%s",
+			got.State, got.Error, got.Usage, want.State, want.Error, want.Usage, treeEnds(sub, got.ID))
 	}
 	if got.Changes == nil || want.Changes == nil || strings.Join(got.Changes.Added, " ") != strings.Join(want.Changes.Added, " ") || len(got.Changes.Added) != 4 {
 		t.Fatalf("the lead's changes add %v; in process %v; want the four helpers' files", got.Changes, want.Changes)
@@ -784,4 +787,23 @@ func TestIntegrationAWorkspaceOpenedAsItsStartWasCancelledIsClosed(t *testing.T)
 	if list := gitIn(t, repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 		t.Errorf("the workspace opened as its start was cancelled is left open:\n%s", list)
 	}
+}
+
+// treeEnds lists how each agent of a run ended, and its tool results, as
+// a subscriber saw them, up to the run's own end: what a failure of the
+// crash tests needs to be read.
+func treeEnds(sub *manager.Subscription, id string) string {
+	var b strings.Builder
+	for e := range sub.C() {
+		switch e.Kind {
+		case manager.EventCompleted:
+			fmt.Fprintf(&b, "  %s %s %s %s (%s) usage %+v\n", e.AgentID[:8], e.Label, e.State, e.Reason, e.Error, e.Usage)
+		case manager.EventToolResult:
+			fmt.Fprintf(&b, "    %s %s → %.120q\n", e.AgentID[:8], e.Tool, e.Text)
+		}
+		if e.Kind == manager.EventCompleted && e.AgentID == id {
+			break
+		}
+	}
+	return b.String()
 }
