@@ -46,17 +46,10 @@ func loadStateID(root string) (string, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return id, err
 	}
-	f, err := os.CreateTemp(root, ".new-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(f.Name())
-	_, err = f.WriteString(randomID() + randomID() + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	tmp, err := writeFileAside(root, []byte(randomID()+randomID()+"\n"))
 	if err == nil {
-		err = os.Link(f.Name(), path)
+		err = os.Link(tmp, path)
+		os.Remove(tmp)
 	}
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("writing the state directory's ID: %w", err)
@@ -332,19 +325,15 @@ func (p *Provider) keep(k kept) error {
 	if len(data) > maxKept {
 		return fmt.Errorf("the changes take %d MiB, more than the %d MiB a closed workspace keeps", len(data)>>20, maxKept>>20)
 	}
-	f, err := os.CreateTemp(p.dirs.closed, ".new-*")
+	tmp, err := writeFileAside(p.dirs.closed, data)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err := os.Rename(tmp, p.keptPath(k.Record.Name)); err != nil {
+		os.Remove(tmp)
+		return err
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), p.keptPath(k.Record.Name))
-	}
-	return err
+	return nil
 }
 
 // readKept reads what the closed durable workspace name kept.

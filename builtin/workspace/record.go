@@ -113,7 +113,14 @@ func (p *Provider) writeAside(rec record) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(p.dirs.records, ".new-*")
+	return writeFileAside(p.dirs.records, data)
+}
+
+// writeFileAside writes data to a new file in dir and returns its path,
+// for the caller to link or rename into place: nobody ever reads it half
+// written.
+func writeFileAside(dir string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, ".new-*")
 	if err != nil {
 		return "", err
 	}
