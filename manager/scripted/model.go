@@ -77,9 +77,13 @@ func (m *Model) Requests() []Request {
 
 // GenerateContent answers with the next step of the conversation's script.
 func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
-	var opts llms.CallOptions
+	opts := callOptionsPool.Get().(*llms.CallOptions)
+	defer func() {
+		*opts = llms.CallOptions{}
+		callOptionsPool.Put(opts)
+	}()
 	for _, o := range options {
-		o(&opts)
+		o(opts)
 	}
 	if m.record {
 		m.keep(msgs, opts)
@@ -111,11 +115,16 @@ func (m *Model) GenerateContent(ctx context.Context, msgs []llms.MessageContent,
 			}
 		}
 	}
-	return &llms.ContentResponse{Choices: []*llms.ContentChoice{step.choice(turn)}}, nil
+	return step.response(turn), nil
 }
 
+// callOptionsPool holds the options of calls: applying an option takes
+// their address, which would otherwise put a fresh copy on the heap at
+// every call of a model whose cost benchmarks count as the manager's.
+var callOptionsPool = sync.Pool{New: func() any { return new(llms.CallOptions) }}
+
 // keep records a request.
-func (m *Model) keep(msgs []llms.MessageContent, opts llms.CallOptions) {
+func (m *Model) keep(msgs []llms.MessageContent, opts *llms.CallOptions) {
 	req := Request{Messages: append([]llms.MessageContent(nil), msgs...), MaxTokens: opts.MaxTokens}
 	for _, t := range opts.Tools {
 		if t.Function != nil {
@@ -148,22 +157,29 @@ func (s Step) wait(ctx context.Context) error {
 	return s.Err
 }
 
-// choice is the step's answer at turn: its text, tool calls and counts.
-func (s Step) choice(turn int) *llms.ContentChoice {
-	choice := &llms.ContentChoice{Content: s.Text, StopReason: "stop"}
+// response is the step's answer at turn: its text, tool calls and
+// counts, in as few allocations as the response's shape allows.
+func (s Step) response(turn int) *llms.ContentResponse {
+	r := &struct {
+		resp    llms.ContentResponse
+		choices [1]*llms.ContentChoice
+		choice  llms.ContentChoice
+	}{}
+	r.choices[0] = &r.choice
+	r.resp.Choices = r.choices[:]
+	choice := &r.choice
+	choice.Content, choice.StopReason = s.Text, "stop"
 	if len(s.Calls) > 0 {
 		choice.StopReason = "tool_calls"
 		choice.ToolCalls = make([]llms.ToolCall, len(s.Calls))
+		fns := make([]llms.FunctionCall, len(s.Calls))
 		for i, c := range s.Calls {
 			args := c.Args
 			if args == "" {
 				args = "{}"
 			}
-			choice.ToolCalls[i] = llms.ToolCall{
-				ID:           fmt.Sprintf("call_%d_%d", turn, i),
-				Type:         "function",
-				FunctionCall: &llms.FunctionCall{Name: c.Name, Arguments: args},
-			}
+			fns[i] = llms.FunctionCall{Name: c.Name, Arguments: args}
+			choice.ToolCalls[i] = llms.ToolCall{ID: callID(turn, i), Type: "function", FunctionCall: &fns[i]}
 		}
 	}
 	if s.InputTokens != 0 || s.OutputTokens != 0 {
@@ -175,7 +191,25 @@ func (s Step) choice(turn int) *llms.ContentChoice {
 		}
 		choice.GenerationInfo["CostUSD"] = s.CostUSD
 	}
-	return choice
+	return &r.resp
+}
+
+// callIDs are the IDs of the first calls of the first turns, made once.
+var callIDs = func() (ids [16][8]string) {
+	for turn := range ids {
+		for i := range ids[turn] {
+			ids[turn][i] = fmt.Sprintf("call_%d_%d", turn, i)
+		}
+	}
+	return ids
+}()
+
+// callID is the ID of call i of the answer at turn: call_TURN_I.
+func callID(turn, i int) string {
+	if turn < len(callIDs) && i < len(callIDs[turn]) {
+		return callIDs[turn][i]
+	}
+	return fmt.Sprintf("call_%d_%d", turn, i)
 }
 
 // Call answers a single prompt with the first step's text.
