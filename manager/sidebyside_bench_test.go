@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -46,19 +47,38 @@ const (
 // troupe's manager with nothing on, through troupe with what `troupe run`
 // always has on (budgets, an event subscriber, transcripts), the same
 // without transcripts, and through langchaingo's agents.Executor, and
-// reports microseconds per step and the ratios.
+// reports microseconds per step and the ratios. Each iteration runs the
+// four sbsRounds times, one after the other, and reports the medians:
+// one round of each is at the mercy of whatever else the machine does
+// that second (langchaingo's figure moved by a third between runs of a
+// single round on the 2-core VM of docs/benchmarks.md).
 func BenchmarkSideBySide(b *testing.B) {
 	for range b.N {
-		core := sbsTroupe(b, false)
-		noTranscripts := sbsTroupeWith(b, sbsOptions{budgets: true, subscriber: true})
-		all := sbsTroupe(b, true)
-		lc := sbsLangchaingo(b)
-		b.ReportMetric(core, "core-µs/step")
-		b.ReportMetric(all, "all-on-µs/step")
-		b.ReportMetric(lc, "langchaingo-µs/step")
-		b.ReportMetric(lc/all, "langchaingo/all-on")
-		b.ReportMetric(all/noTranscripts, "transcripts-on/off")
+		var core, noTranscripts, all, lc, ratio, transcripts []float64
+		for range sbsRounds {
+			c := sbsTroupe(b, false)
+			n := sbsTroupeWith(b, sbsOptions{budgets: true, subscriber: true})
+			a := sbsTroupe(b, true)
+			l := sbsLangchaingo(b)
+			core, noTranscripts, all, lc = append(core, c), append(noTranscripts, n), append(all, a), append(lc, l)
+			ratio, transcripts = append(ratio, l/a), append(transcripts, a/n)
+		}
+		b.ReportMetric(median(core), "core-µs/step")
+		b.ReportMetric(median(all), "all-on-µs/step")
+		b.ReportMetric(median(lc), "langchaingo-µs/step")
+		b.ReportMetric(median(ratio), "langchaingo/all-on")
+		b.ReportMetric(median(transcripts), "transcripts-on/off")
 	}
+}
+
+// sbsRounds is how many times each iteration of BenchmarkSideBySide runs
+// each side.
+const sbsRounds = 5
+
+// median is the middle of xs (which it sorts).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 type sbsOptions struct {
