@@ -58,7 +58,10 @@ type Manager struct {
 	groupCallbacks []func(*Group)
 
 	transcripts *transcriptWriter // nil when transcripts are off
-	tel         *telemetry        // nil when spans and metrics are off
+	// handoff passes an agent to start to an idle runner (runners.go);
+	// unbuffered, so a send succeeds only when one is waiting.
+	handoff chan *Agent
+	tel     *telemetry // nil when spans and metrics are off
 
 	models sync.Map // model name → llms.Model
 	setups sync.Map // type name → *typeSetup
@@ -103,6 +106,7 @@ func New(cfg Config) (*Manager, error) {
 		shutdown:     cancel,
 		resumers:     list.New(),
 		mcpDescribed: map[string]*mcpDescription{},
+		handoff:      make(chan *Agent),
 	}
 	tel, err := newTelemetry(m, &m.cfg)
 	if err != nil {
@@ -411,7 +415,7 @@ func (m *Manager) admit(ctx context.Context, a *Agent) error {
 	a.emit(&Event{Kind: EventSpawned, State: Pending, Text: a.task})
 	close(a.ready)
 	if start {
-		go a.run()
+		m.goRun(a)
 	}
 	return nil
 }
@@ -499,7 +503,7 @@ func (m *Manager) releaseHeld(a *Agent) bool {
 	}
 	m.mu.Unlock()
 	if start {
-		go a.run()
+		m.goRun(a)
 	}
 	return true
 }
@@ -547,7 +551,7 @@ func (m *Manager) releaseSlot(a *Agent) {
 // those whose context had already ended.
 func (m *Manager) startAll(start, drop []*Agent) {
 	for _, next := range start {
-		go next.run()
+		m.goRun(next)
 	}
 	for _, d := range drop {
 		go d.endDequeued()

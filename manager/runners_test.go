@@ -1,0 +1,88 @@
+package manager_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/troupe-dev/troupe/agenttypes"
+	"github.com/troupe-dev/troupe/manager"
+	"github.com/troupe-dev/troupe/manager/scripted"
+)
+
+// goroutineID is the ID of the goroutine that calls it, from its stack's
+// first line ("goroutine 42 [running]:").
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// idleRunners counts the goroutines that ran an agent and wait for the
+// next.
+func idleRunners() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		if bytes.Contains(g, []byte("[select")) && bytes.Contains(g, []byte("manager.(*Manager).runner(")) {
+			n++
+		}
+	}
+	return n
+}
+
+// whereTool answers with the ID of the goroutine it runs on: the agent's
+// own, since a turn's only call runs there.
+func whereTool() *agenttypes.ToolFunc {
+	return &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "where", Description: "says where it runs", ReadOnly: true},
+		Func:     func(context.Context, json.RawMessage) (string, error) { return goroutineID(), nil },
+	}
+}
+
+func whereModel() *scripted.Model {
+	return scripted.New(scripted.Step{Calls: []scripted.Call{{Name: "where"}}}, scripted.Step{Text: "done"})
+}
+
+// An agent started while one that ended waits for work runs on that
+// goroutine, whose stack has grown already.
+func TestAnAgentRunsOnTheGoroutineOfOneThatEnded(t *testing.T) {
+	f := newFixture(t, whereModel(), nil, whereTool())
+	require.Eventually(t, func() bool { return idleRunners() == 0 }, 5*time.Second, time.Millisecond,
+		"the runners of earlier tests' managers do not end")
+	f.run(t, manager.SpawnRequest{})
+	require.Eventually(t, func() bool { return idleRunners() == 1 }, 5*time.Second, time.Millisecond,
+		"the goroutine that ran the first agent does not wait for another")
+	f.run(t, manager.SpawnRequest{})
+	first, second := whereItRan(t, f.model, 0), whereItRan(t, f.model, 1)
+	assert.Equal(t, first, second, "the second agent ran on a goroutine of its own")
+}
+
+// whereItRan is the goroutine the where tool of the n-th agent run with
+// whereModel ran on, from what the model was sent.
+func whereItRan(t *testing.T, model *scripted.Model, n int) string {
+	t.Helper()
+	reqs := model.Requests()
+	require.Greater(t, len(reqs), 2*n+1)
+	results := scripted.ToolResults(reqs[2*n+1].Messages)
+	require.Len(t, results, 1)
+	return results[0].Content
+}
+
+// A goroutine kept for the next agent ends when none comes, without the
+// manager closing.
+func TestAnIdleRunnerEndsWhenNoAgentComes(t *testing.T) {
+	f := newFixture(t, whereModel(), nil, whereTool())
+	f.run(t, manager.SpawnRequest{})
+	assert.Eventually(t, func() bool { return idleRunners() == 0 }, 10*time.Second, 5*time.Millisecond,
+		"a goroutine that ran an agent still waits for another")
+}
