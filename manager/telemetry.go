@@ -276,6 +276,13 @@ func (t *telemetry) startChat(ctx context.Context, a *Agent, c *modelCall, maxOu
 	if t == nil {
 		return ctx, chatSpan{}
 	}
+	return t.startChatSpan(ctx, a, c, maxOut)
+}
+
+// startChatSpan is startChat with telemetry on: apart, since its frame
+// is large, and a goroutine entering it grows its stack, which with
+// telemetry off it need not.
+func (t *telemetry) startChatSpan(ctx context.Context, a *Agent, c *modelCall, maxOut int) (context.Context, chatSpan) {
 	cs := chatSpan{ma: t.modelOf(a.modelName), start: time.Now()}
 	if t.tracer == nil {
 		return ctx, cs

@@ -198,6 +198,11 @@ func (w *transcriptWriter) flush() bool {
 		w.spare = took // the shards hold what were the spares
 		return false
 	}
+	if cap(w.batch) < size {
+		// Made at the size the merge needs, rather than grown to it
+		// line by line.
+		w.batch = make([]byte, 0, size)
+	}
 	w.batch = mergeLines(w.batch[:0], &took)
 	w.write(w.batch)
 	w.waitMu.Lock()
