@@ -115,9 +115,11 @@ type Agent struct {
 
 	// emitMu makes numbering and writing one agent's events one step, so
 	// its transcript is in Seq order; tshard is the transcript buffer its
-	// lines go to.
+	// lines go to; tident, the fields that name the agent in each line,
+	// encoded once (under emitMu).
 	emitMu sync.Mutex
 	tshard int
+	tident []byte
 
 	// step is set on the transient agent of a step (StepAgent), whose
 	// events and end go to the step's result.
@@ -468,7 +470,10 @@ func (a *Agent) emit(e *Event) {
 	e.Time = a.m.cfg.now()
 	a.m.events.publish(e)
 	if a.m.transcripts != nil {
-		a.m.transcripts.addTo(a.tshard, e)
+		if a.tident == nil {
+			a.tident = appendEventIdent(nil, e)
+		}
+		a.m.transcripts.addTo(a.tshard, e, a.tident)
 	}
 }
 

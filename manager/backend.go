@@ -201,7 +201,7 @@ func (a *Agent) relay(e Event) {
 	e.Time = a.m.cfg.now()
 	a.m.events.publish(&e)
 	if a.m.transcripts != nil {
-		a.m.transcripts.addTo(a.tshard, &e)
+		a.m.transcripts.addTo(a.tshard, &e, nil) // a descendant's: not named by a's ident
 	}
 }
 

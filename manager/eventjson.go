@@ -14,12 +14,14 @@ import (
 // encoding/json's reflection was most of its time. A test checks the two
 // agree on every field.
 func appendEventJSON(b []byte, e *Event) []byte {
-	return appendEventJSONWith(b, e, nil)
+	return appendEventJSONWith(b, e, nil, nil)
 }
 
 // appendEventJSONWith is appendEventJSON with the time's formatting
-// cached in tc (nil: none).
-func appendEventJSONWith(b []byte, e *Event, tc *timeCache) []byte {
+// cached in tc (nil: none), and the fields that name the event's agent
+// given as ident, as appendEventIdent wrote them for an earlier event of
+// the same agent (nil: written here).
+func appendEventJSONWith(b []byte, e *Event, tc *timeCache, ident []byte) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, e.Seq, 10)
 	b = append(b, `,"time":"`...)
@@ -30,25 +32,10 @@ func appendEventJSONWith(b []byte, e *Event, tc *timeCache) []byte {
 	}
 	b = append(b, `","kind":`...)
 	b = appendJSONString(b, string(e.Kind))
-	b = append(b, `,"agent":`...)
-	b = appendJSONString(b, e.AgentID)
-	if e.ParentID != "" {
-		b = append(b, `,"parent":`...)
-		b = appendJSONString(b, e.ParentID)
-	}
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, e.Type)
-	if e.Label != "" {
-		b = append(b, `,"label":`...)
-		b = appendJSONString(b, e.Label)
-	}
-	if e.Group != "" {
-		b = append(b, `,"group":`...)
-		b = appendJSONString(b, e.Group)
-	}
-	if e.Depth != 0 {
-		b = append(b, `,"depth":`...)
-		b = strconv.AppendInt(b, int64(e.Depth), 10)
+	if ident != nil {
+		b = append(b, ident...)
+	} else {
+		b = appendEventIdent(b, e)
 	}
 	if e.State != 0 {
 		b = append(b, `,"state":`...)
@@ -91,6 +78,32 @@ func appendEventJSONWith(b []byte, e *Event, tc *timeCache) []byte {
 	}
 	b = append(b, '}')
 	return append(appendEventEnd(b, e), '}')
+}
+
+// appendEventIdent appends the fields that name the event's agent: its
+// ID, parent, type, label, group and depth, the same for all its events.
+func appendEventIdent(b []byte, e *Event) []byte {
+	b = append(b, `,"agent":`...)
+	b = appendJSONString(b, e.AgentID)
+	if e.ParentID != "" {
+		b = append(b, `,"parent":`...)
+		b = appendJSONString(b, e.ParentID)
+	}
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, e.Type)
+	if e.Label != "" {
+		b = append(b, `,"label":`...)
+		b = appendJSONString(b, e.Label)
+	}
+	if e.Group != "" {
+		b = append(b, `,"group":`...)
+		b = appendJSONString(b, e.Group)
+	}
+	if e.Depth != 0 {
+		b = append(b, `,"depth":`...)
+		b = strconv.AppendInt(b, int64(e.Depth), 10)
+	}
+	return b
 }
 
 // timeCache formats times as RFC 3339 with nanoseconds, reusing what

@@ -43,13 +43,17 @@ func TestEventJSONMatchesEncodingJSON(t *testing.T) {
 		require.NoError(t, err)
 		got := appendEventJSON(nil, &e)
 		require.Equal(t, string(want), string(got), "event %d", i)
-		cached := appendEventJSONWith(nil, &e, &tc)
+		cached := appendEventJSONWith(nil, &e, &tc, nil)
 		require.Equal(t, string(want), string(cached), "event %d, its time formatted through the cache", i)
+		// As an agent writes its events: the fields that name it encoded
+		// once, for an event of its own of another kind.
+		ident := appendEventIdent(nil, &Event{Kind: EventNote, AgentID: e.AgentID, ParentID: e.ParentID, Type: e.Type, Label: e.Label, Group: e.Group, Depth: e.Depth})
+		require.Equal(t, string(want), string(appendEventJSONWith(nil, &e, &tc, ident)), "event %d, its agent's fields encoded once", i)
 		// The next event, often in the same second and zone, as a run's are.
 		e.Time = e.Time.Add(time.Duration(rng.IntN(3)) * time.Duration(rng.Int64N(int64(time.Second))))
 		want, err = json.Marshal(&e)
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(appendEventJSONWith(nil, &e, &tc)), "event %d, a little later", i)
+		require.Equal(t, string(want), string(appendEventJSONWith(nil, &e, &tc, nil)), "event %d, a little later", i)
 	}
 }
 
@@ -73,7 +77,17 @@ func BenchmarkEventJSON(b *testing.B) {
 		var buf []byte
 		var tc timeCache
 		for range b.N {
-			buf = appendEventJSONWith(buf[:0], &e, &tc)
+			buf = appendEventJSONWith(buf[:0], &e, &tc, nil)
+		}
+	})
+	// And as an agent's events are encoded: its fields encoded once.
+	b.Run("append-cached-agent", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		var tc timeCache
+		ident := appendEventIdent(nil, &e)
+		for range b.N {
+			buf = appendEventJSONWith(buf[:0], &e, &tc, ident)
 		}
 	})
 }

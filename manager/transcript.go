@@ -103,10 +103,11 @@ func shardOf(agentID string) int {
 
 // add encodes e and queues its line; the lines of one agent are written
 // in the order they are added. After close it does nothing.
-func (w *transcriptWriter) add(e *Event) { w.addTo(shardOf(e.AgentID), e) }
+func (w *transcriptWriter) add(e *Event) { w.addTo(shardOf(e.AgentID), e, nil) }
 
-// addTo is add for an agent whose shard is known.
-func (w *transcriptWriter) addTo(shard int, e *Event) {
+// addTo is add for an agent whose shard is known, with the fields that
+// name it already encoded as ident (nil: encoded here).
+func (w *transcriptWriter) addTo(shard int, e *Event, ident []byte) {
 	sh := &w.shards[shard]
 	sh.mu.Lock()
 	w.awaitRoom(sh)
@@ -115,7 +116,7 @@ func (w *transcriptWriter) addTo(shard int, e *Event) {
 		if sh.pending == nil {
 			sh.pending = make([]byte, 0, 16<<10)
 		}
-		sh.pending = append(appendEventJSONWith(sh.pending, e, &sh.times), '\n')
+		sh.pending = append(appendEventJSONWith(sh.pending, e, &sh.times, ident), '\n')
 		sh.lines = append(sh.lines, lineEnd{end: len(sh.pending), seq: e.Seq})
 		added := len(sh.pending) - n
 		sh.queued += uint64(added)
