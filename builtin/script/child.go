@@ -50,9 +50,10 @@ type ChildOptions struct {
 	MaxProcs int
 	// Timeout caps one call; 0 means DefaultCallTimeout.
 	Timeout time.Duration
-	// CPUTime caps the CPU time one call may use, counted by the kernel
-	// (RLIMIT_CPU, whole seconds) on the script host process, which it
-	// ends; 0 means Timeout plus a second. One goroutine cannot use more
+	// CPUTime caps the CPU time one call may use, as the kernel counts it
+	// for the script host process, which is ended once the call has used
+	// it (the count is read every few milliseconds); 0 means Timeout plus
+	// a second. One goroutine cannot use more
 	// CPU than wall time, so it is the script that keeps several cores
 	// busy at once that meets this limit before Timeout.
 	CPUTime time.Duration
@@ -348,7 +349,7 @@ func (r *ChildRunner) start() (*proc, error) {
 	// variables and, with SkipHostEnv, nothing of this process's.
 	cmd.Env = []string{
 		ChildEnv + "=" + strconv.FormatInt(r.opts.MemoryLimit, 10), "GOTRACEBACK=none",
-		childCPUEnv + "=" + strconv.Itoa(cpuSeconds(r.opts.CPUTime)),
+		childCPUEnv + "=" + strconv.FormatInt(cpuMillis(r.opts.CPUTime), 10),
 		childStackEnv + "=" + strconv.FormatInt(r.opts.StackLimit, 10),
 		wire.EnvHostPID + "=" + strconv.Itoa(os.Getpid()),
 	}

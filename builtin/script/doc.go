@@ -9,7 +9,8 @@
 // re-executed; its main calls ServeIfChild first), builtin plugins that
 // speak the plugin protocol (see wire.go), held to a memory limit,
 // a stack limit, a goroutine limit, and per call a limit of wall time and
-// one of CPU time (RLIMIT_CPU, for scripts that keep several cores busy),
+// one of CPU time (the kernel's count, for scripts that keep several cores
+// busy),
 // so a hostile
 // script fails its own agent with agenttypes.ErrScript and nothing else.
 // Options.InProcess lets an operator run trusted types' scripts in the

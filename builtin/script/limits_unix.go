@@ -3,9 +3,8 @@
 package script
 
 import (
-	"os"
-	"os/signal"
 	"syscall"
+	"time"
 )
 
 // setLimits caps the script host's address space, so that one huge
@@ -27,35 +26,12 @@ func setLimits(mem int64) {
 // stops a single allocation of gigabytes before it is made.
 const addressHeadroom = 4 << 30
 
-// onCPULimit calls fn when the kernel says the process has used its CPU
-// time (SIGXCPU), which a Go program otherwise ignores.
-func onCPULimit(fn func()) {
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGXCPU)
-	go func() {
-		<-c
-		fn()
-	}()
-}
-
-// limitCPU lets the process use seconds more of CPU time before the
-// kernel ends it with SIGXCPU, or lifts the limit when seconds is 0. Only
-// the soft limit moves: the hard one stays, so it can be raised again.
-func limitCPU(seconds int) {
-	var lim syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_CPU, &lim) != nil {
-		return
+// processCPU is the CPU time the process has used, user and system, as
+// the kernel counts it.
+func processCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0, false
 	}
-	lim.Cur = lim.Max
-	if seconds > 0 {
-		var ru syscall.Rusage
-		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-			return
-		}
-		used := uint64(ru.Utime.Sec + ru.Stime.Sec + 1)
-		if want := used + uint64(seconds); want < lim.Max {
-			lim.Cur = want
-		}
-	}
-	_ = syscall.Setrlimit(syscall.RLIMIT_CPU, &lim)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -29,17 +30,17 @@ import (
 // is the memory limit in bytes.
 const ChildEnv = "TROUPE_SCRIPT_HOST"
 
-// childCPUEnv holds the seconds of CPU time one call may use in a script
-// host process.
+// childCPUEnv holds the milliseconds of CPU time one call may use in a
+// script host process.
 const childCPUEnv = "TROUPE_SCRIPT_CPU"
 
 // childStackEnv holds the bytes a goroutine's stack may grow to in a
 // script host process.
 const childStackEnv = "TROUPE_SCRIPT_STACK"
 
-// cpuSeconds is d in the whole seconds RLIMIT_CPU counts, at least one.
-func cpuSeconds(d time.Duration) int {
-	return max(int((d+time.Second-1)/time.Second), 1)
+// cpuMillis is d in whole milliseconds, at least one.
+func cpuMillis(d time.Duration) int64 {
+	return max(d.Milliseconds(), 1)
 }
 
 // maxGoroutines is how many goroutines a script host process may run.
@@ -65,17 +66,15 @@ func ServeIfChild() {
 		mem = DefaultMemoryLimit
 	}
 	setLimits(mem)
-	cpu, _ := strconv.Atoi(os.Getenv(childCPUEnv))
-	if cpu > 0 {
-		onCPULimit(func() { fatal(fmt.Sprintf("the script used more than %ds of CPU time (the limit)", cpu)) })
-	}
+	cpuMs, _ := strconv.ParseInt(os.Getenv(childCPUEnv), 10, 64)
+	cpu := time.Duration(cpuMs) * time.Millisecond
 	stack, err := strconv.ParseInt(os.Getenv(childStackEnv), 10, 64)
 	if err != nil || stack <= 0 {
 		stack = DefaultStackLimit
 	}
 	debug.SetMaxStack(int(stack))
 	debug.SetMemoryLimit(mem / 2)
-	go watchdog(mem)
+	go watchdog(mem, cpu)
 	s := &server{mem: mem, cpu: cpu, progs: map[string]*instance{}}
 	serve.Serve(sdk.Plugin{Name: pluginName, Tools: []sdk.Tool{
 		&sdk.ToolFunc{ToolSpec: sdk.ToolSpec{Name: toolLoad, Description: "Compiles a script."}, Func: s.tool},
@@ -87,7 +86,7 @@ func ServeIfChild() {
 // server is the script host's side: the programs it compiled.
 type server struct {
 	mem int64
-	cpu int // seconds of CPU time a call may use; 0: no limit
+	cpu time.Duration // the CPU time a call may use; 0: no limit
 
 	mu    sync.Mutex // one call at a time
 	progs map[string]*instance
@@ -115,11 +114,14 @@ func (s *server) tool(ctx context.Context, req sdk.CallRequest) (*sdk.CallRespon
 
 func (s *server) handle(req *request) (resp response) {
 	base := runtime.NumGoroutine()
-	// The kernel ends the process with SIGXCPU when the call has used its
-	// CPU time; calls are one at a time, so the limit is the call's.
+	// The watchdog ends the process once the call has used its CPU time;
+	// calls are one at a time, so the process's time since the call
+	// began is the call's.
 	if s.cpu > 0 {
-		limitCPU(s.cpu)
-		defer limitCPU(0)
+		if used, ok := processCPU(); ok {
+			callCPU.Store(int64(used) + 1)
+			defer callCPU.Store(0)
+		}
 	}
 	resp = handle(s.progs, req)
 	if used := heapBytes(); used > s.mem {
@@ -277,9 +279,21 @@ func heapBytes() int64 {
 	return int64(samples[0].Value.Uint64() + samples[1].Value.Uint64())
 }
 
+// callCPU is the process's CPU time, in nanoseconds plus one, when the
+// call in progress began; 0 while none is.
+var callCPU atomic.Int64
+
 // watchdog ends the process when the script's heap or goroutines grow
-// past their limits, saying so on standard error for the host to report.
-func watchdog(mem int64) {
+// past their limits, or a call has used more than cpu of CPU time (0: no
+// limit), saying so on standard error for the host to report.
+//
+// The kernel could count the CPU time itself (RLIMIT_CPU, SIGXCPU), but a
+// process with a CPU-time limit set pays for it at every call, about 15 µs
+// of a round trip of about 110 µs, measured; the watchdog reads the
+// kernel's count every few milliseconds during a call instead. It cannot
+// be starved by the script: the runtime preempts goroutines that do not
+// yield, and the host's per-call wall-time limit stands behind it.
+func watchdog(mem int64, cpu time.Duration) {
 	samples := []metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/memory/classes/heap/stacks:bytes"},
@@ -293,6 +307,11 @@ func watchdog(mem int64) {
 		}
 		if g := samples[2].Value.Uint64(); g > maxGoroutines {
 			fatal(fmt.Sprintf("the script started more than %d goroutines (the limit)", maxGoroutines))
+		}
+		if start := callCPU.Load(); cpu > 0 && start != 0 {
+			if used, ok := processCPU(); ok && used-time.Duration(start-1) > cpu {
+				fatal(fmt.Sprintf("the script used more than %v of CPU time (the limit)", cpu))
+			}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
