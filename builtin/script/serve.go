@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -74,8 +73,8 @@ func ServeIfChild() {
 	}
 	debug.SetMaxStack(int(stack))
 	debug.SetMemoryLimit(mem / 2)
-	go watchdog(mem, cpu)
-	s := &server{mem: mem, cpu: cpu, progs: map[string]*instance{}}
+	s := &server{mem: mem, watch: &watchdog{mem: mem, cpu: cpu}, progs: map[string]*instance{}}
+	go s.watch.run()
 	serve.Serve(sdk.Plugin{Name: pluginName, Tools: []sdk.Tool{
 		&sdk.ToolFunc{ToolSpec: sdk.ToolSpec{Name: toolLoad, Description: "Compiles a script."}, Func: s.tool},
 		&sdk.ToolFunc{ToolSpec: sdk.ToolSpec{Name: toolCall, Description: "Calls a function of a compiled script."}, Func: s.tool},
@@ -85,8 +84,8 @@ func ServeIfChild() {
 
 // server is the script host's side: the programs it compiled.
 type server struct {
-	mem int64
-	cpu time.Duration // the CPU time a call may use; 0: no limit
+	mem   int64
+	watch *watchdog
 
 	mu    sync.Mutex // one call at a time
 	progs map[string]*instance
@@ -114,15 +113,8 @@ func (s *server) tool(ctx context.Context, req sdk.CallRequest) (*sdk.CallRespon
 
 func (s *server) handle(req *request) (resp response) {
 	base := runtime.NumGoroutine()
-	// The watchdog ends the process once the call has used its CPU time;
-	// calls are one at a time, so the process's time since the call
-	// began is the call's.
-	if s.cpu > 0 {
-		if used, ok := processCPU(); ok {
-			callCPU.Store(int64(used) + 1)
-			defer callCPU.Store(0)
-		}
-	}
+	s.watch.begin()
+	defer s.watch.end()
 	resp = handle(s.progs, req)
 	if used := heapBytes(); used > s.mem {
 		resp.Fail = fmt.Sprintf("the script used more than %d MiB of memory (the limit); the script host was stopped", s.mem>>20)
@@ -277,44 +269,6 @@ func heapBytes() int64 {
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	metrics.Read(samples)
 	return int64(samples[0].Value.Uint64() + samples[1].Value.Uint64())
-}
-
-// callCPU is the process's CPU time, in nanoseconds plus one, when the
-// call in progress began; 0 while none is.
-var callCPU atomic.Int64
-
-// watchdog ends the process when the script's heap or goroutines grow
-// past their limits, or a call has used more than cpu of CPU time (0: no
-// limit), saying so on standard error for the host to report.
-//
-// The kernel could count the CPU time itself (RLIMIT_CPU, SIGXCPU), but a
-// process with a CPU-time limit set pays for it at every call, about 15 µs
-// of a round trip of about 110 µs, measured; the watchdog reads the
-// kernel's count every few milliseconds during a call instead. It cannot
-// be starved by the script: the runtime preempts goroutines that do not
-// yield, and the host's per-call wall-time limit stands behind it.
-func watchdog(mem int64, cpu time.Duration) {
-	samples := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/stacks:bytes"},
-		{Name: "/sched/goroutines:goroutines"},
-	}
-	for {
-		metrics.Read(samples)
-		heap := int64(samples[0].Value.Uint64() + samples[1].Value.Uint64())
-		if heap > mem {
-			fatal(fmt.Sprintf("the script used more than %d MiB of memory (the limit)", mem>>20))
-		}
-		if g := samples[2].Value.Uint64(); g > maxGoroutines {
-			fatal(fmt.Sprintf("the script started more than %d goroutines (the limit)", maxGoroutines))
-		}
-		if start := callCPU.Load(); cpu > 0 && start != 0 {
-			if used, ok := processCPU(); ok && used-time.Duration(start-1) > cpu {
-				fatal(fmt.Sprintf("the script used more than %v of CPU time (the limit)", cpu))
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // fatalPrefix marks the line a script host writes before it ends itself.
