@@ -734,22 +734,20 @@ func (m *Manager) await(ctx context.Context, agents []*Agent) ([]Result, error) 
 // retire remembers that a ended, forgetting the oldest ended agent when
 // more than KeepEnded are remembered, so a long-lived manager stays small.
 func (m *Manager) retire(a *Agent) {
+	var quiet *Agent  // whose conversation is let go
+	var forget string // whom Get no longer finds
 	m.retireMu.Lock()
-	defer m.retireMu.Unlock()
 	// Conversations are kept for resume, for the most recent
 	// KeepConversations ended agents only: they are the large part.
 	m.talkers = append(m.talkers, a)
 	if len(m.talkers) > m.cfg.KeepConversations {
-		old := m.talkers[0]
+		quiet = m.talkers[0]
 		m.talkers[0] = nil
 		m.talkers = m.talkers[1:]
-		old.mu.Lock()
-		old.history = nil
-		old.mu.Unlock()
 	}
 	m.ended = append(m.ended, a.id)
 	if len(m.ended)-m.endedHead > m.cfg.KeepEnded {
-		m.forget(m.ended[m.endedHead])
+		forget = m.ended[m.endedHead]
 		m.ended[m.endedHead] = ""
 		m.endedHead++
 		// Compact once half the slice is spent: amortised O(1) a call.
@@ -757,6 +755,17 @@ func (m *Manager) retire(a *Agent) {
 			m.ended = append(m.ended[:0], m.ended[m.endedHead:]...)
 			m.endedHead = 0
 		}
+	}
+	m.retireMu.Unlock()
+	// Outside retireMu, which every ending agent takes: each of these
+	// takes a lock of its own.
+	if quiet != nil {
+		quiet.mu.Lock()
+		quiet.history = nil
+		quiet.mu.Unlock()
+	}
+	if forget != "" {
+		m.forget(forget)
 	}
 }
 
