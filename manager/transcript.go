@@ -21,8 +21,8 @@ import (
 // Transcripts are written by one writer per manager into one append-only
 // file per manager (its run): every agent's events as JSON lines, each
 // naming its agent, in Seq order per agent. An agent encodes its event on
-// its own goroutine straight into one of the writer's buffers, its shard,
-// chosen by its ID; only the writer's goroutine writes, appending what has
+// its own goroutine and copies the line into one of the writer's
+// buffers, its shard, chosen by its ID; only the writer's goroutine writes, appending what has
 // gathered in every shard with one write, as soon as it can, merged by
 // Seq so that of two events one of which happened before the other (a
 // parent's spawn, then its child's), the earlier's line comes first
@@ -54,7 +54,6 @@ type transcriptShard struct {
 	pending []byte    // lines not yet handed to the disk
 	lines   []lineEnd // where each line of pending ends, and its Seq
 	queued  uint64    // bytes ever added
-	times   timeCache // the last event's time, formatted
 	_       [64]byte  // apart from the next shard's lock
 }
 
@@ -106,25 +105,43 @@ func shardOf(agentID string) int {
 func (w *transcriptWriter) add(e *Event) { w.addTo(shardOf(e.AgentID), e, nil) }
 
 // addTo is add for an agent whose shard is known, with the fields that
-// name it already encoded as ident (nil: encoded here).
+// name it already encoded as ident (nil: encoded here). The line is
+// encoded before the shard's lock is taken, which then only copies it:
+// agents of one shard wait for each other that much less.
 func (w *transcriptWriter) addTo(shard int, e *Event, ident []byte) {
+	lb := linePool.Get().(*lineBuf)
+	lb.b = append(appendEventJSONWith(lb.b[:0], e, &lb.times, ident), '\n')
 	sh := &w.shards[shard]
 	sh.mu.Lock()
 	w.awaitRoom(sh)
 	if !w.closing.Load() {
-		n := len(sh.pending)
 		if sh.pending == nil {
 			sh.pending = make([]byte, 0, 16<<10)
 		}
-		sh.pending = append(appendEventJSONWith(sh.pending, e, &sh.times, ident), '\n')
+		sh.pending = append(sh.pending, lb.b...)
 		sh.lines = append(sh.lines, lineEnd{end: len(sh.pending), seq: e.Seq})
-		added := len(sh.pending) - n
-		sh.queued += uint64(added)
-		w.pending.Add(int64(added))
+		sh.queued += uint64(len(lb.b))
+		w.pending.Add(int64(len(lb.b)))
 	}
 	sh.mu.Unlock()
+	if cap(lb.b) <= maxPooledLine {
+		linePool.Put(lb)
+	}
 	w.poke()
 }
+
+// lineBuf is where a line is encoded before it is added, with the
+// formatting of the last time it held.
+type lineBuf struct {
+	b     []byte
+	times timeCache
+}
+
+var linePool = sync.Pool{New: func() any { return new(lineBuf) }}
+
+// maxPooledLine bounds the lines whose buffers are kept for the next: a
+// long tool result's is not.
+const maxPooledLine = 64 << 10
 
 // awaitRoom waits, with sh.mu held, while the shards hold
 // maxTranscriptBuffer bytes: the disk is behind, and adders wait for it
