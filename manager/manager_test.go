@@ -944,3 +944,16 @@ func TestEndedAgentsAreForgottenBeyondKeepEnded(t *testing.T) {
 	assert.NoError(t, err, "the newest is kept")
 	assert.Equal(t, 5, f.mgr.Stats().Completed, "counters still count every agent")
 }
+
+func TestConversationsAreDroppedBeyondKeepConversations(t *testing.T) {
+	f := newFixture(t, scripted.New(scripted.Step{Text: "ok"}, scripted.Step{Text: "again"}), func(c *manager.Config) { c.KeepConversations = 2 })
+	var ids []string
+	for range 3 {
+		ids = append(ids, f.run(t, manager.SpawnRequest{}).ID)
+	}
+	_, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "more", Resume: ids[0]})
+	require.ErrorIs(t, err, manager.ErrBadRequest, "the oldest conversation is dropped")
+	assert.Contains(t, err.Error(), "no longer kept")
+	res := f.run(t, manager.SpawnRequest{Task: "more", Resume: ids[1]})
+	assert.Equal(t, "again", res.Output, "a conversation among the last two is kept")
+}
