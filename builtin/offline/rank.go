@@ -88,7 +88,8 @@ func buildQuery(task string, terms []term) []qword {
 			add(w)
 		}
 	}
-	for _, m := range tokenRe.FindAllString(task, -1) {
+	for _, span := range tokenSpans(task) {
+		m := task[span[0]:span[1]]
 		for _, part := range compoundSepRe.Split(m, -1) {
 			parts := splitIdent(part)
 			for _, p := range parts {
@@ -206,7 +207,6 @@ var (
 	// errorLineRe matches a line that raises an error: its message says
 	// in words what failed, as a question asks it.
 	errorLineRe = lazyRE(`\b(?:raise|throw|panic)\b|Errorf?\(|errors\.New\(`)
-	wordRe      = lazyRE(`[\p{L}\p{N}_]+`)
 	stringRe    = lazyRE("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`")
 )
 
@@ -220,7 +220,7 @@ func wordsOf(text string) lineWords {
 	if !strings.Contains(text, `"""`) && !errorLineRe.MatchString(text) {
 		prose = stringRe.ReplaceAllString(text, `""`)
 	}
-	for _, tok := range wordRe.FindAllString(prose, -1) {
+	for _, tok := range wordsIn(prose) {
 		for _, p := range splitIdent(tok) {
 			p = strings.ToLower(strings.TrimFunc(p, unicode.IsDigit))
 			if len(p) >= 2 {

@@ -56,8 +56,6 @@ var (
 		// ("don't") do not open a quote.
 		{lazyRE(`(?:^|[\s(\[{,:;=])'([^'\n]+)'(?:$|[\s)\]},.:;!?])`), 1},
 	}
-	tokenRe       = lazyRE(`[\p{L}\p{N}_]+(?:[.\-/][\p{L}\p{N}_]+)*`)
-	singleIdentRe = lazyRE(`^[\p{L}\p{N}_]+(?:[.\-/:]+[\p{L}\p{N}_]+)*$`)
 	compoundSepRe = lazyRE(`[.\-/:]+`)
 )
 
@@ -94,7 +92,7 @@ func extractTerms(task string) []term {
 			if utf8.RuneCountInString(q) < 2 || len(q) > maxQuoted {
 				continue
 			}
-			if singleIdentRe.MatchString(q) {
+			if isSingleIdent(q) {
 				c.token(q, start, true, false)
 			} else {
 				c.add(q, kindQuoted, start)
@@ -102,7 +100,7 @@ func extractTerms(task string) []term {
 		}
 	}
 	text := string(rest)
-	for _, m := range tokenRe.FindAllStringIndex(text, -1) {
+	for _, m := range tokenSpans(text) {
 		c.token(text[m[0]:m[1]], m[0], false, sentenceStart(text, m[0]))
 	}
 
