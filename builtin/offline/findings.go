@@ -256,15 +256,19 @@ func cutSymbol(seg string) (string, string) {
 func cleanSegment(s string) (string, float64, bool) {
 	var rel float64
 	var has bool
-	if locs := relevanceRe.FindAllStringSubmatchIndex(s, -1); len(locs) > 0 {
-		m := locs[len(locs)-1]
-		if v, err := strconv.ParseFloat(s[m[2]:m[3]], 64); err == nil {
-			if m[4] >= 0 || v > 1 {
-				v /= 100
+	// Only a segment with both parentheses can hold a relevance: most
+	// hold none, and the pattern is not compiled for them.
+	if strings.Contains(s, "(") && strings.Contains(s, ")") {
+		if locs := relevanceRe.FindAllStringSubmatchIndex(s, -1); len(locs) > 0 {
+			m := locs[len(locs)-1]
+			if v, err := strconv.ParseFloat(s[m[2]:m[3]], 64); err == nil {
+				if m[4] >= 0 || v > 1 {
+					v /= 100
+				}
+				rel, has = math.Max(0, math.Min(1, v)), true
 			}
-			rel, has = math.Max(0, math.Min(1, v)), true
+			s = s[:m[0]] + s[m[1]:]
 		}
-		s = s[:m[0]] + s[m[1]:]
 	}
 	s = leadRe.ReplaceAllString(s, "")
 	s = sepRe.ReplaceAllString(s, "")

@@ -261,14 +261,19 @@ func (lw lineWords) count(w qword) float64 {
 }
 
 var (
-	// defRes find the name a line defines.
-	defRes = []*lazyRegexp{
-		lazyRE(`^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final|abstract|async|sealed|open|data|override|inline|unsafe|extern)\s+)*` +
+	// defRes find the name a line defines. A line can match one only if
+	// it holds one of its needs (none: any line), which is checked first:
+	// most lines hold none, and a pattern no line needs is not compiled.
+	defRes = []struct {
+		re    *lazyRegexp
+		needs []string
+	}{
+		{re: lazyRE(`^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final|abstract|async|sealed|open|data|override|inline|unsafe|extern)\s+)*` +
 			`(?:func|type|class|def|const|var|let|interface|struct|enum|trait|fn|function|module|record|object|macro|namespace|typedef|union|val)\s+` +
-			`(?:\([^)]*\)\s*)?\*?([\p{L}_$][\p{L}\p{N}_$]*)`),
-		lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)(?:\s*,\s*[\p{L}_][\p{L}\p{N}_]*)*\s*:=`),
-		lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)\s+(?:struct|interface)\s*\{`),
-		lazyRE(`^\s*#\s*define\s+([\p{L}_][\p{L}\p{N}_]*)`),
+			`(?:\([^)]*\)\s*)?\*?([\p{L}_$][\p{L}\p{N}_$]*)`)},
+		{re: lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)(?:\s*,\s*[\p{L}_][\p{L}\p{N}_]*)*\s*:=`), needs: []string{":="}},
+		{re: lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)\s+(?:struct|interface)\s*\{`), needs: []string{"struct", "interface"}},
+		{re: lazyRE(`^\s*#\s*define\s+([\p{L}_][\p{L}\p{N}_]*)`), needs: []string{"define"}},
 	}
 	commentRe = lazyRE(`^\s*(?://|#|/\*|\*|--|;;|<!--)`)
 )
@@ -278,8 +283,11 @@ var (
 // found by its own line, so that a question about one is not answered by
 // the block that holds them all.
 func defName(text string) string {
-	for _, re := range defRes {
-		if m := re.FindStringSubmatch(text); m != nil {
+	for _, d := range defRes {
+		if len(d.needs) > 0 && !slices.ContainsFunc(d.needs, func(n string) bool { return strings.Contains(text, n) }) {
+			continue
+		}
+		if m := d.re.FindStringSubmatch(text); m != nil {
 			return m[1]
 		}
 	}
