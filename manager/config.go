@@ -52,7 +52,6 @@ type Config struct {
 	MaxQueue int
 	// KeepEnded is how many ended agents the manager remembers for Get,
 	// List and Wait; the oldest are forgotten beyond it. Default 10,000.
-	// The manager holds a pointer's room for each from the start.
 	KeepEnded int
 	// KeepConversations is how many ended agents keep their conversation,
 	// so that a new agent can resume it (SpawnRequest.Resume); the oldest

@@ -37,9 +37,9 @@ type Manager struct {
 	roots context.Context
 
 	// mu guards the running slots and the queue; the agents known by ID
-	// are in shards with locks of their own, and the ended ones are kept
-	// in rings that take no lock. Taken one at a time, so that spawning an
-	// agent and agents ending wait on each other as little as they can.
+	// are in shards with locks of their own, and retireMu guards the list
+	// of ended ones. Taken one at a time, so that spawning an agent and
+	// agents ending wait on each other as little as they can.
 	mu       sync.Mutex
 	queue    agentQueue // pending agents, in FIFO order
 	resumers *list.List // of *Agent, taking a slot back after a wait; before the queue
@@ -47,9 +47,11 @@ type Manager struct {
 	closed   bool
 	wg       sync.WaitGroup // one per agent not yet terminal
 
-	known   [registryShards]registryShard
-	ended   *evictRing[Agent] // the last KeepEnded agents to end
-	talkers *evictRing[Agent] // the last KeepConversations, whose conversation is kept
+	known     [registryShards]registryShard
+	retireMu  sync.Mutex
+	ended     []string // IDs of ended agents, oldest first from endedHead
+	endedHead int
+	talkers   []*Agent // ended agents whose conversation is kept, oldest first
 
 	callbacksMu    sync.RWMutex
 	callbacks      []func(Info)
@@ -105,8 +107,6 @@ func New(cfg Config) (*Manager, error) {
 		resumers:     list.New(),
 		mcpDescribed: map[string]*mcpDescription{},
 		handoff:      make(chan *Agent),
-		ended:        newEvictRing[Agent](cfg.KeepEnded),
-		talkers:      newEvictRing[Agent](cfg.KeepConversations),
 	}
 	tel, err := newTelemetry(m, &m.cfg)
 	if err != nil {
@@ -731,41 +731,42 @@ func (m *Manager) await(ctx context.Context, agents []*Agent) ([]Result, error) 
 	return out, nil
 }
 
-// retire remembers that a ended, forgetting the agent that ended
-// KeepEnded agents before, so a long-lived manager stays small, and
-// letting go of the conversation of the one that ended KeepConversations
-// before: conversations, kept for resume, are the large part. Every
-// ending agent comes here: a lock here, held for a few appends, was the
-// one ending agents waited longest for, since a waiter woken by its
-// holder waits behind every runnable goroutine before it runs.
+// retire remembers that a ended, forgetting the oldest ended agent when
+// more than KeepEnded are remembered, so a long-lived manager stays small.
 func (m *Manager) retire(a *Agent) {
-	if quiet := m.talkers.put(a); quiet != nil {
+	var quiet *Agent  // whose conversation is let go
+	var forget string // whom Get no longer finds
+	m.retireMu.Lock()
+	// Conversations are kept for resume, for the most recent
+	// KeepConversations ended agents only: they are the large part.
+	m.talkers = append(m.talkers, a)
+	if len(m.talkers) > m.cfg.KeepConversations {
+		quiet = m.talkers[0]
+		m.talkers[0] = nil
+		m.talkers = m.talkers[1:]
+	}
+	m.ended = append(m.ended, a.id)
+	if len(m.ended)-m.endedHead > m.cfg.KeepEnded {
+		forget = m.ended[m.endedHead]
+		m.ended[m.endedHead] = ""
+		m.endedHead++
+		// Compact once half the slice is spent: amortised O(1) a call.
+		if m.endedHead > len(m.ended)/2 {
+			m.ended = append(m.ended[:0], m.ended[m.endedHead:]...)
+			m.endedHead = 0
+		}
+	}
+	m.retireMu.Unlock()
+	// Outside retireMu, which every ending agent takes: each of these
+	// takes a lock of its own.
+	if quiet != nil {
 		quiet.mu.Lock()
 		quiet.history = nil
 		quiet.mu.Unlock()
 	}
-	if old := m.ended.put(a); old != nil {
-		m.forget(old.id)
+	if forget != "" {
+		m.forget(forget)
 	}
-}
-
-// evictRing keeps the last items put in it, as many as it has slots, for
-// concurrent use without a lock: each put takes the next slot and pushes
-// out what it held. Only when as many puts as there are slots overlap
-// can one push out a later item than the oldest.
-type evictRing[T any] struct {
-	next  atomic.Uint64
-	slots []atomic.Pointer[T]
-}
-
-func newEvictRing[T any](n int) *evictRing[T] {
-	return &evictRing[T]{slots: make([]atomic.Pointer[T], n)}
-}
-
-// put adds v, and returns the item it pushed out, if any.
-func (r *evictRing[T]) put(v *T) (out *T) {
-	i := r.next.Add(1) - 1
-	return r.slots[i%uint64(len(r.slots))].Swap(v)
 }
 
 // agentQueue is a FIFO list of agents linked through their own fields,
