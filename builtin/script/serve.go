@@ -30,8 +30,9 @@ import (
 const ChildEnv = "TROUPE_SCRIPT_HOST"
 
 // childCPUEnv holds the milliseconds of CPU time one call may use in a
-// script host process.
-const childCPUEnv = "TROUPE_SCRIPT_CPU"
+// script host process. (It held seconds under another name, which a
+// script host of an older build does not read as milliseconds.)
+const childCPUEnv = "TROUPE_SCRIPT_CPU_MS"
 
 // childStackEnv holds the bytes a goroutine's stack may grow to in a
 // script host process.
@@ -118,6 +119,9 @@ func (s *server) handle(req *request) (resp response) {
 	resp = handle(s.progs, req)
 	if used := heapBytes(); used > s.mem {
 		resp.Fail = fmt.Sprintf("the script used more than %d MiB of memory (the limit); the script host was stopped", s.mem>>20)
+		resp.Retire = true
+	} else if s.watch.overCPU() {
+		resp.Fail = s.watch.cpuFailure() + "; the script host was stopped"
 		resp.Retire = true
 	} else if n := settle(base); n > 0 {
 		resp.Fail = fmt.Sprintf("the script left %d goroutines running after %s returned; a script must not leave goroutines behind", n, req.Call.fnName())

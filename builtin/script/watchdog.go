@@ -13,13 +13,15 @@ import (
 //
 // It looks every watchPeriod while a call runs, and every idlePeriod
 // while none does: nothing of a script runs between calls, and each
-// call is checked once it returns too (server.handle). A process that
+// call's memory and CPU time are checked once it returns too
+// (server.handle), so a call that ends before the first look is held to
+// its limits all the same. A process that
 // wakes every few milliseconds whatever it does answers each call later:
 // the script hook's round trip took about 115 µs at the median when the
 // watchdog woke every 2 ms, and about 92 µs when it woke every 20 ms,
 // measured side by side. A call that runs away is seen within an
 // idlePeriod, so what it allocates past the limit stays bounded by what
-// it can allocate in that time.
+// it can allocate in that time; its CPU time is counted from its start.
 //
 // The kernel could count the CPU time itself (RLIMIT_CPU, SIGXCPU), but a
 // process with a CPU-time limit set answered each call about 15 µs later,
@@ -30,8 +32,8 @@ type watchdog struct {
 	mem int64         // bytes of heap and stacks
 	cpu time.Duration // CPU time of one call; 0: no limit
 
-	calls atomic.Uint64 // calls begun
-	busy  atomic.Bool   // a call runs
+	busy  atomic.Bool  // a call runs
+	start atomic.Int64 // the process's CPU time as the call began, in ns; -1: not counted
 }
 
 // How often the watchdog looks while a call runs, and while none does.
@@ -42,11 +44,34 @@ const (
 
 // begin and end mark a call's run: calls are one at a time.
 func (w *watchdog) begin() {
-	w.calls.Add(1)
+	start := time.Duration(-1)
+	if w.cpu > 0 {
+		if used, ok := processCPU(); ok {
+			start = used
+		}
+	}
+	w.start.Store(int64(start))
 	w.busy.Store(true)
 }
 
 func (w *watchdog) end() { w.busy.Store(false) }
+
+// overCPU reports whether the call in progress, or the one that just
+// ended, has used more than its CPU time: a call checked as it ends as
+// well, since it may end before the watchdog first looks at it.
+func (w *watchdog) overCPU() bool {
+	start := time.Duration(w.start.Load())
+	if w.cpu <= 0 || start < 0 {
+		return false
+	}
+	used, ok := processCPU()
+	return ok && used-start > w.cpu
+}
+
+// cpuFailure is how a call that used its CPU time is reported.
+func (w *watchdog) cpuFailure() string {
+	return fmt.Sprintf("the script used more than %v of CPU time (the limit)", w.cpu)
+}
 
 // run watches, for the life of the process.
 func (w *watchdog) run() {
@@ -55,29 +80,18 @@ func (w *watchdog) run() {
 		{Name: "/memory/classes/heap/stacks:bytes"},
 		{Name: "/sched/goroutines:goroutines"},
 	}
-	var call uint64
-	var start time.Duration // the process's CPU time as call was first seen
-	counted := false
 	for {
 		period := idlePeriod
 		if w.busy.Load() {
-			if n := w.calls.Load(); n != call {
-				// The call's CPU time is counted from when it is first
-				// seen: an idlePeriod at most goes uncounted, against
-				// limits of seconds.
-				call = n
-				start, counted = processCPU()
-			}
-			w.look(samples, start, counted)
+			w.look(samples)
 			period = watchPeriod
 		}
 		time.Sleep(period)
 	}
 }
 
-// look ends the process if the script went past a limit; start is the
-// process's CPU time as the call began, if counted.
-func (w *watchdog) look(samples []metrics.Sample, start time.Duration, counted bool) {
+// look ends the process if the script went past a limit.
+func (w *watchdog) look(samples []metrics.Sample) {
 	metrics.Read(samples)
 	heap := int64(samples[0].Value.Uint64() + samples[1].Value.Uint64())
 	if heap > w.mem {
@@ -86,9 +100,7 @@ func (w *watchdog) look(samples []metrics.Sample, start time.Duration, counted b
 	if g := samples[2].Value.Uint64(); g > maxGoroutines {
 		fatal(fmt.Sprintf("the script started more than %d goroutines (the limit)", maxGoroutines))
 	}
-	if w.cpu > 0 && counted {
-		if used, ok := processCPU(); ok && used-start > w.cpu {
-			fatal(fmt.Sprintf("the script used more than %v of CPU time (the limit)", w.cpu))
-		}
+	if w.overCPU() {
+		fatal(w.cpuFailure())
 	}
 }
