@@ -44,3 +44,7 @@ func (a *Agent) WaitsLen() int {
 
 // SetClock makes the manager built from c read the time from now.
 func SetClock(c *Config, now func() time.Time) { c.now = now }
+
+// KeepRunnersFor makes the goroutines that ran m's agents wait d for the
+// next before they end, in place of runnerIdle; before m runs an agent.
+func (m *Manager) KeepRunnersFor(d time.Duration) { m.runnerIdle = d }

@@ -60,8 +60,9 @@ type Manager struct {
 	transcripts *transcriptWriter // nil when transcripts are off
 	// handoff passes an agent to start to an idle runner (runners.go);
 	// unbuffered, so a send succeeds only when one is waiting.
-	handoff chan *Agent
-	tel     *telemetry // nil when spans and metrics are off
+	handoff    chan *Agent
+	runnerIdle time.Duration
+	tel        *telemetry // nil when spans and metrics are off
 
 	models sync.Map // model name → llms.Model
 	setups sync.Map // type name → *typeSetup
@@ -107,6 +108,7 @@ func New(cfg Config) (*Manager, error) {
 		resumers:     list.New(),
 		mcpDescribed: map[string]*mcpDescription{},
 		handoff:      make(chan *Agent),
+		runnerIdle:   runnerIdle,
 	}
 	tel, err := newTelemetry(m, &m.cfg)
 	if err != nil {

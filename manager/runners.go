@@ -25,16 +25,16 @@ func (m *Manager) goRun(a *Agent) {
 }
 
 // runner runs a, then the agents handed to it, until none comes for
-// runnerIdle or the manager closes.
+// m.runnerIdle (runnerIdle but in tests) or the manager closes.
 func (m *Manager) runner(a *Agent) {
 	var idle *time.Timer
 	for {
 		a.run()
 		a = nil // an ended agent is not kept alive by its runner
 		if idle == nil {
-			idle = time.NewTimer(runnerIdle)
+			idle = time.NewTimer(m.runnerIdle)
 		} else {
-			idle.Reset(runnerIdle)
+			idle.Reset(m.runnerIdle)
 		}
 		select {
 		case a = <-m.handoff:

@@ -57,6 +57,9 @@ func whereModel() *scripted.Model {
 // goroutine, whose stack has grown already.
 func TestAnAgentRunsOnTheGoroutineOfOneThatEnded(t *testing.T) {
 	f := newFixture(t, whereModel(), nil, whereTool())
+	// Long enough for the second agent to come whatever else the
+	// machine does.
+	f.mgr.KeepRunnersFor(time.Minute)
 	require.Eventually(t, func() bool { return idleRunners() == 0 }, 5*time.Second, time.Millisecond,
 		"the runners of earlier tests' managers do not end")
 	f.run(t, manager.SpawnRequest{})
@@ -82,7 +85,13 @@ func whereItRan(t *testing.T, model *scripted.Model, n int) string {
 // manager closing.
 func TestAnIdleRunnerEndsWhenNoAgentComes(t *testing.T) {
 	f := newFixture(t, whereModel(), nil, whereTool())
+	// Long enough to be seen waiting, and then ending.
+	f.mgr.KeepRunnersFor(time.Second)
+	require.Eventually(t, func() bool { return idleRunners() == 0 }, 5*time.Second, time.Millisecond,
+		"the runners of earlier tests' managers do not end")
 	f.run(t, manager.SpawnRequest{})
+	require.Eventually(t, func() bool { return idleRunners() == 1 }, 5*time.Second, time.Millisecond,
+		"the goroutine that ran the agent does not wait for another")
 	assert.Eventually(t, func() bool { return idleRunners() == 0 }, 10*time.Second, 5*time.Millisecond,
 		"a goroutine that ran an agent still waits for another")
 }
