@@ -54,13 +54,13 @@ const (
 // single round on the 2-core VM of docs/benchmarks.md).
 func BenchmarkSideBySide(b *testing.B) {
 	for range b.N {
-		var core, noTranscripts, all, lc, ratio, transcripts []float64
+		var core, all, lc, ratio, transcripts []float64
 		for range sbsRounds {
 			c := sbsTroupe(b, false)
 			n := sbsTroupeWith(b, sbsOptions{budgets: true, subscriber: true})
 			a := sbsTroupe(b, true)
 			l := sbsLangchaingo(b)
-			core, noTranscripts, all, lc = append(core, c), append(noTranscripts, n), append(all, a), append(lc, l)
+			core, all, lc = append(core, c), append(all, a), append(lc, l)
 			ratio, transcripts = append(ratio, l/a), append(transcripts, a/n)
 		}
 		b.ReportMetric(median(core), "core-µs/step")
