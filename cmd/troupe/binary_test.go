@@ -38,7 +38,7 @@ func troupeBinary(t *testing.T) string {
 			}
 		}
 		binaryPath = filepath.Join(pluginTmp, "troupe")
-		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+		out, err := goCommand("build", "-o", binaryPath, ".").CombinedOutput()
 		if err != nil {
 			binaryErr = fmt.Errorf("building troupe: %v\n%s", err, out)
 		}

@@ -33,7 +33,41 @@ func TestMain(m *testing.M) {
 		serveTestMCP() // this binary, started as a project's MCP server
 		return
 	}
+	goEnv = startingGoEnv()
 	goleak.VerifyTestMain(cleanupAfter{m})
+}
+
+// goEnv holds where the go command keeps its build cache and modules,
+// and the file of its settings, as they were when the tests started.
+// isolate moves HOME and the XDG directories; a build run after it would
+// otherwise start from an empty cache and download every module again:
+// a minute of a 2-core machine, and the network, which tests must not
+// need.
+var goEnv []string
+
+func startingGoEnv() []string {
+	names := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"}
+	out, err := exec.Command("go", append([]string{"env"}, names...)...).Output()
+	if err != nil {
+		return nil // the builds then say what is wrong
+	}
+	values := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(values) != len(names) {
+		return nil
+	}
+	env := make([]string, len(names))
+	for i, name := range names {
+		env[i] = name + "=" + values[i]
+	}
+	return env
+}
+
+// goCommand is the go command with args, on the caches the tests
+// started with, whatever HOME a test has moved to.
+func goCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), goEnv...)
+	return cmd
 }
 
 // cleanupAfter removes what the tests built once for the package (the
@@ -376,7 +410,7 @@ func TestBinary(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := filepath.Join(t.TempDir(), "troupe")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := goCommand("build", "-o", bin, ".")
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 

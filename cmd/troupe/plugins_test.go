@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,7 +43,7 @@ func pluginDirOf(t *testing.T, pkg, name string) string {
 		if err == nil {
 			bin = filepath.Join(pluginTmp, "troupe-plugin-"+name)
 			var out []byte
-			if out, err = exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			if out, err = goCommand("build", "-o", bin, pkg).CombinedOutput(); err != nil {
 				err = fmt.Errorf("building plugin %s: %v\n%s", pkg, err, out)
 			}
 		}

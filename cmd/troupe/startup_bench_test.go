@@ -77,8 +77,8 @@ func BenchmarkStartup(b *testing.B) {
 
 func goBuild(b *testing.B, out, pkg string, env ...string) {
 	b.Helper()
-	build := exec.Command("go", "build", "-o", out, pkg)
-	build.Env = append(os.Environ(), env...)
+	build := goCommand("build", "-o", out, pkg)
+	build.Env = append(build.Env, env...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		b.Fatal(err)

@@ -67,7 +67,7 @@ func troupeBesideHelper(t *testing.T) string {
 	bin := troupeBinary(t)
 	realHelperOnce.Do(func() {
 		realHelperBin = filepath.Join(filepath.Dir(bin), "real-"+helperName)
-		cmd := exec.Command("go", "build", "-o", realHelperBin, "./cmd/troupe-temporal")
+		cmd := goCommand("build", "-o", realHelperBin, "./cmd/troupe-temporal")
 		cmd.Dir = filepath.Join(repoRoot, "manager", "temporal")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			realHelperErr = fmt.Errorf("building %s: %v\n%s", helperName, err, out)

@@ -46,7 +46,7 @@ func fakeHelperDir(t *testing.T) string {
 			}
 		}
 		fakeHelperBin = filepath.Join(pluginTmp, "fakehelper")
-		out, err := exec.Command("go", "build", "-o", fakeHelperBin, "./testdata/fakehelper").CombinedOutput()
+		out, err := goCommand("build", "-o", fakeHelperBin, "./testdata/fakehelper").CombinedOutput()
 		if err != nil {
 			fakeHelperErr = fmt.Errorf("building the fake helper: %v\n%s", err, out)
 		}
