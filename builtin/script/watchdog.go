@@ -2,7 +2,7 @@ package script
 
 import (
 	"fmt"
-	"runtime/metrics"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -75,15 +75,10 @@ func (w *watchdog) cpuFailure() string {
 
 // run watches, for the life of the process.
 func (w *watchdog) run() {
-	samples := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/stacks:bytes"},
-		{Name: "/sched/goroutines:goroutines"},
-	}
 	for {
 		period := idlePeriod
 		if w.busy.Load() {
-			w.look(samples)
+			w.look()
 			period = watchPeriod
 		}
 		time.Sleep(period)
@@ -91,13 +86,11 @@ func (w *watchdog) run() {
 }
 
 // look ends the process if the script went past a limit.
-func (w *watchdog) look(samples []metrics.Sample) {
-	metrics.Read(samples)
-	heap := int64(samples[0].Value.Uint64() + samples[1].Value.Uint64())
-	if heap > w.mem {
+func (w *watchdog) look() {
+	if heapBytes() > w.mem {
 		fatal(fmt.Sprintf("the script used more than %d MiB of memory (the limit)", w.mem>>20))
 	}
-	if g := samples[2].Value.Uint64(); g > maxGoroutines {
+	if runtime.NumGoroutine() > maxGoroutines {
 		fatal(fmt.Sprintf("the script started more than %d goroutines (the limit)", maxGoroutines))
 	}
 	if w.overCPU() {
