@@ -1,10 +1,7 @@
 package offline
 
 import (
-	"io/fs"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,48 +40,5 @@ func TestScannersMatchTheirPatterns(t *testing.T) {
 		if got, want := isSingleIdent(s), singleIdentRe.MatchString(s); got != want {
 			t.Fatalf("case %d: isSingleIdent(%q) = %v, the pattern says %v", i, s, got, want)
 		}
-	}
-}
-
-// A definition pattern's needs only skip lines it cannot match: over
-// every line of the project's test data and of two of its packages,
-// defName says what the patterns alone say.
-func TestDefinitionNeedsSkipOnlyLinesThatCannotMatch(t *testing.T) {
-	patternsAlone := func(text string) string {
-		for _, d := range defRes {
-			if m := d.re.FindStringSubmatch(text); m != nil {
-				return m[1]
-			}
-		}
-		return ""
-	}
-	lines, found := 0, 0
-	read := func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for line := range strings.Lines(string(data)) {
-			lines++
-			want := patternsAlone(line)
-			if want != "" {
-				found++
-			}
-			if got := defName(line); got != want {
-				t.Fatalf("%s: defName(%q) = %q, the patterns alone say %q", p, line, got, want)
-			}
-		}
-		return nil
-	}
-	for _, root := range []string{"../../testdata", ".", "../../manager"} {
-		if err := filepath.WalkDir(root, read); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if lines < 1000 || found < 50 {
-		t.Fatalf("read %d lines, %d definitions: too few to test anything", lines, found)
 	}
 }
