@@ -48,3 +48,7 @@ func SetClock(c *Config, now func() time.Time) { c.now = now }
 // KeepRunnersFor makes the goroutines that ran m's agents wait d for the
 // next before they end, in place of runnerIdle; before m runs an agent.
 func (m *Manager) KeepRunnersFor(d time.Duration) { m.runnerIdle = d }
+
+// StartToolHelpersAfter makes m's agents start a turn's tool helpers
+// after d, in place of helperDelay; before m runs an agent.
+func (m *Manager) StartToolHelpersAfter(d time.Duration) { m.helperDelay = d }

@@ -62,7 +62,9 @@ type Manager struct {
 	// unbuffered, so a send succeeds only when one is waiting.
 	handoff    chan *Agent
 	runnerIdle time.Duration
-	tel        *telemetry // nil when spans and metrics are off
+	// helperDelay is helperDelay but in tests.
+	helperDelay time.Duration
+	tel         *telemetry // nil when spans and metrics are off
 
 	models sync.Map // model name → llms.Model
 	setups sync.Map // type name → *typeSetup
@@ -109,6 +111,7 @@ func New(cfg Config) (*Manager, error) {
 		mcpDescribed: map[string]*mcpDescription{},
 		handoff:      make(chan *Agent),
 		runnerIdle:   runnerIdle,
+		helperDelay:  helperDelay,
 	}
 	tel, err := newTelemetry(m, &m.cfg)
 	if err != nil {

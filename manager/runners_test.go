@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +96,46 @@ func TestAnIdleRunnerEndsWhenNoAgentComes(t *testing.T) {
 		"the goroutine that ran the agent does not wait for another")
 	assert.Eventually(t, func() bool { return idleRunners() == 0 }, 10*time.Second, 5*time.Millisecond,
 		"a goroutine that ran an agent still waits for another")
+}
+
+// A turn's calls run on the agent's goroutine alone until they have run
+// for the manager's helper delay: a quick turn starts no helper, so the
+// next call waits for the first rather than begin beside it at once.
+func TestATurnsCallsRunOnTheAgentsGoroutineUntilTheyTakeLong(t *testing.T) {
+	began := make(chan struct{})
+	var beganOnce sync.Once
+	var beside atomic.Bool
+	step := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "step", Description: "says where it runs", ReadOnly: true},
+		Func: func(_ context.Context, args json.RawMessage) (string, error) {
+			var in struct{ First bool }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return "", err
+			}
+			if !in.First {
+				beganOnce.Do(func() { close(began) })
+				return goroutineID(), nil
+			}
+			select {
+			case <-began:
+				beside.Store(true)
+			case <-time.After(100 * time.Millisecond): // ample for a helper started at once to begin the next call
+			}
+			return goroutineID(), nil
+		},
+	}
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "step", Args: `{"first":true}`}, {Name: "step"}, {Name: "step"}}},
+		scripted.Step{Text: "done"},
+	)
+	f := newFixture(t, model, nil, step)
+	f.mgr.StartToolHelpersAfter(time.Minute)
+	res := f.run(t, manager.SpawnRequest{})
+	require.Equal(t, manager.Completed, res.State)
+	assert.False(t, beside.Load(), "a later call began on a helper while the first ran")
+	results := scripted.ToolResults(model.Requests()[1].Messages)
+	require.Len(t, results, 3)
+	for _, r := range results[1:] {
+		assert.Equal(t, results[0].Content, r.Content, "a call ran on a goroutine other than the agent's")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
@@ -48,6 +49,10 @@ func (a *Agent) runToolCalls(ctx context.Context, calls []llms.ToolCall) (outcom
 type toolScratch struct {
 	outcomes []toolOutcome
 	run      []int
+	// late starts the helpers of the turn in batch (helpLater); made at
+	// the loop's first turn of several calls.
+	late  *time.Timer
+	batch atomic.Pointer[toolBatch]
 }
 
 // runToolCallsIn is runToolCalls with its slices taken from scratch (nil:
@@ -85,7 +90,7 @@ func (a *Agent) runToolCallsIn(ctx context.Context, calls []llms.ToolCall, scrat
 	for _, i := range run[took:] {
 		outcomes[i] = toolOutcome{name: calls[i].FunctionCall.Name, text: "error: not run: the tool-call budget is used up", refused: true}
 	}
-	a.executeTools(ctx, calls, run[:took], outcomes)
+	a.executeTools(ctx, calls, run[:took], outcomes, scratch)
 	for _, i := range run[:took] {
 		if stop := classifyToolFailure(outcomes[i]); stop != nil {
 			return outcomes, stop
@@ -119,11 +124,12 @@ func classifyToolFailure(o toolOutcome) *runStop {
 // executeTools runs the calls at the indexes in run, several at once up
 // to ToolConcurrency, and puts each outcome at its call's index. The
 // agent's goroutine runs calls itself, taking them in order with up to
-// ToolConcurrency-1 helpers: a call that takes long leaves the next to a
-// helper, and a helper that starts once every call is taken has nothing
-// to do, so fast tools cost no goroutine's stack. A tool that waits on
-// other agents lends the agent's slot meanwhile.
-func (a *Agent) executeTools(ctx context.Context, calls []llms.ToolCall, run []int, out []toolOutcome) {
+// ToolConcurrency-1 helpers, which start only once the turn's calls have
+// run for m.helperDelay: calls that take long leave the next ones to the
+// helpers, and a turn of fast calls (a read, a lookup) costs no goroutine
+// started and no thread woken. A tool that waits on other agents lends
+// the agent's slot meanwhile.
+func (a *Agent) executeTools(ctx context.Context, calls []llms.ToolCall, run []int, out []toolOutcome, scratch *toolScratch) {
 	if len(run) == 0 {
 		return
 	}
@@ -135,14 +141,22 @@ func (a *Agent) executeTools(ctx context.Context, calls []llms.ToolCall, run []i
 		}
 		return
 	}
-	b := &toolBatch{a: a, ctx: ctx, calls: calls, run: run, out: out}
+	b := &toolBatch{a: a, ctx: ctx, calls: calls, run: run, out: out, helpers: min(len(run), a.m.cfg.ToolConcurrency) - 1}
 	b.wg.Add(len(run))
-	for range min(len(run), a.m.cfg.ToolConcurrency) - 1 {
-		go b.work()
-	}
+	late := b.helpLater(scratch)
 	b.work()
+	late.Stop()
+	if scratch != nil {
+		scratch.batch.Store(nil)
+	}
 	b.wg.Wait()
 }
+
+// helperDelay is how long a turn's calls run on the agent's goroutine
+// alone before helpers start to take the calls not yet begun. A
+// goroutine started and a thread woken cost more than a fast tool's call;
+// a slow call (a search, a child, a request) takes far longer than this.
+const helperDelay = 100 * time.Microsecond
 
 // toolBatch is one turn's calls, taken in order by whoever is free.
 type toolBatch struct {
@@ -153,6 +167,42 @@ type toolBatch struct {
 	out   []toolOutcome
 	next  atomic.Int32   // the next index of run to take
 	wg    sync.WaitGroup // one for each call, done once it has run
+	// helpers is how many goroutines help the agent's once the calls
+	// take long.
+	helpers int
+}
+
+// helpLater starts b's helpers once its calls have run for the
+// manager's helperDelay, and returns the timer that does, to be stopped
+// once the agent's goroutine has taken every call. A loop's turns come
+// one at a time, so they share one timer, kept in scratch (nil: a timer
+// of b's own); a start that comes late, after b's calls were all taken,
+// finds the next turn's batch or none, and helps that or nothing.
+func (b *toolBatch) helpLater(scratch *toolScratch) *time.Timer {
+	d := b.a.m.helperDelay
+	if scratch == nil {
+		return time.AfterFunc(d, b.help)
+	}
+	scratch.batch.Store(b)
+	if scratch.late == nil {
+		scratch.late = time.AfterFunc(d, func() {
+			if b := scratch.batch.Load(); b != nil {
+				b.help()
+			}
+		})
+	} else {
+		scratch.late.Reset(d)
+	}
+	return scratch.late
+}
+
+// help is run by b's timer, on a goroutine of the timer's own: the first
+// helper, which starts the others.
+func (b *toolBatch) help() {
+	for range b.helpers - 1 {
+		go b.work()
+	}
+	b.work()
 }
 
 // work runs calls until none is left. Only a call taken is waited for:
