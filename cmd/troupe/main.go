@@ -23,6 +23,7 @@ func main() {
 	// each does its work and exits.
 	process.ServeIfKeeper()
 	script.ServeIfChild()
+	paceCollector()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first interrupt, the next one kills the process as
