@@ -66,9 +66,6 @@ func (f *Finding) UnmarshalJSON(data []byte) error {
 }
 
 var (
-	// refRe finds `path:line` (also path:line:col, path:line-end and
-	// path#Lline) references.
-	refRe = lazyRE(`([\p{L}\p{N}_.\-+@~/\\]*[\p{L}\p{N}_])(?::(\d+)(?:[\-–](\d+)|:\d+)?|#L(\d+)(?:-L?(\d+))?)`)
 	// quotedRefRe finds "path":line and "path":line-end with a Go-quoted path.
 	quotedRefRe = lazyRE(`("(?:[^"\\]|\\.)*"):(\d+)(?:-(\d+))?`)
 	// relevanceRe finds "(relevance 0.87)", "(score: 0.5)", "(relevance 87%)".
@@ -191,7 +188,7 @@ func lineRefs(line string) []ref {
 		refs = append(refs, ref{path: p, line: n, last: rangeEnd(line, m[6], m[7], n), start: m[0], end: m[1]})
 	}
 	quoted := len(refs)
-	for _, m := range refRe.FindAllStringSubmatchIndex(line, -1) {
+	for _, m := range refSpans(line) { // path:line, path:line:col, path:line-end, path#Lline
 		if slices.ContainsFunc(refs[:quoted], func(q ref) bool { return m[0] < q.end && q.start < m[1] }) {
 			continue // inside a quoted reference
 		}

@@ -261,19 +261,17 @@ func (lw lineWords) count(w qword) float64 {
 }
 
 var (
-	// defRes find the name a line defines. A line can match one only if
+	// defNames find the name a line defines. A line can hold one only if
 	// it holds one of its needs (none: any line), which is checked first:
-	// most lines hold none, and a pattern no line needs is not compiled.
-	defRes = []struct {
-		re    *lazyRegexp
+	// most lines hold none.
+	defNames = []struct {
+		name  func(string) string
 		needs []string
 	}{
-		{re: lazyRE(`^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final|abstract|async|sealed|open|data|override|inline|unsafe|extern)\s+)*` +
-			`(?:func|type|class|def|const|var|let|interface|struct|enum|trait|fn|function|module|record|object|macro|namespace|typedef|union|val)\s+` +
-			`(?:\([^)]*\)\s*)?\*?([\p{L}_$][\p{L}\p{N}_$]*)`)},
-		{re: lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)(?:\s*,\s*[\p{L}_][\p{L}\p{N}_]*)*\s*:=`), needs: []string{":="}},
-		{re: lazyRE(`^\s*([\p{L}_][\p{L}\p{N}_]*)\s+(?:struct|interface)\s*\{`), needs: []string{"struct", "interface"}},
-		{re: lazyRE(`^\s*#\s*define\s+([\p{L}_][\p{L}\p{N}_]*)`), needs: []string{"define"}},
+		{name: declaredName},
+		{name: assignedName, needs: []string{":="}},
+		{name: structName, needs: []string{"struct", "interface"}},
+		{name: macroName, needs: []string{"define"}},
 	}
 	commentRe = lazyRE(`^\s*(?://|#|/\*|\*|--|;;|<!--)`)
 )
@@ -283,12 +281,12 @@ var (
 // found by its own line, so that a question about one is not answered by
 // the block that holds them all.
 func defName(text string) string {
-	for _, d := range defRes {
+	for _, d := range defNames {
 		if len(d.needs) > 0 && !slices.ContainsFunc(d.needs, func(n string) bool { return strings.Contains(text, n) }) {
 			continue
 		}
-		if m := d.re.FindStringSubmatch(text); m != nil {
-			return m[1]
+		if name := d.name(text); name != "" {
+			return name
 		}
 	}
 	return ""
@@ -300,7 +298,6 @@ var (
 	shellFuncRe = lazyRE(`^\s*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)\s*\{?`)
 	methodRe    = lazyRE(`^\s+(?:(?:public|private|protected|static|async|get|set|override|final|synchronized)\s+)*(?:[\w<>\[\],]+\s+)?([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\([^;]*\)[^;]*\{\s*$`)
 	arrowRe     = lazyRE(`^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*(?:async\s+)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)\s*(?::[^=]+)?=>`)
-	goFuncRe    = lazyRE(`^func\s+(?:\([^)]*\)\s*)?([\p{L}_][\p{L}\p{N}_]*)`)
 	controlRe   = lazyRE(`^\s*(?:if|for|while|switch|return|else|catch|case|do|try|elif|with|sizeof|defer|go)\b`)
 )
 
@@ -311,8 +308,8 @@ func defNameOf(p, text string) string {
 	}
 	ext := path.Ext(p)
 	if ext == ".go" {
-		if m := goFuncRe.FindStringSubmatch(text); m != nil {
-			return m[1]
+		if name := goFuncName(text); name != "" {
+			return name
 		}
 	}
 	if m := arrowRe.FindStringSubmatch(text); m != nil {
