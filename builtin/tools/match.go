@@ -42,8 +42,12 @@ func newMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 	if ignoreCase {
 		flags = "(?mi)"
 	}
-	if _, err := syntax.Parse(pattern, syntax.Perl); err != nil {
-		// Parsed alone so the message quotes the pattern as given.
+	// Parsed once here for the prefilters, and once more by Compile.
+	tree, err := syntax.Parse(flags+pattern, syntax.Perl)
+	if err != nil {
+		if _, alone := syntax.Parse(pattern, syntax.Perl); alone != nil {
+			err = alone // its message quotes the pattern as given
+		}
 		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
 		return nil, fmt.Errorf("bad pattern %q: %s (patterns are RE2 regular expressions; escape special characters such as ( [ . * + ? { | with \\)", pattern, msg)
 	}
@@ -52,10 +56,6 @@ func newMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 		return nil, fmt.Errorf("bad pattern %q: %w", pattern, err)
 	}
 	m := &matcher{re: re}
-	tree, err := syntax.Parse(flags+pattern, syntax.Perl)
-	if err != nil {
-		return m, nil // cannot happen: regexp.Compile parsed it
-	}
 	tree = tree.Simplify()
 	if !m.useLiterals(extract(tree)) {
 		*m = matcher{re: re, run: newClassRun(tree)}
