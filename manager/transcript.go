@@ -115,8 +115,13 @@ func (w *transcriptWriter) addTo(shard int, e *Event, ident []byte) {
 	sh.mu.Lock()
 	w.awaitRoom(sh)
 	if !w.closing.Load() {
-		if sh.pending == nil {
-			sh.pending = make([]byte, 0, 16<<10)
+		if len(sh.pending)+len(lb.b) > cap(sh.pending) {
+			// Doubled, where append would grow a buffer this large by a
+			// quarter, copying it again and again as it fills between
+			// two flushes.
+			grown := make([]byte, len(sh.pending), max(16<<10, 2*cap(sh.pending), len(sh.pending)+len(lb.b)))
+			copy(grown, sh.pending)
+			sh.pending = grown
 		}
 		sh.pending = append(sh.pending, lb.b...)
 		sh.lines = append(sh.lines, lineEnd{end: len(sh.pending), seq: e.Seq})
