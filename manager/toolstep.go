@@ -144,11 +144,13 @@ func (a *Agent) executeTools(ctx context.Context, calls []llms.ToolCall, run []i
 	b := &toolBatch{a: a, ctx: ctx, calls: calls, run: run, out: out, helpers: min(len(run), a.m.cfg.ToolConcurrency) - 1}
 	b.wg.Add(len(run))
 	late := b.helpLater(scratch)
+	defer func() { // also when a call panics past invoke's recover
+		late.Stop()
+		if scratch != nil {
+			scratch.batch.Store(nil)
+		}
+	}()
 	b.work()
-	late.Stop()
-	if scratch != nil {
-		scratch.batch.Store(nil)
-	}
 	b.wg.Wait()
 }
 
@@ -176,8 +178,10 @@ type toolBatch struct {
 // manager's helperDelay, and returns the timer that does, to be stopped
 // once the agent's goroutine has taken every call. A loop's turns come
 // one at a time, so they share one timer, kept in scratch (nil: a timer
-// of b's own); a start that comes late, after b's calls were all taken,
-// finds the next turn's batch or none, and helps that or nothing.
+// of b's own). A start takes the batch it helps, so that each is helped
+// once, and ToolConcurrency holds: one that comes late, after b's calls
+// were all taken, finds the next turn's batch or none, and helps that
+// (early) or nothing, and the next turn's own start then finds none.
 func (b *toolBatch) helpLater(scratch *toolScratch) *time.Timer {
 	d := b.a.m.helperDelay
 	if scratch == nil {
@@ -185,15 +189,19 @@ func (b *toolBatch) helpLater(scratch *toolScratch) *time.Timer {
 	}
 	scratch.batch.Store(b)
 	if scratch.late == nil {
-		scratch.late = time.AfterFunc(d, func() {
-			if b := scratch.batch.Load(); b != nil {
-				b.help()
-			}
-		})
+		scratch.late = time.AfterFunc(d, scratch.helpTurn)
 	} else {
 		scratch.late.Reset(d)
 	}
 	return scratch.late
+}
+
+// helpTurn is run by the loop's timer: it takes the turn's batch, if a
+// turn is still running, and helps it.
+func (s *toolScratch) helpTurn() {
+	if b := s.batch.Swap(nil); b != nil {
+		b.help()
+	}
 }
 
 // help is run by b's timer, on a goroutine of the timer's own: the first
