@@ -20,7 +20,7 @@ const startingHeap = 16 << 20
 // It is the command's choice, not the library's: a program that embeds
 // the manager keeps its own pace.
 func paceCollector() {
-	if _, set := os.LookupEnv("GOGC"); set {
+	if os.Getenv("GOGC") != "" { // empty, the runtime reads it as unset too
 		return
 	}
 	// Go's goal for a small heap is 4 MB times GOGC/100.

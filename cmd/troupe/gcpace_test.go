@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,12 @@ func TestAGOGCTheUserSetIsKept(t *testing.T) {
 func gcTrace(t *testing.T, repo string, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(troupeBinary(t), "run", "explore", "--repo", repo, "--model", "offline", "--progress", "none", "where is the transcript written?")
-	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1", "TROUPE_RUNS_DIR="+t.TempDir())
+	// Without the caller's GODEBUG and GOMEMLIMIT, which would change
+	// the trace or the goal.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GODEBUG=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
+	})
+	cmd.Env = append(cmd.Env, "GODEBUG=gctrace=1", "TROUPE_RUNS_DIR="+t.TempDir())
 	cmd.Env = append(cmd.Env, env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
