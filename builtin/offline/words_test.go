@@ -90,7 +90,7 @@ func TestDefinitionAndReferenceScannersMatchTheirPatterns(t *testing.T) {
 	pieces := []string{"func", "func ", "type", "typedef", "function", "fn", "val", "pub", "pub(", "pub(crate)", "public",
 		"export", "default", "static", "data", "struct", "interface", "define", "#", "{", "(", ")", "*", "$", ":=", ":", ",",
 		" ", "  ", "\t", "\n", "\r", "\f", "\v", "a", "Z", "_", "7", "x1", "é", "日", "²", "\u0301", "\xff", "\uFFFD",
-		"-", "–", "#L", "L", ".", "/", "\\", "@", "~", "+", "12", "3", "foo.go", "a/b.py"}
+		"-", "–", "#L", "L", ".", "/", "\\", "@", "~", "+", "12", "3", "foo.go", "a/b.py", "٣", "３", "\u00a0", "\u0085"}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := range 100_000 {
 		var b strings.Builder
