@@ -33,18 +33,33 @@ type CallInfo struct {
 
 type callKey struct{}
 
+// callCtx carries a call's CallInfo in one allocation, where
+// context.WithValue would take a second to box it: a context is made at
+// every model call.
+type callCtx struct {
+	context.Context
+	info CallInfo
+}
+
+func (c *callCtx) Value(key any) any {
+	if _, ok := key.(callKey); ok {
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
 // WithCall returns a context that carries c to the model called with it.
 func WithCall(ctx context.Context, c CallInfo) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
+	return &callCtx{Context: ctx, info: c}
 }
 
 // CallFrom returns the CallInfo on ctx; ok is false when there is none
 // (a model called outside a manager), and then nothing is known to be
 // limited.
 func CallFrom(ctx context.Context) (c CallInfo, ok bool) {
-	c, ok = ctx.Value(callKey{}).(CallInfo)
+	p, ok := ctx.Value(callKey{}).(*CallInfo)
 	if !ok {
 		return CallInfo{Turns: Unlimited, ToolCalls: Unlimited}, false
 	}
-	return c, true
+	return *p, true
 }
