@@ -115,6 +115,9 @@ func (w *transcriptWriter) addTo(shard int, e *Event, ident []byte) {
 	sh.mu.Lock()
 	w.awaitRoom(sh)
 	if !w.closing.Load() {
+		if sh.pending == nil {
+			sh.pending = takeTextBuf()
+		}
 		if len(sh.pending)+len(lb.b) > cap(sh.pending) {
 			// Doubled, where append would grow a buffer this large by a
 			// quarter, copying it again and again as it fills between
@@ -220,6 +223,9 @@ func (w *transcriptWriter) flush() bool {
 	if size == 0 {
 		w.spare = took // the shards hold what were the spares
 		return false
+	}
+	if w.batch == nil {
+		w.batch = takeTextBuf()
 	}
 	if cap(w.batch) < size {
 		// Made at the size the merge needs, rather than grown to it
@@ -386,6 +392,7 @@ func (w *transcriptWriter) run() {
 		w.waitMu.Unlock()
 		w.wakeAdders()
 	}()
+	defer w.giveBufs()
 	for {
 		closing := w.closing.Load() // before the flush, so that the flush sees every line added before close
 		if w.flush() {
@@ -406,6 +413,42 @@ func (w *transcriptWriter) run() {
 		}
 		<-w.wake
 	}
+}
+
+// textBufs holds the buffers of writers that stopped, for the shards and
+// batches of the next: a writer grows its shards' buffers, their spares
+// and its batch to the size its run writes at, some MB in all, and a
+// program that makes managers one after another (a server, a test suite)
+// would grow them again for each, which the collector then pays for.
+var textBufs sync.Pool // of *[]byte
+
+// takeTextBuf returns an empty buffer that a stopped writer grew, or nil.
+func takeTextBuf() []byte {
+	if p, _ := textBufs.Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+// giveBufs hands the buffers of a writer that stopped to textBufs. No
+// adder appends to a shard once the writer's last flush has taken it.
+func (w *transcriptWriter) giveBufs() {
+	give := func(b []byte) {
+		if cap(b) > 0 && cap(b) <= 2*maxTranscriptBuffer {
+			textBufs.Put(&b)
+		}
+	}
+	for i := range w.shards {
+		sh := &w.shards[i]
+		sh.mu.Lock()
+		give(sh.pending)
+		sh.pending = nil
+		sh.mu.Unlock()
+		give(w.spare[i].text)
+		w.spare[i].text = nil
+	}
+	give(w.batch)
+	w.batch = nil
 }
 
 // write appends a batch of lines with one write.

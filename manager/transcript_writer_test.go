@@ -151,3 +151,44 @@ func TestTranscriptKeepsTheOrderEventsHappenedIn(t *testing.T) {
 		require.Equal(t, uint64(i+1), e.Seq, "line %d", i+1)
 	}
 }
+
+// Writers that stop hand their buffers to the writers that start: with
+// several at once, some stopping while others add, each file holds its
+// own writer's lines alone, each adder's in order, none lost.
+func TestWritersThatReuseBuffersWriteTheirOwnLines(t *testing.T) {
+	const writers, adders, each = 6, 3, 400
+	dir := t.TempDir()
+	var all sync.WaitGroup
+	for wi := range writers {
+		all.Go(func() {
+			path := filepath.Join(dir, fmt.Sprint(wi, ".jsonl"))
+			for round := range 3 { // the later rounds take what stopped writers gave
+				w := newTranscriptWriter(path, slog.New(slog.DiscardHandler))
+				text := strings.Repeat(fmt.Sprint(wi), 300)
+				var wg sync.WaitGroup
+				for a := range adders {
+					wg.Go(func() {
+						for n := range uint64(each) {
+							w.add(&Event{Seq: uint64(round*each) + n + 1, AgentID: fmt.Sprint("w", wi, "a", a), Text: text})
+						}
+					})
+				}
+				wg.Wait()
+				w.close()
+			}
+		})
+	}
+	all.Wait()
+	for wi := range writers {
+		events, err := ReadTranscript(filepath.Join(dir, fmt.Sprint(wi, ".jsonl")))
+		require.NoError(t, err)
+		require.Len(t, events, 3*adders*each)
+		last := map[string]uint64{}
+		for _, e := range events {
+			require.True(t, strings.HasPrefix(e.AgentID, fmt.Sprint("w", wi, "a")), "writer %d's file holds %s's line", wi, e.AgentID)
+			require.Equal(t, strings.Repeat(fmt.Sprint(wi), 300), e.Text, "writer %d's file holds another's text", wi)
+			require.Equal(t, last[e.AgentID]+1, e.Seq, "%s: lines in order, none lost", e.AgentID)
+			last[e.AgentID] = e.Seq
+		}
+	}
+}
