@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -138,4 +140,54 @@ func TestATurnsCallsRunOnTheAgentsGoroutineUntilTheyTakeLong(t *testing.T) {
 	for _, r := range results[1:] {
 		assert.Equal(t, results[0].Content, r.Content, "a call ran on a goroutine other than the agent's")
 	}
+}
+
+// Many turns of calls, some quick and some not, with helpers that start
+// after a microsecond, so that timers fire as turns end and begin: each
+// call runs once, and never more than ToolConcurrency at once.
+func TestTurnsOfQuickAndSlowCallsRunOnceEachWithinToolConcurrency(t *testing.T) {
+	const turns, per, limit = 1000, 5, 2
+	var inFlight, most atomic.Int32
+	var ranMu sync.Mutex
+	ran := map[string]int{}
+	call := &agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "call", Description: "counts itself", ReadOnly: true},
+		Func: func(_ context.Context, args json.RawMessage) (string, error) {
+			now := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			var in struct {
+				ID   string
+				Spin int
+			}
+			if err := json.Unmarshal(args, &in); err != nil {
+				return "", err
+			}
+			ranMu.Lock()
+			ran[in.ID]++
+			ranMu.Unlock()
+			time.Sleep(time.Duration(in.Spin) * time.Microsecond) // a call that takes a while, parked as one on a file or a socket is
+			return "ok", nil
+		},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	steps := make([]scripted.Step, 0, turns+1)
+	for i := range turns {
+		calls := make([]scripted.Call, per)
+		for j := range calls {
+			calls[j] = scripted.Call{Name: "call", Args: fmt.Sprintf(`{"id":"%d-%d","spin":%d}`, i, j, rng.IntN(90)/3*(rng.IntN(3)/2))}
+		}
+		steps = append(steps, scripted.Step{Calls: calls})
+	}
+	model := scripted.New(append(steps, scripted.Step{Text: "done"})...)
+	f := newFixture(t, model, func(c *manager.Config) { c.ToolConcurrency = limit }, call)
+	f.mgr.StartToolHelpersAfter(time.Microsecond)
+	res := f.run(t, manager.SpawnRequest{Budget: agenttypes.Budget{MaxTurns: turns + 1, MaxToolCalls: turns * per}})
+	require.Equal(t, manager.Completed, res.State, "%+v", res)
+	require.Len(t, ran, turns*per)
+	for id, n := range ran {
+		require.Equal(t, 1, n, "call %s ran %d times", id, n)
+	}
+	assert.LessOrEqual(t, most.Load(), int32(limit), "more than ToolConcurrency calls at once")
 }

@@ -144,11 +144,14 @@ func (a *Agent) executeTools(ctx context.Context, calls []llms.ToolCall, run []i
 	b := &toolBatch{a: a, ctx: ctx, calls: calls, run: run, out: out, helpers: min(len(run), a.m.cfg.ToolConcurrency) - 1}
 	b.wg.Add(len(run))
 	late := b.helpLater(scratch)
-	defer func() { // also when a call panics past invoke's recover
+	defer func() {
 		late.Stop()
 		if scratch != nil {
 			scratch.batch.Store(nil)
 		}
+		// Nothing left to take, for helpers that started, when a call
+		// panicked past invoke's recover and the run is ending.
+		b.next.Store(int32(len(b.run)))
 	}()
 	b.work()
 	b.wg.Wait()
