@@ -48,6 +48,13 @@ const maxTranscriptBuffer = 1 << 20
 // transcriptShards is how many buffers agents add their lines to.
 const transcriptShards = 8
 
+// maxShardKept and maxBatchKept bound the buffers a writer keeps between
+// flushes, and hands on when it stops: a burst's larger ones are let go.
+const (
+	maxShardKept = 2 * maxTranscriptBuffer / transcriptShards
+	maxBatchKept = 2 * maxTranscriptBuffer
+)
+
 type transcriptShard struct {
 	mu      sync.Mutex
 	cond    sync.Cond // signalled when a batch was written or the writer stops, for adders waiting for room
@@ -116,7 +123,7 @@ func (w *transcriptWriter) addTo(shard int, e *Event, ident []byte) {
 	w.awaitRoom(sh)
 	if !w.closing.Load() {
 		if sh.pending == nil {
-			sh.pending = takeTextBuf()
+			sh.pending = takeBuf(&shardBufs)
 		}
 		if len(sh.pending)+len(lb.b) > cap(sh.pending) {
 			// Doubled, where append would grow a buffer this large by a
@@ -225,7 +232,7 @@ func (w *transcriptWriter) flush() bool {
 		return false
 	}
 	if w.batch == nil {
-		w.batch = takeTextBuf()
+		w.batch = takeBuf(&batchBufs)
 	}
 	if cap(w.batch) < size {
 		// Made at the size the merge needs, rather than grown to it
@@ -244,12 +251,12 @@ func (w *transcriptWriter) flush() bool {
 		w.wakeAdders()
 	}
 	for i, t := range took {
-		if cap(t.text) > 2*maxTranscriptBuffer/transcriptShards {
+		if cap(t.text) > maxShardKept {
 			t = shardLines{} // a burst's buffer is not kept
 		}
 		w.spare[i] = t
 	}
-	if cap(w.batch) > 2*maxTranscriptBuffer {
+	if cap(w.batch) > maxBatchKept {
 		w.batch = nil
 	}
 	return true
@@ -415,39 +422,43 @@ func (w *transcriptWriter) run() {
 	}
 }
 
-// textBufs holds the buffers of writers that stopped, for the shards and
-// batches of the next: a writer grows its shards' buffers, their spares
-// and its batch to the size its run writes at, some MB in all, and a
-// program that makes managers one after another (a server, a test suite)
-// would grow them again for each, which the collector then pays for.
-var textBufs sync.Pool // of *[]byte
+// shardBufs and batchBufs hold the buffers of writers that stopped, for
+// the shards and batches of the next: a writer grows its shards' buffers,
+// their spares and its batch to the size its run writes at, some MB in
+// all, and a program that makes managers one after another (a server, a
+// test suite) would grow them again for each, which the collector then
+// pays for. A shard's are kept apart from batches, which grow larger than
+// a shard keeps.
+var shardBufs, batchBufs sync.Pool // of *[]byte
 
-// takeTextBuf returns an empty buffer that a stopped writer grew, or nil.
-func takeTextBuf() []byte {
-	if p, _ := textBufs.Get().(*[]byte); p != nil {
+// takeBuf returns an empty buffer from pool, or nil.
+func takeBuf(pool *sync.Pool) []byte {
+	if p, _ := pool.Get().(*[]byte); p != nil {
 		return (*p)[:0]
 	}
 	return nil
 }
 
-// giveBufs hands the buffers of a writer that stopped to textBufs. No
+// giveBuf puts b in pool, unless it is empty or larger than most.
+func giveBuf(pool *sync.Pool, b []byte, most int) {
+	if cap(b) > 0 && cap(b) <= most {
+		pool.Put(&b)
+	}
+}
+
+// giveBufs hands the buffers of a writer that stopped to the pools. No
 // adder appends to a shard once the writer's last flush has taken it.
 func (w *transcriptWriter) giveBufs() {
-	give := func(b []byte) {
-		if cap(b) > 0 && cap(b) <= 2*maxTranscriptBuffer {
-			textBufs.Put(&b)
-		}
-	}
 	for i := range w.shards {
 		sh := &w.shards[i]
 		sh.mu.Lock()
-		give(sh.pending)
+		giveBuf(&shardBufs, sh.pending, maxShardKept)
 		sh.pending = nil
 		sh.mu.Unlock()
-		give(w.spare[i].text)
+		giveBuf(&shardBufs, w.spare[i].text, maxShardKept)
 		w.spare[i].text = nil
 	}
-	give(w.batch)
+	giveBuf(&batchBufs, w.batch, maxBatchKept)
 	w.batch = nil
 }
 

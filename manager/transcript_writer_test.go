@@ -153,18 +153,25 @@ func TestTranscriptKeepsTheOrderEventsHappenedIn(t *testing.T) {
 }
 
 // Writers that stop hand their buffers to the writers that start: with
-// several at once, some stopping while others add, each file holds its
-// own writer's lines alone, each adder's in order, none lost.
+// several at once, some stopping while others add, adders still adding
+// as their writer closes, and a writer that cannot open its file, each
+// file holds its own writer's lines alone, each adder's in order, none
+// lost of those added before close began.
 func TestWritersThatReuseBuffersWriteTheirOwnLines(t *testing.T) {
-	const writers, adders, each = 6, 3, 400
+	const writers, adders, each, rounds = 6, 3, 400, 3
 	dir := t.TempDir()
+	notADir := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(notADir, nil, 0o600))
 	var all sync.WaitGroup
 	for wi := range writers {
 		all.Go(func() {
 			path := filepath.Join(dir, fmt.Sprint(wi, ".jsonl"))
-			for round := range 3 { // the later rounds take what stopped writers gave
+			if wi == 0 {
+				path = filepath.Join(notADir, "run.jsonl") // fails: its lines are dropped
+			}
+			text := strings.Repeat(fmt.Sprint(wi), 300)
+			for round := range rounds { // the later rounds take what stopped writers gave
 				w := newTranscriptWriter(path, slog.New(slog.DiscardHandler))
-				text := strings.Repeat(fmt.Sprint(wi), 300)
 				var wg sync.WaitGroup
 				for a := range adders {
 					wg.Go(func() {
@@ -174,21 +181,46 @@ func TestWritersThatReuseBuffersWriteTheirOwnLines(t *testing.T) {
 					})
 				}
 				wg.Wait()
+				// One more adder goes on adding while the writer closes,
+				// and after.
+				closed := make(chan struct{})
+				late := make(chan struct{})
+				go func() {
+					defer close(late)
+					for n := uint64(1); ; n++ {
+						w.add(&Event{Seq: uint64(round)<<32 + n, AgentID: fmt.Sprint("w", wi, "late"), Text: text})
+						select {
+						case <-closed:
+							if n%64 == 0 {
+								return
+							}
+						default:
+						}
+					}
+				}()
 				w.close()
+				close(closed)
+				<-late
 			}
 		})
 	}
 	all.Wait()
-	for wi := range writers {
+	for wi := 1; wi < writers; wi++ {
 		events, err := ReadTranscript(filepath.Join(dir, fmt.Sprint(wi, ".jsonl")))
 		require.NoError(t, err)
-		require.Len(t, events, 3*adders*each)
 		last := map[string]uint64{}
+		mains := 0
 		for _, e := range events {
-			require.True(t, strings.HasPrefix(e.AgentID, fmt.Sprint("w", wi, "a")), "writer %d's file holds %s's line", wi, e.AgentID)
+			require.True(t, strings.HasPrefix(e.AgentID, fmt.Sprint("w", wi)), "writer %d's file holds %s's line", wi, e.AgentID)
 			require.Equal(t, strings.Repeat(fmt.Sprint(wi), 300), e.Text, "writer %d's file holds another's text", wi)
-			require.Equal(t, last[e.AgentID]+1, e.Seq, "%s: lines in order, none lost", e.AgentID)
+			if strings.HasSuffix(e.AgentID, "late") {
+				require.Greater(t, e.Seq, last[e.AgentID], "%s: lines in order", e.AgentID)
+			} else {
+				require.Equal(t, last[e.AgentID]+1, e.Seq, "%s: lines in order, none lost", e.AgentID)
+				mains++
+			}
 			last[e.AgentID] = e.Seq
 		}
+		require.Equal(t, rounds*adders*each, mains, "writer %d lost lines added before close", wi)
 	}
 }
