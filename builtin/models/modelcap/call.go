@@ -1,6 +1,9 @@
 package modelcap
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Unlimited is a count of CallInfo that no budget limits.
 const Unlimited = -1
@@ -41,6 +44,8 @@ type callCtx struct {
 	info CallInfo
 }
 
+func (c *callCtx) String() string { return fmt.Sprint(c.Context) + ".WithCall" }
+
 func (c *callCtx) Value(key any) any {
 	if _, ok := key.(callKey); ok {
 		return &c.info
@@ -50,6 +55,9 @@ func (c *callCtx) Value(key any) any {
 
 // WithCall returns a context that carries c to the model called with it.
 func WithCall(ctx context.Context, c CallInfo) context.Context {
+	if ctx == nil {
+		panic("modelcap.WithCall: nil parent context") // as context.WithValue
+	}
 	return &callCtx{Context: ctx, info: c}
 }
 

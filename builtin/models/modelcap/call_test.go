@@ -3,6 +3,8 @@ package modelcap_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/troupe-dev/troupe/builtin/models/modelcap"
@@ -33,5 +35,15 @@ func TestACallsContextIsItsParentsInAllElse(t *testing.T) {
 	}
 	if _, ok := modelcap.CallFrom(parent); ok {
 		t.Fatal("the parent carries the call's info")
+	}
+}
+
+// A call's context prints as its parent's with the call added, without
+// the task it carries, as a context made by WithValue would.
+func TestACallsContextPrintsWithoutItsTask(t *testing.T) {
+	ctx := modelcap.WithCall(context.Background(), modelcap.CallInfo{Task: "a secret task"})
+	got := fmt.Sprint(ctx)
+	if strings.Contains(got, "secret") || !strings.HasPrefix(got, "context.Background") {
+		t.Fatalf("the context prints as %q", got)
 	}
 }
