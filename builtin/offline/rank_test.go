@@ -334,6 +334,30 @@ func TestAnErrorMessageSaysWhatFailed(t *testing.T) {
 	assert.Zero(t, wordsOf(`names = ["undefined", "alias"]`).count(qword{stems: []string{codeStem("undefined")}}))
 }
 
+// forEachProjectLine calls fn with every line of the project's test
+// data, of this package and of the manager's, as strings.Lines gives it.
+func forEachProjectLine(t *testing.T, fn func(path, line string)) {
+	t.Helper()
+	for _, root := range []string{"../../testdata", ".", "../../manager"} {
+		err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for line := range strings.Lines(string(data)) {
+				fn(p, line)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A definition pattern's needs only skip lines it cannot match: over
 // every line of the project's test data and of two of its packages,
 // defName says what the patterns alone say.
@@ -347,31 +371,16 @@ func TestDefinitionNeedsSkipOnlyLinesThatCannotMatch(t *testing.T) {
 		return ""
 	}
 	lines, found := 0, 0
-	read := func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
+	forEachProjectLine(t, func(p, line string) {
+		lines++
+		want := patternsAlone(line)
+		if want != "" {
+			found++
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
+		if got := defName(line); got != want {
+			t.Fatalf("%s: defName(%q) = %q, the patterns alone say %q", p, line, got, want)
 		}
-		for line := range strings.Lines(string(data)) {
-			lines++
-			want := patternsAlone(line)
-			if want != "" {
-				found++
-			}
-			if got := defName(line); got != want {
-				t.Fatalf("%s: defName(%q) = %q, the patterns alone say %q", p, line, got, want)
-			}
-		}
-		return nil
-	}
-	for _, root := range []string{"../../testdata", ".", "../../manager"} {
-		if err := filepath.WalkDir(root, read); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	if lines < 1000 || found < 50 {
 		t.Fatalf("read %d lines, %d definitions: too few to test anything", lines, found)
 	}

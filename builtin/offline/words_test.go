@@ -2,10 +2,7 @@ package offline
 
 import (
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -100,22 +97,9 @@ func TestDefinitionAndReferenceScannersMatchTheirPatterns(t *testing.T) {
 		check(fmt.Sprintf("case %d", i), b.String())
 	}
 	lines := 0
-	for _, root := range []string{"../../testdata", "../../manager", "."} {
-		err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			for line := range strings.Lines(string(data)) {
-				lines++
-				check(p, strings.TrimSuffix(line, "\n"))
-			}
-			return nil
-		})
-		require.NoError(t, err)
-	}
+	forEachProjectLine(t, func(p, line string) {
+		lines++
+		check(p, strings.TrimSuffix(line, "\n"))
+	})
 	require.Greater(t, lines, 10_000, "too few lines read to test anything")
 }
