@@ -126,12 +126,10 @@ func (w *transcriptWriter) addTo(shard int, e *Event, ident []byte) {
 			sh.pending = takeBuf(&shardBufs)
 		}
 		if len(sh.pending)+len(lb.b) > cap(sh.pending) {
-			// Doubled, where append would grow a buffer this large by a
-			// quarter, copying it again and again as it fills between
-			// two flushes.
-			grown := make([]byte, len(sh.pending), max(16<<10, 2*cap(sh.pending), len(sh.pending)+len(lb.b)))
-			copy(grown, sh.pending)
-			sh.pending = grown
+			// Room for as much again: doubled, where append would grow a
+			// buffer this large by a quarter, copying it again and again
+			// as it fills between two flushes.
+			sh.pending = slices.Grow(sh.pending, max(16<<10, cap(sh.pending), len(lb.b)))
 		}
 		sh.pending = append(sh.pending, lb.b...)
 		sh.lines = append(sh.lines, lineEnd{end: len(sh.pending), seq: e.Seq})
