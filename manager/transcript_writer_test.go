@@ -224,3 +224,36 @@ func TestWritersThatReuseBuffersWriteTheirOwnLines(t *testing.T) {
 		require.Equal(t, rounds*adders*each, mains, "writer %d lost lines added before close", wi)
 	}
 }
+
+// A flush of several chunks' worth of lines, one of them longer than a
+// chunk, from every shard: the file holds every line, whole, in Seq
+// order across the shards, as one merge into one buffer would have
+// written them.
+func TestAFlushOfManyChunksWritesEveryLineInSeqOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl")
+	w := &transcriptWriter{path: path, log: slog.New(slog.DiscardHandler)}
+	defer func() {
+		if w.f != nil {
+			w.f.Close()
+		}
+	}()
+	var took [transcriptShards]shardLines
+	var want bytes.Buffer
+	for seq := uint64(1); want.Len() < 5*writeChunk; seq++ {
+		size := 1 + int(seq*7919%3000)
+		if seq == 40 {
+			size = 2*writeChunk + 17 // a line of its own, longer than a chunk
+		}
+		line := fmt.Sprintf("%d %s\n", seq, strings.Repeat("x", size))
+		want.WriteString(line)
+		sh := &took[seq*2654435761%transcriptShards]
+		sh.text = append(sh.text, line...)
+		sh.lines = append(sh.lines, lineEnd{end: len(sh.text), seq: seq})
+	}
+	w.writeMerged(&took)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, want.Len(), len(got), "bytes written")
+	require.True(t, bytes.Equal(want.Bytes(), got), "the lines, whole and in Seq order")
+	assert.Equal(t, writeChunk, cap(w.chunk), "the long line's buffer is not kept")
+}
