@@ -10,9 +10,9 @@ import (
 
 const sample = `goos: linux
 cpu: Test CPU
-BenchmarkSideBySide-2   1   100 ns/op   2.0 core-µs/step   4.0 all-on-µs/step   80.0 langchaingo-µs/step   20.0 langchaingo/all-on
-BenchmarkSideBySide-2   1   100 ns/op   3.0 core-µs/step   9.0 all-on-µs/step   90.0 langchaingo-µs/step   10.0 langchaingo/all-on
-BenchmarkSideBySide-2   1   100 ns/op   2.2 core-µs/step   4.5 all-on-µs/step   85.0 langchaingo-µs/step   18.9 langchaingo/all-on
+BenchmarkSideBySide-2   1   100 ns/op   2.0 core-µs/step   4.0 all-on-µs/step   80.0 langchaingo-µs/step   20.0 langchaingo/all-on   80.0 subscriber-received-%
+BenchmarkSideBySide-2   1   100 ns/op   3.0 core-µs/step   9.0 all-on-µs/step   90.0 langchaingo-µs/step   10.0 langchaingo/all-on   40.0 subscriber-received-%
+BenchmarkSideBySide-2   1   100 ns/op   2.2 core-µs/step   4.5 all-on-µs/step   85.0 langchaingo-µs/step   18.9 langchaingo/all-on   55.0 subscriber-received-%
 BenchmarkSpawn-2     2000    5000 ns/op   2100 p50-ns   150000 p99-ns
 PASS
 `
@@ -43,6 +43,9 @@ func TestRepeatedFiguresCountByTheirMedian(t *testing.T) {
 	out, _ := table(t, sample)
 	if got := row(t, out, "everything on (budgets, events, transcript, a subscriber), per step"); !strings.Contains(got, "| 4.50 µs |") || !strings.HasSuffix(got, "| yes |\n") {
 		t.Errorf("the median of 4.0, 9.0 and 4.5 is 4.5, within 5 µs: %s", got)
+	}
+	if got := row(t, out, "everything on (budgets, events, transcript, a subscriber), per step"); !strings.Contains(got, "the subscriber received 55 % of the events") {
+		t.Errorf("the median share the subscriber received, 55 %%, beside the step: %s", got)
 	}
 	if got := row(t, out, "core step (nothing on)"); !strings.Contains(got, "| 2.20 µs |") {
 		t.Errorf("core step: %s", got)

@@ -10,7 +10,16 @@ var targets = []target{
 	{
 		what:   "everything on (budgets, events, transcript, a subscriber), per step",
 		target: "≤ 5 µs",
-		judge:  atMost("BenchmarkSideBySide", "all-on-µs/step", 5, "µs"),
+		judge: func(f figures) (string, string, bool, bool) {
+			v, ok := f.get("BenchmarkSideBySide", "all-on-µs/step")
+			detail := ""
+			// Events the subscriber lost cost it nothing; the share it
+			// received says how much of its work the step includes.
+			if got, ok := f.get("BenchmarkSideBySide", "subscriber-received-%"); ok {
+				detail = fmt.Sprintf("the subscriber received %.0f %% of the events", got)
+			}
+			return fmt.Sprintf("%.2f µs", v), detail, v <= 5, ok
+		},
 	},
 	{
 		what:   "everything on, ahead of langchaingo's executor",
