@@ -50,9 +50,11 @@ type toolScratch struct {
 	outcomes []toolOutcome
 	run      []int
 	// late starts the helpers of the turn in batch (helpLater); made at
-	// the loop's first turn of several calls.
+	// the loop's first turn of several calls. spare is the last turn's
+	// batch, for the next to reuse: kept only when no helper took it.
 	late  *time.Timer
 	batch atomic.Pointer[toolBatch]
+	spare *toolBatch
 }
 
 // runToolCallsIn is runToolCalls with its slices taken from scratch (nil:
@@ -141,20 +143,44 @@ func (a *Agent) executeTools(ctx context.Context, calls []llms.ToolCall, run []i
 		}
 		return
 	}
-	b := &toolBatch{a: a, ctx: ctx, calls: calls, run: run, out: out, helpers: min(len(run), a.m.cfg.ToolConcurrency) - 1}
+	b := scratch.takeBatch()
+	b.a, b.ctx, b.calls, b.run, b.out = a, ctx, calls, run, out
+	b.helpers = min(len(run), a.m.cfg.ToolConcurrency) - 1
 	b.wg.Add(len(run))
 	late := b.helpLater(scratch)
+	finished := false
 	defer func() {
 		late.Stop()
-		if scratch != nil {
-			scratch.batch.Store(nil)
-		}
 		// Nothing left to take, for helpers that started, when a call
 		// panicked past invoke's recover and the run is ending.
 		b.next.Store(int32(len(b.run)))
+		scratch.endTurn(b, finished)
 	}()
 	b.work()
 	b.wg.Wait()
+	finished = true
+}
+
+// takeBatch returns an empty batch: the last turn's if s kept it, else a
+// new one (s may be nil).
+func (s *toolScratch) takeBatch() *toolBatch {
+	if s == nil || s.spare == nil {
+		return new(toolBatch)
+	}
+	b := s.spare
+	s.spare = nil
+	b.next.Store(0)
+	return b
+}
+
+// endTurn takes b, whose turn ended (finished: every call ran), from
+// where helpers find it, and keeps it for the next turn if no helper
+// took it: one that did may still hold it, about to find nothing left.
+// s may be nil.
+func (s *toolScratch) endTurn(b *toolBatch, finished bool) {
+	if s != nil && s.batch.Swap(nil) == b && finished {
+		s.spare = b
+	}
 }
 
 // helperDelay is how long a turn's calls run on the agent's goroutine
