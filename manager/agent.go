@@ -340,7 +340,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	// parent gave back.
 	a.m.releaseSlot(a)
 
-	a.m.guard("publishing the end of agent "+a.id, func() {
+	a.m.guard("publishing the end of agent ", a.id, func() {
 		if a.observed() {
 			a.emit(&Event{Kind: EventState, From: from, State: to, Reason: reason, Error: r.Error})
 			a.emit(&Event{Kind: EventCompleted, From: from, State: to, Reason: reason, Text: output, Usage: r.Usage, Error: r.Error, Changes: r.Changes})
@@ -360,7 +360,7 @@ func (a *Agent) finishWith(to State, reason Reason, err error, output string, da
 	}
 	// Close waits for the callbacks, so wg.Done comes after them.
 	defer a.m.wg.Done()
-	a.m.runCallbacks(a.Info())
+	a.m.runCallbacks(a)
 }
 
 // record moves the agent to r.State and records r, filled with what the
@@ -408,33 +408,52 @@ func (a *Agent) awaitTranscript() {
 		return
 	default:
 	}
-	t := time.NewTimer(transcriptEndWait)
-	defer t.Stop()
+	t, _ := endWaitTimers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(transcriptEndWait)
+	} else {
+		t.Reset(transcriptEndWait)
+	}
 	select {
 	case <-synced:
 	case <-t.C:
 		a.m.transcripts.forget(synced)
 	}
+	t.Stop() // no value is left to receive (Go 1.23 timers)
+	endWaitTimers.Put(t)
 }
 
-func (m *Manager) runCallbacks(info Info) {
+// endWaitTimers holds stopped timers for awaitTranscript: nearly every
+// ending agent waits for its last lines, and a timer made for each was
+// two of the objects an agent allocated.
+var endWaitTimers sync.Pool // of *time.Timer
+
+// runCallbacks runs the OnComplete callbacks with a's Info, made only
+// when there are some.
+func (m *Manager) runCallbacks(a *Agent) {
 	m.callbacksMu.RLock()
 	cbs := m.callbacks
 	m.callbacksMu.RUnlock()
+	if len(cbs) == 0 {
+		return
+	}
+	info := a.Info()
 	for _, fn := range cbs {
-		m.guard("OnComplete callback for agent "+info.ID, func() { fn(info) })
+		m.guard("OnComplete callback for agent ", info.ID, func() { fn(info) })
 	}
 }
 
-// guard runs fn, recovering a panic into an error log with its stack. A
-// logger whose handler panics too is itself guarded, and then silent.
-func (m *Manager) guard(what string, fn func()) {
+// guard runs fn, recovering a panic into an error log, what+of
+// "panicked", with its stack. A logger whose handler panics too is itself
+// guarded, and then silent. what and of are joined only then: joined by
+// the caller, the message was made at every call, for every agent.
+func (m *Manager) guard(what, of string, fn func()) {
 	defer func() {
 		if p := recover(); p != nil {
 			stack := string(debug.Stack())
 			func() {
 				defer func() { _ = recover() }()
-				m.cfg.Logger.Error(what+" panicked", "panic", p, "stack", stack)
+				m.cfg.Logger.Error(what+of+" panicked", "panic", p, "stack", stack)
 			}()
 		}
 	}()
@@ -549,7 +568,7 @@ func (a *Agent) settle() {
 	a.result.Unsettled = false
 	usage := a.subtree
 	a.mu.Unlock()
-	a.m.guard("publishing the settling of agent "+a.id, func() {
+	a.m.guard("publishing the settling of agent ", a.id, func() {
 		a.emit(&Event{Kind: EventSettled, Usage: usage, Text: "every agent this one spawned has ended; its usage is final"})
 	})
 	if a.attached {

@@ -44,7 +44,7 @@ func (t agentTree) Delegate(ctx context.Context, req agenttypes.DelegateRequest)
 	if approve := m.cfg.ApproveDelegation; approve != nil {
 		ap := Approval{Parent: a.Info(), Summary: approvalSummary(tasks), Tasks: tasks, Background: req.Background}
 		var err error
-		m.guard("ApproveDelegation for agent "+a.id, func() { err = approve(ctx, ap) })
+		m.guard("ApproveDelegation for agent ", a.id, func() { err = approve(ctx, ap) })
 		if err != nil {
 			return nil, fmt.Errorf("%w: not approved: %w", ErrDelegation, err)
 		}
@@ -176,7 +176,7 @@ func (a *Agent) answer(ctx context.Context, q agenttypes.Question) (agenttypes.A
 		}
 		var ans agenttypes.Answer
 		var err error
-		m.guard("question handler for agent "+a.id, func() { ans, err = h(ctx, info) })
+		m.guard("question handler for agent ", a.id, func() { ans, err = h(ctx, info) })
 		if err != nil {
 			return agenttypes.Answer{}, err
 		}
@@ -201,7 +201,7 @@ func (a *Agent) answer(ctx context.Context, q agenttypes.Question) (agenttypes.A
 	if ask := m.cfg.AskUser; ask != nil {
 		var text string
 		var err error
-		m.guard("AskUser for agent "+a.id, func() { text, err = ask(ctx, info) })
+		m.guard("AskUser for agent ", a.id, func() { text, err = ask(ctx, info) })
 		if err != nil {
 			return agenttypes.Answer{}, err
 		}

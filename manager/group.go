@@ -268,7 +268,7 @@ func (m *Manager) runGroupCallbacks(g *Group) {
 	cbs := m.groupCallbacks
 	m.callbacksMu.RUnlock()
 	for _, fn := range cbs {
-		m.guard("OnGroupDone callback for group "+g.id, func() { fn(g) })
+		m.guard("OnGroupDone callback for group ", g.id, func() { fn(g) })
 	}
 }
 

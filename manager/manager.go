@@ -547,7 +547,8 @@ func (m *Manager) releaseSlot(a *Agent) {
 			break
 		}
 	}
-	start, drop := m.handOffLocked()
+	var buf [1]*Agent
+	start, drop := m.handOffLocked(buf[:0])
 	m.mu.Unlock()
 	m.startAll(start, drop)
 }
@@ -576,8 +577,10 @@ func allEnded(agents []*Agent) bool {
 }
 
 // handOffLocked fills free slots: agents resuming after a wait first, then
-// the oldest pending agents, which it returns to be started. m.mu is held.
-func (m *Manager) handOffLocked() (start, drop []*Agent) {
+// the oldest pending agents, which it appends to start, to be started.
+// m.mu is held. (A slot given back frees one: start, on the caller's
+// stack, then has room for it.)
+func (m *Manager) handOffLocked(start []*Agent) (_, drop []*Agent) {
 	for m.running < m.cfg.MaxConcurrent {
 		if front := m.resumers.Front(); front != nil {
 			r := m.resumers.Remove(front).(*Agent)
@@ -634,7 +637,8 @@ func (m *Manager) lendSlot(w *Agent, on []*Agent) *slotWait {
 		return sw
 	}
 	m.running--
-	start, drop := m.handOffLocked()
+	var buf [1]*Agent
+	start, drop := m.handOffLocked(buf[:0])
 	m.mu.Unlock()
 	m.startAll(start, drop)
 	return sw

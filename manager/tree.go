@@ -487,7 +487,10 @@ func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth, maxDepth int,
 		}
 		names = kept
 	}
-	keep := make([]string, 0, len(names)+1)
+	// Gathered on the stack: for most agents it is the type's own set,
+	// and the toolset made once for the type is theirs.
+	var buf [16]string
+	keep := buf[:0]
 	for _, n := range names {
 		switch {
 		case (n == toolDelegate || n == toolCollect) && depth >= maxDepth:
@@ -507,7 +510,7 @@ func (m *Manager) toolsFor(setup *typeSetup, parent *Agent, depth, maxDepth int,
 	if slices.Equal(keep, own) && slices.Equal(setup.tools.order, own) {
 		return setup.tools, nil
 	}
-	return setup.toolsetOf(m, keep)
+	return setup.toolsetOf(m, slices.Clone(keep))
 }
 
 // resumable returns the ended agent id names, for a new agent that

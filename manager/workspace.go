@@ -47,7 +47,7 @@ func (m *Manager) openWorkspaceFor(ctx context.Context, a *Agent, ws agenttypes.
 		w   agenttypes.Workspace
 		err error
 	)
-	m.guard("opening the workspace of agent "+a.id, func() {
+	m.guard("opening the workspace of agent ", a.id, func() {
 		err = errors.New("the workspace provider panicked")
 		w, err = ws.Open(ctx, req)
 	})
@@ -128,7 +128,7 @@ func (m *Manager) reopen(ctx context.Context, ro agenttypes.WorkspaceReopener, s
 		ws  agenttypes.Workspace
 		err error
 	)
-	m.guard("reopening a workspace for agent "+sa.ID, func() {
+	m.guard("reopening a workspace for agent ", sa.ID, func() {
 		err = errors.New("the workspace provider panicked")
 		ws, err = ro.Reopen(ctx, handle)
 	})
@@ -167,7 +167,7 @@ func (m *Manager) CloseWorkspaceStep(ctx context.Context, sa StepAgent) (*agentt
 	if sa.Workspace != "" {
 		ws, err = m.reopen(ctx, ro, sa, true)
 	} else {
-		m.guard("finding the workspace of agent "+sa.ID, func() {
+		m.guard("finding the workspace of agent ", sa.ID, func() {
 			err = errors.New("the workspace provider panicked")
 			ws, err = ro.Find(ctx, sa.Run, sa.ID)
 		})
@@ -176,7 +176,7 @@ func (m *Manager) CloseWorkspaceStep(ctx context.Context, sa StepAgent) (*agentt
 		return nil, err
 	}
 	var ch *agenttypes.Changes
-	m.guard("closing the workspace of agent "+sa.ID, func() {
+	m.guard("closing the workspace of agent ", sa.ID, func() {
 		err = errors.New("the workspace provider panicked")
 		ch, err = ws.Close(ctx)
 	})
@@ -215,7 +215,7 @@ func (a *Agent) closeWorkspace() (*agenttypes.Changes, error) {
 		ch  *agenttypes.Changes
 		err error
 	)
-	a.m.guard("closing the workspace of agent "+a.id, func() {
+	a.m.guard("closing the workspace of agent ", a.id, func() {
 		err = errors.New("the workspace provider panicked")
 		ch, err = a.ws.Close(ctx)
 	})
