@@ -211,13 +211,17 @@ func (s *Subscription) next() (Event, bool) {
 // pace. So publishers never wait on each other nor on a subscriber, and
 // an event costs one copy whatever the number of subscriptions.
 type broadcaster struct {
-	buffer int // the ring's size: events a subscription may fall behind by
-	seq    atomic.Uint64
+	buffer int                             // the ring's size: events a subscription may fall behind by
 	subs   atomic.Pointer[[]*Subscription] // replaced, never changed
 	ring   atomic.Pointer[eventRing]       // made at the first subscription
 	mu     sync.Mutex                      // guards changes to subs, and shut
 	drain  chan struct{}
 	shut   bool
+	// seq, taken by every event, apart from what publishers and pumps
+	// only read: its cache line goes from core to core at every event.
+	_   [64]byte
+	seq atomic.Uint64
+	_   [56]byte
 }
 
 type eventRing struct{ slots []eventSlot }

@@ -254,6 +254,8 @@ func (a *Agent) chargeCall(u Usage, held *holding) (limit, crossed treeLimit) {
 	a.root.budgetMu.Unlock()
 	a.m.inTokens.Add(int64(u.InputTokens))
 	a.m.outTokens.Add(int64(u.OutputTokens))
-	a.m.costNanoUSD.Add(int64(u.CostUSD * 1e9))
+	if nano := int64(u.CostUSD * 1e9); nano != 0 {
+		a.m.costNanoUSD.Add(nano) // a counter every agent writes: not for nothing
+	}
 	return limit, crossed
 }
