@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,22 +96,35 @@ type Event struct {
 // an agent: events wait for a slow reader in a ring the manager's
 // subscriptions share, which holds the last Config.SubscriptionBuffer of
 // them; a reader that falls further behind loses the oldest, and gets one
-// EventDropped counting them where they would have been. Read until C
-// closes or call Close.
+// EventDropped counting them where they would have been.
+//
+// Read it through C, a channel, or through Events, an iterator run on the
+// reader's own goroutine, which costs less: C's events come through a
+// goroutine of the subscription's own, and are copied into the channel
+// and out again. Whichever is used first is the subscription's: once
+// Events has been used, C's channel delivers nothing and is closed with
+// the subscription; once C has been, Events ranges over it. Read until
+// the end or call Close.
 type Subscription struct {
 	c    chan Event
 	b    *broadcaster
 	wake chan struct{}
-	// sleeping is set while the pump waits for an event: only then does a
-	// publisher wake it, so a reader keeping up costs publishers no
-	// channel operation.
+	// sleeping is set while the reader waits for an event: only then
+	// does a publisher wake it, so a reader keeping up costs publishers
+	// no channel operation.
 	sleeping atomic.Bool
 	quit     chan struct{}
-	done     chan struct{}
-	mu       sync.Mutex // guards closed
+	done     chan struct{} // closed when the pump stops, or at Close with none
+	// Guarded by mu: closed, and how the subscription is read: pumping,
+	// through C; iterated, through Events.
+	mu       sync.Mutex
 	closed   bool
+	pumping  bool
+	iterated bool
+	// reading is held by an Events loop: one reads at a time.
+	reading sync.Mutex
 
-	// The pump's own: the Seq it reads next, and the events it lost
+	// The reader's own: the Seq it reads next, and the events it lost
 	// since it last delivered one.
 	cursor      uint64
 	dropped     int
@@ -120,31 +134,99 @@ type Subscription struct {
 // C returns the channel events arrive on. It is closed after Close, or
 // after the manager is closed and every event still in the ring was
 // delivered.
-func (s *Subscription) C() <-chan Event { return s.c }
+func (s *Subscription) C() <-chan Event {
+	s.mu.Lock()
+	if !s.pumping && !s.iterated && !s.closed {
+		s.pumping = true
+		go s.pump()
+	}
+	s.mu.Unlock()
+	return s.c
+}
+
+// Events returns the subscription's events in publication order, as C
+// would deliver them, read from the ring on the goroutine that ranges over
+// them. The loop ends once the subscription is closed, or once the manager
+// is closed and every event left was delivered. Breaking out of it leaves
+// the subscription open, to be read again or closed; one loop reads at a
+// time.
+func (s *Subscription) Events() iter.Seq[Event] {
+	return func(yield func(Event) bool) {
+		s.mu.Lock()
+		pumping, closed := s.pumping, s.closed
+		if !pumping {
+			s.iterated = true
+		}
+		s.mu.Unlock()
+		if closed && !pumping {
+			return
+		}
+		if pumping {
+			for e := range s.c {
+				if !yield(e) {
+					return
+				}
+			}
+			return
+		}
+		s.reading.Lock()
+		defer s.reading.Unlock()
+		s.read(func(e Event) bool {
+			select {
+			case <-s.quit:
+				return false // closed: nothing after Close
+			default:
+				return yield(e)
+			}
+		})
+	}
+}
 
 // Close stops delivery and closes C. Events not yet delivered are dropped.
+// It may be called from inside an Events loop, which then ends.
 func (s *Subscription) Close() {
 	s.b.remove(s)
 	s.mu.Lock()
+	pumping := s.pumping
 	if !s.closed {
 		s.closed = true
 		close(s.quit)
+		if !pumping {
+			close(s.c)
+			close(s.done)
+		}
 	}
 	s.mu.Unlock()
-	<-s.done
+	if pumping {
+		<-s.done
+	}
 }
 
-// pump moves events from the ring to C, in Seq order. drain is closed
-// when no more events will be published; pump then delivers what the
-// ring holds for it and stops.
-func (s *Subscription) pump(drain <-chan struct{}) {
+// pump moves events from the ring to C, in Seq order, until the
+// subscription is closed, or the manager is and it has delivered what the
+// ring holds for it.
+func (s *Subscription) pump() {
 	defer close(s.done)
 	defer close(s.c)
+	s.read(func(e Event) bool {
+		select {
+		case s.c <- e:
+			return true
+		case <-s.quit:
+			return false
+		}
+	})
+}
+
+// read hands deliver the subscription's events in Seq order until it
+// returns false, the subscription is closed, or no more events will be
+// published (the broadcaster's drain is closed) and it has handed over
+// every one the ring holds for it.
+func (s *Subscription) read(deliver func(Event) bool) {
+	drain := s.b.drain
 	for {
 		if e, ok := s.next(); ok {
-			select {
-			case s.c <- e:
-			case <-s.quit:
+			if !deliver(e) {
 				return
 			}
 			continue
@@ -268,7 +350,6 @@ func (b *broadcaster) subscribe() *Subscription {
 	// it among the subscriptions.
 	s.cursor = b.seq.Load() + 1
 	b.mu.Unlock()
-	go s.pump(b.drain)
 	return s
 }
 

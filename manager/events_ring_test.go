@@ -28,17 +28,24 @@ func publishAll(b *broadcaster, publishers, each int) {
 	wg.Wait()
 }
 
-// Publishers at once, readers keeping up: every reader gets every event,
-// in Seq order, each publisher's in its own order.
+// Publishers at once, readers keeping up, through C and through Events:
+// every reader gets every event, in Seq order, each publisher's in its
+// own order.
 func TestRingDeliversEveryEventToEveryReaderInOrder(t *testing.T) {
-	const publishers, each, readers = 8, 3000, 3
+	const publishers, each, readers = 8, 3000, 4
 	b := newBroadcaster(publishers * each) // room for all: nothing may be dropped
 	got := make([][]Event, readers)
 	var read sync.WaitGroup
 	for r := range readers {
 		s := b.subscribe()
 		read.Go(func() {
-			for e := range s.C() {
+			if r%2 == 0 {
+				for e := range s.C() {
+					got[r] = append(got[r], e)
+				}
+				return
+			}
+			for e := range s.Events() {
 				got[r] = append(got[r], e)
 			}
 		})
@@ -154,4 +161,71 @@ func TestRingLetsGoOfTextWhenTheLastSubscriptionCloses(t *testing.T) {
 		kept += len(r.slots[i].e.Text)
 	}
 	assert.Zero(t, kept, "bytes of event text the ring keeps with no subscription")
+}
+
+// An Events loop that closes its subscription ends, and delivers nothing
+// after Close; C, used after Events, delivers nothing and is closed.
+func TestEventsEndsWhenItsLoopClosesTheSubscription(t *testing.T) {
+	b := newBroadcaster(16)
+	s := b.subscribe()
+	for n := range 10 {
+		b.publish(&Event{Kind: EventNote, Turn: n + 1})
+	}
+	var got []int
+	for e := range s.Events() {
+		got = append(got, e.Turn)
+		if e.Turn == 3 {
+			s.Close()
+		}
+	}
+	assert.Equal(t, []int{1, 2, 3}, got)
+	_, open := <-s.C()
+	assert.False(t, open, "C after Events and Close is closed")
+	for range s.Events() {
+		t.Fatal("a closed subscription's Events delivered an event")
+	}
+}
+
+// Breaking out of an Events loop leaves the subscription open: the next
+// loop goes on where the last stopped, and ends once the manager is
+// closed and every event was delivered.
+func TestEventsGoesOnWhereTheLastLoopStopped(t *testing.T) {
+	b := newBroadcaster(16)
+	s := b.subscribe()
+	for n := range 5 {
+		b.publish(&Event{Kind: EventNote, Turn: n + 1})
+	}
+	var got []int
+	for e := range s.Events() {
+		got = append(got, e.Turn)
+		if e.Turn == 2 {
+			break
+		}
+	}
+	for n := 5; n < 8; n++ {
+		b.publish(&Event{Kind: EventNote, Turn: n + 1})
+	}
+	b.shutdown()
+	for e := range s.Events() {
+		got = append(got, e.Turn)
+	}
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8}, got)
+}
+
+// A subscription read through C first is read through C: Events then
+// ranges over its channel.
+func TestEventsAfterCRangesOverC(t *testing.T) {
+	b := newBroadcaster(16)
+	s := b.subscribe()
+	c := s.C()
+	b.publish(&Event{Kind: EventNote, Turn: 1})
+	e := <-c
+	assert.Equal(t, 1, e.Turn)
+	b.publish(&Event{Kind: EventNote, Turn: 2})
+	b.shutdown()
+	var got []int
+	for e := range s.Events() {
+		got = append(got, e.Turn)
+	}
+	assert.Equal(t, []int{2}, got)
 }

@@ -85,6 +85,42 @@ func ExampleManager_Spawn_budget() {
 	// still looking
 }
 
+// A subscription's events, read on the reader's own goroutine: the loop
+// ends once the manager is closed and every event was delivered.
+func ExampleSubscription_Events() {
+	reg := agenttypes.NewRegistry()
+	_ = reg.RegisterTool(&agenttypes.ToolFunc{
+		ToolSpec: agenttypes.ToolSpec{Name: "look", Description: "looks", ReadOnly: true},
+		Func:     func(context.Context, json.RawMessage) (string, error) { return "a cat", nil },
+	})
+	_ = reg.RegisterType(agenttypes.Type{Name: "seer", Description: "looks once", Tools: []string{"look"}})
+	model := scripted.New(
+		scripted.Step{Calls: []scripted.Call{{Name: "look"}}},
+		scripted.Step{Text: "I saw a cat"},
+	)
+	mgr, _ := manager.New(manager.Config{
+		Registry:     reg,
+		Models:       manager.ModelResolverFunc(func(context.Context, string) (llms.Model, error) { return model, nil }),
+		DefaultModel: "scripted",
+	})
+	sub := mgr.Subscribe()
+	agent, _ := mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "seer", Task: "look"})
+	_, _ = agent.Wait(context.Background())
+	_ = mgr.Close(context.Background())
+
+	for e := range sub.Events() {
+		switch e.Kind {
+		case manager.EventToolResult:
+			fmt.Println(e.Kind, e.Tool, e.Text)
+		case manager.EventCompleted:
+			fmt.Println(e.Kind, e.Text)
+		}
+	}
+	// Output:
+	// tool_result look a cat
+	// completed I saw a cat
+}
+
 // A tree of agents is one trace: here the spans of one agent that calls
 // a tool once and answers, recorded in memory.
 func ExampleConfig_tracerProvider() {

@@ -45,7 +45,8 @@ const (
 
 // BenchmarkSideBySide runs the same workload, in the same run, through
 // troupe's manager with nothing on, through troupe with what `troupe run`
-// always has on (budgets, an event subscriber, transcripts), the same
+// always has on (budgets, an event subscriber reading with
+// Subscription.Events, transcripts), the same
 // without transcripts, and through langchaingo's agents.Executor, and
 // reports microseconds per step and the ratios. Each iteration runs the
 // four sbsRounds times, one after the other, and reports the medians:
@@ -143,7 +144,7 @@ func sbsTroupeWith(b *testing.B, o sbsOptions) sbsRound {
 	if o.subscriber {
 		sub := mgr.Subscribe()
 		drained.Go(func() {
-			for e := range sub.C() {
+			for e := range sub.Events() {
 				if e.Kind == manager.EventDropped {
 					round.lost += e.Dropped
 				} else {
