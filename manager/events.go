@@ -2,6 +2,7 @@ package manager
 
 import (
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,6 +232,11 @@ func (s *Subscription) read(deliver func(Event) bool) {
 			}
 			continue
 		}
+		select {
+		case <-s.quit:
+			return // closed: what the ring holds past here is not its
+		default:
+		}
 		if drain == nil && s.cursor > s.b.seq.Load() {
 			return // drained: every event numbered was delivered or counted
 		}
@@ -260,6 +266,13 @@ func (s *Subscription) next() (Event, bool) {
 		sl.mu.Lock()
 		switch {
 		case sl.seq == s.cursor && s.dropped == 0:
+			if sl.subs == nil || !slices.Contains(*sl.subs, s) {
+				// Published after s left (Close): it is not counted in
+				// left, and its read would let go of the event before
+				// another subscription read it. Nor is any later one.
+				sl.mu.Unlock()
+				return Event{}, false
+			}
 			e := sl.e
 			if sl.left--; sl.left == 0 {
 				sl.e = Event{} // read by every subscription: let go of its text
@@ -308,12 +321,14 @@ type broadcaster struct {
 
 type eventRing struct{ slots []eventSlot }
 
-// eventSlot holds the event whose Seq is seq; left is how many
-// subscriptions have yet to read it, so the last one clears it.
+// eventSlot holds the event whose Seq is seq; subs are the subscriptions
+// it was published to, and left how many of them have yet to read it, so
+// the last one clears it.
 type eventSlot struct {
 	mu   sync.Mutex
 	seq  uint64
 	left int
+	subs *[]*Subscription
 	e    Event
 }
 
@@ -388,7 +403,7 @@ func (b *broadcaster) remove(s *Subscription) {
 		for i := range r.slots {
 			sl := &r.slots[i]
 			sl.mu.Lock()
-			sl.e, sl.left = Event{}, 0
+			sl.e, sl.left, sl.subs = Event{}, 0, nil
 			sl.mu.Unlock()
 		}
 	}
@@ -408,7 +423,7 @@ func (b *broadcaster) publish(e *Event) {
 	sl := &r.slots[e.Seq%uint64(len(r.slots))]
 	sl.mu.Lock()
 	if sl.seq < e.Seq { // else a later event took the slot while this one was on its way
-		sl.seq, sl.left, sl.e = e.Seq, len(subs), *e
+		sl.seq, sl.left, sl.subs, sl.e = e.Seq, len(subs), p, *e
 	}
 	sl.mu.Unlock()
 	for _, s := range subs {

@@ -163,6 +163,31 @@ func TestRingLetsGoOfTextWhenTheLastSubscriptionCloses(t *testing.T) {
 	assert.Zero(t, kept, "bytes of event text the ring keeps with no subscription")
 }
 
+// A subscription that left (Close's first step; its reader may still be
+// reading) takes no event published after it left: such an event does not
+// count it, and its read would let go of the event before the subscription
+// that stayed read it, which would then read an empty one.
+func TestALeftSubscriptionTakesNoEventFromTheOthers(t *testing.T) {
+	b := newBroadcaster(8)
+	stays, leaves := b.subscribe(), b.subscribe() // neither read yet: no reader runs
+	b.publish(&Event{Kind: EventNote, Text: "before"})
+	b.remove(leaves)
+	b.publish(&Event{Kind: EventNote, Text: "after"})
+
+	e, ok := leaves.next()
+	require.True(t, ok)
+	assert.Equal(t, "before", e.Text, "an event published before it left is still its")
+	_, ok = leaves.next()
+	assert.False(t, ok, "the event published after it left was read by it")
+
+	for _, want := range []string{"before", "after"} {
+		e, ok := stays.next()
+		require.True(t, ok)
+		assert.Equal(t, want, e.Text)
+		assert.Equal(t, EventNote, e.Kind)
+	}
+}
+
 // An Events loop that closes its subscription ends, and delivers nothing
 // after Close; C, used after Events, delivers nothing and is closed.
 func TestEventsEndsWhenItsLoopClosesTheSubscription(t *testing.T) {
