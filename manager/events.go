@@ -117,19 +117,26 @@ type Subscription struct {
 	quit     chan struct{}
 	done     chan struct{} // closed when the pump stops, or at Close with none
 	// Guarded by mu: closed, and how the subscription is read: pumping,
-	// through C; iterated, through Events.
+	// through C; iterated, through Events; cClosed, that c is closed.
 	mu       sync.Mutex
 	closed   bool
 	pumping  bool
 	iterated bool
+	cClosed  bool
+	// leftAt is the generation of the first list of subscriptions
+	// without this one (0 while it is in): events published to it or
+	// later are not its.
+	leftAt atomic.Uint64
 	// reading is held by an Events loop: one reads at a time.
 	reading sync.Mutex
 
-	// The reader's own: the Seq it reads next, and the events it lost
-	// since it last delivered one.
+	// The reader's own: the Seq it reads next, the events it lost since
+	// it last delivered one, and whether it met an event published after
+	// the subscription left.
 	cursor      uint64
 	dropped     int
 	lastDropped uint64
+	refused     bool
 }
 
 // C returns the channel events arrive on. It is closed after Close, or
@@ -162,9 +169,17 @@ func (s *Subscription) Events() iter.Seq[Event] {
 		if closed && !pumping {
 			return
 		}
+		deliver := func(e Event) bool {
+			select {
+			case <-s.quit:
+				return false // closed: nothing after Close
+			default:
+				return yield(e)
+			}
+		}
 		if pumping {
 			for e := range s.c {
-				if !yield(e) {
+				if !deliver(e) {
 					return
 				}
 			}
@@ -172,14 +187,19 @@ func (s *Subscription) Events() iter.Seq[Event] {
 		}
 		s.reading.Lock()
 		defer s.reading.Unlock()
-		s.read(func(e Event) bool {
-			select {
-			case <-s.quit:
-				return false // closed: nothing after Close
-			default:
-				return yield(e)
-			}
-		})
+		if s.read(deliver) {
+			s.closeC() // as the pump would have: every event was delivered
+		}
+	}
+}
+
+// closeC closes c, once.
+func (s *Subscription) closeC() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.cClosed {
+		s.cClosed = true
+		close(s.c)
 	}
 }
 
@@ -193,7 +213,10 @@ func (s *Subscription) Close() {
 		s.closed = true
 		close(s.quit)
 		if !pumping {
-			close(s.c)
+			if !s.cClosed {
+				s.cClosed = true
+				close(s.c)
+			}
 			close(s.done)
 		}
 	}
@@ -208,7 +231,7 @@ func (s *Subscription) Close() {
 // ring holds for it.
 func (s *Subscription) pump() {
 	defer close(s.done)
-	defer close(s.c)
+	defer s.closeC()
 	s.read(func(e Event) bool {
 		select {
 		case s.c <- e:
@@ -222,23 +245,29 @@ func (s *Subscription) pump() {
 // read hands deliver the subscription's events in Seq order until it
 // returns false, the subscription is closed, or no more events will be
 // published (the broadcaster's drain is closed) and it has handed over
-// every one the ring holds for it.
-func (s *Subscription) read(deliver func(Event) bool) {
+// every one the ring holds for it: then it reports true.
+func (s *Subscription) read(deliver func(Event) bool) (drained bool) {
 	drain := s.b.drain
 	for {
 		if e, ok := s.next(); ok {
 			if !deliver(e) {
-				return
+				return false
 			}
 			continue
 		}
+		if s.refused {
+			// It left: Close is under way, and what the ring holds from
+			// here is not its.
+			<-s.quit
+			return false
+		}
 		select {
 		case <-s.quit:
-			return // closed: what the ring holds past here is not its
+			return false
 		default:
 		}
 		if drain == nil && s.cursor > s.b.seq.Load() {
-			return // drained: every event numbered was delivered or counted
+			return true // every event numbered was delivered or counted
 		}
 		s.sleeping.Store(true)
 		if s.b.published(s.cursor) {
@@ -248,7 +277,7 @@ func (s *Subscription) read(deliver func(Event) bool) {
 		select {
 		case <-s.wake:
 		case <-s.quit:
-			return
+			return false
 		case <-drain:
 			drain = nil // no more events come but those numbered already
 			s.sleeping.Store(false)
@@ -266,11 +295,12 @@ func (s *Subscription) next() (Event, bool) {
 		sl.mu.Lock()
 		switch {
 		case sl.seq == s.cursor && s.dropped == 0:
-			if sl.subs == nil || !slices.Contains(*sl.subs, s) {
+			if left := s.leftAt.Load(); left != 0 && sl.gen >= left {
 				// Published after s left (Close): it is not counted in
 				// left, and its read would let go of the event before
 				// another subscription read it. Nor is any later one.
 				sl.mu.Unlock()
+				s.refused = true
 				return Event{}, false
 			}
 			e := sl.e
@@ -306,10 +336,10 @@ func (s *Subscription) next() (Event, bool) {
 // pace. So publishers never wait on each other nor on a subscriber, and
 // an event costs one copy whatever the number of subscriptions.
 type broadcaster struct {
-	buffer int                             // the ring's size: events a subscription may fall behind by
-	subs   atomic.Pointer[[]*Subscription] // replaced, never changed
-	ring   atomic.Pointer[eventRing]       // made at the first subscription
-	mu     sync.Mutex                      // guards changes to subs, and shut
+	buffer int                       // the ring's size: events a subscription may fall behind by
+	subs   atomic.Pointer[subList]   // replaced, never changed
+	ring   atomic.Pointer[eventRing] // made at the first subscription
+	mu     sync.Mutex                // guards changes to subs, and shut
 	drain  chan struct{}
 	shut   bool
 	// seq, taken by every event, apart from what publishers and pumps
@@ -321,14 +351,21 @@ type broadcaster struct {
 
 type eventRing struct{ slots []eventSlot }
 
-// eventSlot holds the event whose Seq is seq; subs are the subscriptions
-// it was published to, and left how many of them have yet to read it, so
-// the last one clears it.
+// subList is the subscriptions events are published to. Each change
+// makes a new list, of the next generation.
+type subList struct {
+	gen  uint64
+	subs []*Subscription
+}
+
+// eventSlot holds the event whose Seq is seq (0: none); gen is the
+// generation of the subscriptions it was published to, and left how many
+// of them have yet to read it, so the last one clears it.
 type eventSlot struct {
 	mu   sync.Mutex
 	seq  uint64
+	gen  uint64
 	left int
-	subs *[]*Subscription
 	e    Event
 }
 
@@ -338,7 +375,7 @@ func newBroadcaster(buffer int) *broadcaster {
 
 func (b *broadcaster) active() bool {
 	p := b.subs.Load()
-	return p != nil && len(*p) > 0
+	return p != nil && len(p.subs) > 0
 }
 
 func (b *broadcaster) subscribe() *Subscription {
@@ -360,7 +397,8 @@ func (b *broadcaster) subscribe() *Subscription {
 	if b.ring.Load() == nil {
 		b.ring.Store(&eventRing{slots: make([]eventSlot, b.buffer)})
 	}
-	b.setSubs(func(subs []*Subscription) []*Subscription { return append(subs, s) })
+	gen, subs := b.list()
+	b.subs.Store(&subList{gen: gen + 1, subs: append(subs, s)})
 	// Numbered after it joined: a publisher that takes a later Seq sees
 	// it among the subscriptions.
 	s.cursor = b.seq.Load() + 1
@@ -368,29 +406,29 @@ func (b *broadcaster) subscribe() *Subscription {
 	return s
 }
 
-// setSubs replaces the subscriptions with change's copy of them; b.mu is
-// held.
-func (b *broadcaster) setSubs(change func([]*Subscription) []*Subscription) {
-	var old []*Subscription
+// list returns the subscriptions' generation and a copy of them, for the
+// next list; b.mu is held.
+func (b *broadcaster) list() (gen uint64, subs []*Subscription) {
 	if p := b.subs.Load(); p != nil {
-		old = *p
+		return p.gen, slices.Clone(p.subs)
 	}
-	subs := change(append([]*Subscription(nil), old...))
-	b.subs.Store(&subs)
+	return 0, nil
 }
 
 func (b *broadcaster) remove(s *Subscription) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.setSubs(func(subs []*Subscription) []*Subscription {
-		for i, x := range subs {
-			if x == s {
-				return append(subs[:i], subs[i+1:]...)
-			}
-		}
-		return subs
-	})
-	if p := b.subs.Load(); p != nil && len(*p) > 0 {
+	gen, subs := b.list()
+	i := slices.Index(subs, s)
+	if i < 0 {
+		return
+	}
+	// Before the list without it is published: a reader that finds an
+	// event published to that list knows it is not its.
+	s.leftAt.Store(gen + 1)
+	subs = slices.Delete(subs, i, i+1)
+	b.subs.Store(&subList{gen: gen + 1, subs: subs})
+	if len(subs) > 0 {
 		return
 	}
 	// Nobody reads the ring any more, and with nobody subscribed nothing
@@ -403,7 +441,7 @@ func (b *broadcaster) remove(s *Subscription) {
 		for i := range r.slots {
 			sl := &r.slots[i]
 			sl.mu.Lock()
-			sl.e, sl.left, sl.subs = Event{}, 0, nil
+			sl.seq, sl.gen, sl.e, sl.left = 0, 0, Event{}, 0
 			sl.mu.Unlock()
 		}
 	}
@@ -415,15 +453,15 @@ func (b *broadcaster) remove(s *Subscription) {
 func (b *broadcaster) publish(e *Event) {
 	e.Seq = b.seq.Add(1)
 	p := b.subs.Load()
-	if p == nil || len(*p) == 0 {
+	if p == nil || len(p.subs) == 0 {
 		return
 	}
-	subs := *p
+	subs := p.subs
 	r := b.ring.Load()
 	sl := &r.slots[e.Seq%uint64(len(r.slots))]
 	sl.mu.Lock()
 	if sl.seq < e.Seq { // else a later event took the slot while this one was on its way
-		sl.seq, sl.left, sl.subs, sl.e = e.Seq, len(subs), p, *e
+		sl.seq, sl.gen, sl.left, sl.e = e.Seq, p.gen, len(subs), *e
 	}
 	sl.mu.Unlock()
 	for _, s := range subs {

@@ -2,9 +2,12 @@ package manager
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -253,4 +256,61 @@ func TestEventsAfterCRangesOverC(t *testing.T) {
 		got = append(got, e.Turn)
 	}
 	assert.Equal(t, []int{2}, got)
+}
+
+// A subscription read through Events to the end, the manager closed, has
+// its channel closed too, as C's reader would see it.
+func TestCAfterEventsIsClosedOnceEveryEventWasRead(t *testing.T) {
+	b := newBroadcaster(16)
+	s := b.subscribe()
+	b.publish(&Event{Kind: EventNote, Turn: 1})
+	b.shutdown()
+	n := 0
+	for range s.Events() {
+		n++
+	}
+	assert.Equal(t, 1, n)
+	select {
+	case _, open := <-s.C():
+		assert.False(t, open, "C delivered an event Events had delivered")
+	case <-time.After(5 * time.Second):
+		t.Fatal("C stayed open after Events read every event of a closed manager")
+	}
+}
+
+// Events over a subscription read through C first ends at Close, from
+// inside its loop, though C's channel still holds events.
+func TestEventsOverCEndsAtClose(t *testing.T) {
+	b := newBroadcaster(16)
+	s := b.subscribe()
+	c := s.C()
+	for n := range 5 {
+		b.publish(&Event{Kind: EventNote, Turn: n + 1})
+	}
+	for len(c) < 5 { // the pump fills the channel
+		time.Sleep(time.Millisecond)
+	}
+	n := 0
+	for range s.Events() {
+		n++
+		s.Close()
+	}
+	assert.Equal(t, 1, n, "events delivered after Close")
+}
+
+// The ring keeps no closed subscription alive: its slots name the
+// subscriptions of an event by generation, not by a list of them.
+func TestTheRingKeepsNoClosedSubscription(t *testing.T) {
+	b := newBroadcaster(16)
+	stays := b.subscribe()
+	defer stays.Close()
+	gone := b.subscribe()
+	for range 10 {
+		b.publish(&Event{Kind: EventNote})
+	}
+	gone.Close()
+	p := weak.Make(gone)
+	gone = nil
+	runtime.GC()
+	assert.Nil(t, p.Value(), "a closed subscription is still reachable")
 }
