@@ -419,7 +419,15 @@ func (a *Agent) awaitTranscript() {
 	case <-t.C:
 		a.m.transcripts.forget(synced)
 	}
-	t.Stop() // no value is left to receive (Go 1.23 timers)
+	if !t.Stop() {
+		// Go's timers leave no value behind since 1.23; a program that
+		// asks for the old ones (GODEBUG=asynctimerchan=1) gets a tick
+		// that fired as synced closed, which the next wait would take.
+		select {
+		case <-t.C:
+		default:
+		}
+	}
 	endWaitTimers.Put(t)
 }
 
