@@ -251,13 +251,8 @@ func (w *transcriptWriter) flush() bool {
 	return true
 }
 
-// writeMerged writes the shards' lines, taking each time the line with
-// the lowest Seq at the head of a shard, a chunk of whole lines at a
-// time: a crash between two writes cuts no line. Each shard holds its
-// lines in the order they were added, so of two events one of which
-// happened before the other (a parent's spawn and its child's, say),
-// whatever their shards, the earlier's line comes first, as it did when
-// there was one buffer.
+// writeMerged writes the shards' lines, merged (mergeChunks), a chunk at
+// a time.
 func (w *transcriptWriter) writeMerged(shards *[transcriptShards]shardLines) {
 	if w.failed {
 		return // what a failed writer took is dropped
@@ -265,7 +260,20 @@ func (w *transcriptWriter) writeMerged(shards *[transcriptShards]shardLines) {
 	if w.chunk == nil {
 		w.chunk = make([]byte, 0, writeChunk)
 	}
-	b := w.chunk[:0]
+	w.chunk = mergeChunks(w.chunk, shards, w.write)
+}
+
+// mergeChunks hands write the shards' lines, taking each time the line
+// with the lowest Seq at the head of a shard, gathered in chunk a chunk
+// of whole lines at a time: a crash between two writes cuts no line. A
+// line longer than a chunk goes alone. It returns chunk, emptied, for the
+// next flush (a chunk grown for a long line is not kept). Each shard holds
+// its lines in the order they were added, so of two events one of which
+// happened before the other (a parent's spawn and its child's, say),
+// whatever their shards, the earlier's line comes first, as it did when
+// there was one buffer.
+func mergeChunks(chunk []byte, shards *[transcriptShards]shardLines, write func([]byte)) []byte {
+	b := chunk[:0]
 	var next, start [transcriptShards]int
 	for {
 		pick := -1
@@ -280,19 +288,17 @@ func (w *transcriptWriter) writeMerged(shards *[transcriptShards]shardLines) {
 		end := shards[pick].lines[next[pick]].end
 		line := shards[pick].text[start[pick]:end]
 		if len(b) > 0 && len(b)+len(line) > writeChunk {
-			w.write(b)
+			write(b)
 			b = b[:0]
 		}
-		b = append(b, line...) // a line longer than a chunk has one of its own
+		b = append(b, line...)
 		start[pick] = end
 		next[pick]++
 	}
 	if len(b) > 0 {
-		w.write(b)
+		write(b)
 	}
-	if cap(b) <= writeChunk {
-		w.chunk = b[:0]
-	}
+	return chunk[:0] // b is chunk, or a longer line's buffer, not kept
 }
 
 // waiting reports whether a shard has lines for the writer.

@@ -226,17 +226,11 @@ func TestWritersThatReuseBuffersWriteTheirOwnLines(t *testing.T) {
 }
 
 // A flush of several chunks' worth of lines, one of them longer than a
-// chunk, from every shard: the file holds every line, whole, in Seq
-// order across the shards, as one merge into one buffer would have
-// written them.
-func TestAFlushOfManyChunksWritesEveryLineInSeqOrder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "run.jsonl")
-	w := &transcriptWriter{path: path, log: slog.New(slog.DiscardHandler)}
-	defer func() {
-		if w.f != nil {
-			w.f.Close()
-		}
-	}()
+// chunk, from every shard: each write is of whole lines, at most a chunk
+// unless it is one line; together they hold every line in Seq order
+// across the shards, as one merge into one buffer would have written
+// them; and the chunk kept for the next flush is the chunk.
+func TestAFlushOfManyChunksWritesWholeLinesInSeqOrder(t *testing.T) {
 	var took [transcriptShards]shardLines
 	var want bytes.Buffer
 	for seq := uint64(1); want.Len() < 5*writeChunk; seq++ {
@@ -250,10 +244,20 @@ func TestAFlushOfManyChunksWritesEveryLineInSeqOrder(t *testing.T) {
 		sh.text = append(sh.text, line...)
 		sh.lines = append(sh.lines, lineEnd{end: len(sh.text), seq: seq})
 	}
-	w.writeMerged(&took)
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, want.Len(), len(got), "bytes written")
-	require.True(t, bytes.Equal(want.Bytes(), got), "the lines, whole and in Seq order")
-	assert.Equal(t, writeChunk, cap(w.chunk), "the long line's buffer is not kept")
+	var got bytes.Buffer
+	writes := 0
+	chunk := mergeChunks(make([]byte, 0, writeChunk), &took, func(b []byte) {
+		writes++
+		require.NotEmpty(t, b, "write %d", writes)
+		require.Equal(t, byte('\n'), b[len(b)-1], "write %d ends inside a line", writes)
+		if len(b) > writeChunk {
+			require.Equal(t, 1, bytes.Count(b, []byte("\n")), "write %d is over a chunk and not one line", writes)
+		}
+		got.Write(b)
+	})
+	require.GreaterOrEqual(t, writes, 4, "the flush went in chunks")
+	require.Equal(t, want.Len(), got.Len(), "bytes written")
+	require.True(t, bytes.Equal(want.Bytes(), got.Bytes()), "the lines, whole and in Seq order")
+	assert.Equal(t, writeChunk, cap(chunk), "the long line's buffer is not kept")
+	assert.Empty(t, chunk)
 }
