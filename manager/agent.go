@@ -153,7 +153,9 @@ type Agent struct {
 	bgSpawning  int      // background groups being spawned, not yet in groups
 	turns       int
 	notes       []string
-	result      Result
+	// result is set, once, as the agent ends: a pending or running
+	// agent does not carry its room.
+	result *Result
 	// span is its invoke_agent span when spans are on, set (under mu)
 	// before ready closes, and ended by finish; its own goroutines read
 	// it without mu.
@@ -197,10 +199,18 @@ func (a *Agent) Info() Info {
 	defer a.mu.Unlock()
 	return Info{
 		ID: a.id, ParentID: a.parentID, Depth: a.depth, Type: a.typ.Name, Label: a.label,
-		Task: a.task, Dir: a.dir, Model: a.modelName, State: a.state, Reason: a.result.Reason,
+		Task: a.task, Dir: a.dir, Model: a.modelName, State: a.state, Reason: a.reasonLocked(),
 		Budget: a.budget, Usage: a.subtree, OwnUsage: a.usage, ToolCalls: a.toolCalls, Turns: a.turns,
 		Created: a.created, Started: a.started, Ended: a.ended,
 	}
+}
+
+// reasonLocked is why the agent ended, or nothing before; a.mu is held.
+func (a *Agent) reasonLocked() Reason {
+	if a.result == nil {
+		return ""
+	}
+	return a.result.Reason
 }
 
 // Wait blocks until the agent ends or ctx is done. An agent that waits
@@ -218,7 +228,10 @@ func (a *Agent) Wait(ctx context.Context) (Result, error) {
 func (a *Agent) resultNow() Result {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.result
+	if a.result == nil {
+		return Result{}
+	}
+	return *a.result
 }
 
 // Cancel stops the agent and everything it spawned: a pending agent is
@@ -388,7 +401,8 @@ func (a *Agent) record(r *Result, now time.Time) (from State, settled bool) {
 	a.settled = settled
 	a.liveMu.Unlock()
 	r.Unsettled = !settled
-	a.result = *r
+	res := *r // the caller goes on reading r; settle changes the result
+	a.result = &res
 	a.mu.Unlock()
 	a.m.counts[from].Add(-1)
 	a.m.counts[r.State].Add(1)

@@ -240,6 +240,9 @@ func (t agentTree) ChildChanges(_ context.Context, child string) (*agenttypes.Ch
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.result == nil {
+		return nil, nil
+	}
 	return c.result.Changes, nil
 }
 
