@@ -193,10 +193,14 @@ func (s *Subscription) Events() iter.Seq[Event] {
 	}
 }
 
-// closeC closes c, once.
+// closeC closes c, once; closeCLocked, with s.mu held.
 func (s *Subscription) closeC() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeCLocked()
+}
+
+func (s *Subscription) closeCLocked() {
 	if !s.cClosed {
 		s.cClosed = true
 		close(s.c)
@@ -213,10 +217,7 @@ func (s *Subscription) Close() {
 		s.closed = true
 		close(s.quit)
 		if !pumping {
-			if !s.cClosed {
-				s.cClosed = true
-				close(s.c)
-			}
+			s.closeCLocked()
 			close(s.done)
 		}
 	}

@@ -191,14 +191,19 @@ func TestALeftSubscriptionTakesNoEventFromTheOthers(t *testing.T) {
 	}
 }
 
+// publishNotes publishes notes of the turns from to to, one by one.
+func publishNotes(b *broadcaster, from, to int) {
+	for turn := from; turn <= to; turn++ {
+		b.publish(&Event{Kind: EventNote, Turn: turn})
+	}
+}
+
 // An Events loop that closes its subscription ends, and delivers nothing
 // after Close; C, used after Events, delivers nothing and is closed.
 func TestEventsEndsWhenItsLoopClosesTheSubscription(t *testing.T) {
 	b := newBroadcaster(16)
 	s := b.subscribe()
-	for n := range 10 {
-		b.publish(&Event{Kind: EventNote, Turn: n + 1})
-	}
+	publishNotes(b, 1, 10)
 	var got []int
 	for e := range s.Events() {
 		got = append(got, e.Turn)
@@ -220,9 +225,7 @@ func TestEventsEndsWhenItsLoopClosesTheSubscription(t *testing.T) {
 func TestEventsGoesOnWhereTheLastLoopStopped(t *testing.T) {
 	b := newBroadcaster(16)
 	s := b.subscribe()
-	for n := range 5 {
-		b.publish(&Event{Kind: EventNote, Turn: n + 1})
-	}
+	publishNotes(b, 1, 5)
 	var got []int
 	for e := range s.Events() {
 		got = append(got, e.Turn)
@@ -230,9 +233,7 @@ func TestEventsGoesOnWhereTheLastLoopStopped(t *testing.T) {
 			break
 		}
 	}
-	for n := 5; n < 8; n++ {
-		b.publish(&Event{Kind: EventNote, Turn: n + 1})
-	}
+	publishNotes(b, 6, 8)
 	b.shutdown()
 	for e := range s.Events() {
 		got = append(got, e.Turn)
@@ -284,9 +285,7 @@ func TestEventsOverCEndsAtClose(t *testing.T) {
 	b := newBroadcaster(16)
 	s := b.subscribe()
 	c := s.C()
-	for n := range 5 {
-		b.publish(&Event{Kind: EventNote, Turn: n + 1})
-	}
+	publishNotes(b, 1, 5)
 	for len(c) < 5 { // the pump fills the channel
 		time.Sleep(time.Millisecond)
 	}
