@@ -286,7 +286,10 @@ func TestEventsOverCEndsAtClose(t *testing.T) {
 	s := b.subscribe()
 	c := s.C()
 	publishNotes(b, 1, 5)
-	for len(c) < 5 { // the pump fills the channel
+	for deadline := time.Now().Add(5 * time.Second); len(c) < 5; { // the pump fills the channel
+		if time.Now().After(deadline) {
+			t.Fatalf("the pump put %d of 5 events in C", len(c))
+		}
 		time.Sleep(time.Millisecond)
 	}
 	n := 0
