@@ -141,7 +141,8 @@ type Subscription struct {
 
 // C returns the channel events arrive on. It is closed after Close, or
 // after the manager is closed and every event still in the ring was
-// delivered.
+// delivered (for a subscription read through Events, once a loop has read
+// to the end).
 func (s *Subscription) C() <-chan Event {
 	s.mu.Lock()
 	if !s.pumping && !s.iterated && !s.closed {
@@ -156,8 +157,8 @@ func (s *Subscription) C() <-chan Event {
 // would deliver them, read from the ring on the goroutine that ranges over
 // them. The loop ends once the subscription is closed, or once the manager
 // is closed and every event left was delivered. Breaking out of it leaves
-// the subscription open, to be read again or closed; one loop reads at a
-// time.
+// the subscription open, to be read again or closed. One loop reads at a
+// time: not from inside another, nor from inside a loop over C.
 func (s *Subscription) Events() iter.Seq[Event] {
 	return func(yield func(Event) bool) {
 		s.mu.Lock()
@@ -207,8 +208,9 @@ func (s *Subscription) closeCLocked() {
 	}
 }
 
-// Close stops delivery and closes C. Events not yet delivered are dropped.
-// It may be called from inside an Events loop, which then ends.
+// Close stops delivery and closes C. Events not yet delivered are dropped,
+// those C held included: none arrives once Close has returned. It may be
+// called from inside a loop over Events or C, which then ends.
 func (s *Subscription) Close() {
 	s.b.remove(s)
 	s.mu.Lock()
@@ -223,7 +225,9 @@ func (s *Subscription) Close() {
 	}
 	s.mu.Unlock()
 	if pumping {
-		<-s.done
+		<-s.done // the pump closed c as it stopped
+		for range s.c {
+		}
 	}
 }
 
@@ -299,7 +303,8 @@ func (s *Subscription) next() (Event, bool) {
 			if left := s.leftAt.Load(); left != 0 && sl.gen >= left {
 				// Published after s left (Close): it is not counted in
 				// left, and its read would let go of the event before
-				// another subscription read it. Nor is any later one.
+				// another subscription read it. s reads no further: it
+				// is leaving.
 				sl.mu.Unlock()
 				s.refused = true
 				return Event{}, false
@@ -392,7 +397,7 @@ func (b *broadcaster) subscribe() *Subscription {
 		b.mu.Unlock()
 		close(s.c)
 		close(s.done)
-		s.closed = true
+		s.closed, s.cClosed = true, true
 		return s
 	}
 	if b.ring.Load() == nil {

@@ -316,3 +316,25 @@ func TestTheRingKeepsNoClosedSubscription(t *testing.T) {
 	runtime.GC()
 	assert.Nil(t, p.Value(), "a closed subscription is still reachable")
 }
+
+// Close drops what C's channel held: a reader of C that closes the
+// subscription gets nothing more, however full the channel was.
+func TestNothingArrivesOnCAfterClose(t *testing.T) {
+	b := newBroadcaster(256)
+	s := b.subscribe()
+	c := s.C()
+	publishNotes(b, 1, 100)
+	for deadline := time.Now().Add(5 * time.Second); len(c) < cap(c); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pump put %d of %d events in C", len(c), cap(c))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-c
+	s.Close()
+	n := 0
+	for range c {
+		n++
+	}
+	assert.Zero(t, n, "events that arrived on C after Close returned")
+}
