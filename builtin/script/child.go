@@ -111,6 +111,7 @@ type proc struct {
 	// traces: the script host takes a call's trace context, and answers
 	// with its span of the call.
 	traces bool
+	dir    string // its working and temporary directory, where its socket is
 	stderr *tail
 	loaded map[string]bool
 	dead   chan struct{} // closed once go-plugin has seen the process exit
@@ -277,6 +278,9 @@ func (r *ChildRunner) get() (*proc, error) {
 		select {
 		case <-pr.dead:
 			delete(r.all, pr)
+			r.mu.Unlock()
+			pr.stop() // go-plugin's side of it, and its directory
+			r.mu.Lock()
 			continue
 		default:
 		}
@@ -353,11 +357,21 @@ func (r *ChildRunner) start() (*proc, error) {
 		childStackEnv + "=" + strconv.FormatInt(r.opts.StackLimit, 10),
 		wire.EnvHostPID + "=" + strconv.Itoa(os.Getpid()),
 	}
-	cmd.Dir = os.TempDir()
+	// The script host works in a directory of its own, removed once it
+	// has exited, and it is its temporary directory, where go-plugin puts
+	// its socket: a socket in the system's stays behind a host that was
+	// killed, one more with every script host a run starts.
+	dir, err := os.MkdirTemp("", "troupe-")
+	if err != nil {
+		return nil, err
+	}
+	cmd.Dir = dir
+	if len(dir)+len("/plugin0123456789") < maxSocketPath {
+		cmd.Env = append(cmd.Env, "TMPDIR="+dir)
+	} // else a socket's path below it would be too long: the system's default
 	cmd.SysProcAttr = procAttr()
-	pr := &proc{cmd: cmd, stderr: &tail{max: 4 << 10}, loaded: map[string]bool{}, dead: make(chan struct{})}
-	lane, end, err := wire.NewLane()
-	if err == nil {
+	pr := &proc{cmd: cmd, dir: dir, stderr: &tail{max: 4 << 10}, loaded: map[string]bool{}, dead: make(chan struct{})}
+	if lane, end, err := wire.NewLane(); err == nil {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, end)
 		cmd.Env = append(cmd.Env, wire.EnvLaneFD+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
 		defer end.Close() // the script host has its own copy once started
@@ -441,6 +455,10 @@ func (pr *proc) callTool(ctx context.Context, req *pluginv1.CallToolRequest) (*p
 	return pr.conn.CallTool(ctx, req)
 }
 
+// maxSocketPath is the longest path of a Unix socket everywhere (macOS's
+// bound; Linux's is 108).
+const maxSocketPath = 104
+
 // startTimeout bounds a script host's start and handshake.
 const startTimeout = 10 * time.Second
 
@@ -462,6 +480,7 @@ func (pr *proc) stop() {
 	pr.client.Kill()
 	// go-plugin has seen the process exit, or never started it.
 	pr.exited("not started")
+	_ = os.RemoveAll(pr.dir)
 }
 
 // exitLogger is go-plugin's logger of a script host: it logs nothing, and

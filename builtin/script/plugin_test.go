@@ -2,11 +2,15 @@ package script
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,4 +151,49 @@ func TestScriptCallsTakeTheLaneWhenTheScriptHostServesIt(t *testing.T) {
 			assert.Equal(t, []bool{tc.lane}, lanes(r))
 		})
 	}
+}
+
+// sockets lists the Unix sockets under dir.
+func sockets(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&fs.ModeSocket != 0 {
+			out = append(out, path)
+		}
+		return err
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// A script host listens in a directory of its own under the temporary
+// directory, and nothing of it is left there once it has ended, even
+// when it was killed: go-plugin's own choice, a socket in the temporary
+// directory itself, stays behind a killed process, one more with every
+// script host a run starts.
+func TestAScriptHostLeavesNothingInTheTemporaryDirectory(t *testing.T) {
+	// Not t.TempDir(): its path is too long for a socket's below it.
+	tmp, err := os.MkdirTemp("", "t")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	t.Setenv("TMPDIR", tmp)
+	r := NewChildRunner(ChildOptions{})
+	defer r.Close()
+	require.NoError(t, r.Load(context.Background(), newProgram(KindHooks, goodHooks)))
+	socks := sockets(t, tmp)
+	require.Len(t, socks, 1, "the script host's socket is under TMPDIR")
+	assert.NotEqual(t, tmp, filepath.Dir(socks[0]), "in a directory of its own")
+
+	ps := pids(r)
+	require.Len(t, ps, 1)
+	require.NoError(t, syscall.Kill(ps[0], syscall.SIGKILL))
+	// The next call finds the host dead and starts another.
+	require.Eventually(t, func() bool {
+		return r.Load(context.Background(), newProgram(KindHooks, goodHooks)) == nil && !slices.Equal(pids(r), ps)
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.Close())
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "what the killed and the stopped script hosts left")
 }
