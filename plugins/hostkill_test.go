@@ -54,8 +54,14 @@ func hostHelper() {
 func TestPluginsExitWhenTheirHostIsKilled(t *testing.T) {
 	self, err := os.Executable()
 	require.NoError(t, err)
+	// Killed, the host cannot remove the directory of its plugin's
+	// socket: it goes in a temporary directory of the test's (not
+	// t.TempDir(), whose path is too long for a socket's below it).
+	tmp, err := os.MkdirTemp("", "t")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), hostHelperEnv+"="+pluginDir(t, "test"))
+	cmd.Env = append(os.Environ(), hostHelperEnv+"="+pluginDir(t, "test"), "TMPDIR="+tmp)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

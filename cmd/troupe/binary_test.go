@@ -83,7 +83,13 @@ func TestAPluginsProcessesDieWithTroupeKilledBySIGKILL(t *testing.T) {
 	isolate(t)
 	pidsFile := filepath.Join(t.TempDir(), "pids")
 	cmd := exec.Command(bin, "run", "spawner", "--repo", shop, "--model", "offline", "--progress", "none", pidsFile)
-	cmd.Env = append(os.Environ(), "TROUPE_PLUGIN_PATH="+testPluginDir(t), "TROUPE_RUNS_DIR="+filepath.Join(t.TempDir(), "runs"))
+	// Killed, troupe cannot remove the directory of its plugin's socket:
+	// it goes in a temporary directory of the test's (not t.TempDir(),
+	// whose path is too long for a socket's below it).
+	tmp, err := os.MkdirTemp("", "t")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	cmd.Env = append(os.Environ(), "TROUPE_PLUGIN_PATH="+testPluginDir(t), "TROUPE_RUNS_DIR="+filepath.Join(t.TempDir(), "runs"), "TMPDIR="+tmp)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 

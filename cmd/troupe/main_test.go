@@ -70,13 +70,15 @@ func goCommand(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// cleanupAfter removes what the tests built once for the package (the
-// test plugin) after they ran.
+// cleanupAfter removes what the tests made once for the package (the
+// test plugin, the homes of those without their own) after they ran.
 type cleanupAfter struct{ m *testing.M }
 
 func (c cleanupAfter) Run() int {
 	code := c.m.Run()
 	removeTestPlugin()
+	_ = os.RemoveAll(noConfigHome)
+	_ = os.RemoveAll(noDataHome)
 	return code
 }
 

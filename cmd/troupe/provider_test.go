@@ -18,6 +18,14 @@ import (
 	"github.com/troupe-dev/troupe/builtin/models/providertest"
 )
 
+// The homes of configuration and data of the tests that do not make
+// their own: nothing is there but what the go command writes. They are
+// removed once the tests ran (cleanupAfter).
+var (
+	noConfigHome = filepath.Join(os.TempDir(), fmt.Sprintf("troupe-test-no-config-%d", os.Getpid()))
+	noDataHome   = filepath.Join(os.TempDir(), fmt.Sprintf("troupe-test-no-data-%d", os.Getpid()))
+)
+
 // Every test of this package runs away from the developer's own model
 // setup: no user config file, no Ollama probe reaching a real server, no
 // Google key. Tests that want one of these set it themselves.
@@ -25,12 +33,12 @@ func init() {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close() // a port on 127.0.0.1 where nothing listens
 	for k, v := range map[string]string{
-		"XDG_CONFIG_HOME": filepath.Join(os.TempDir(), fmt.Sprintf("troupe-test-no-config-%d", os.Getpid())),
+		"XDG_CONFIG_HOME": noConfigHome,
 		"OLLAMA_HOST":     closed.URL,
 		"GOOGLE_API_KEY":  "",
 		"GEMINI_API_KEY":  "",
 		// No plugins but the tests' own.
-		"XDG_DATA_HOME":      filepath.Join(os.TempDir(), fmt.Sprintf("troupe-test-no-data-%d", os.Getpid())),
+		"XDG_DATA_HOME":      noDataHome,
 		"TROUPE_PLUGIN_PATH": "",
 	} {
 		os.Setenv(k, v)
