@@ -52,3 +52,11 @@ func (m *Manager) KeepRunnersFor(d time.Duration) { m.runnerIdle = d }
 // StartToolHelpersAfter makes m's agents start a turn's tool helpers
 // after d, in place of helperDelay; before m runs an agent.
 func (m *Manager) StartToolHelpersAfter(d time.Duration) { m.helperDelay = d }
+
+// ConversationSize is the length and capacity of the agent's
+// conversation as its loop last left it.
+func (a *Agent) ConversationSize() (n, room int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.history), cap(a.history)
+}

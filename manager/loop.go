@@ -88,6 +88,7 @@ func (l *loop) run() {
 	if !l.start() {
 		return
 	}
+	defer func() { a.setup.conversation.Store(int32(len(l.msgs))) }()
 	for {
 		if err := l.ctx.Err(); err != nil {
 			l.stopped()
@@ -160,7 +161,7 @@ func (l *loop) start() bool {
 		l.add(llms.TextParts(llms.ChatMessageTypeHuman, a.task), a.task)
 		return true
 	}
-	l.msgs = make([]llms.MessageContent, 0, 8)
+	l.msgs = make([]llms.MessageContent, 0, a.setup.conversationRoom())
 	system, err := a.setup.prompt.Render(l.ctx, agenttypes.PromptData{Type: a.typ.Name, Dir: a.dir, Tools: a.typ.Tools})
 	if err != nil {
 		if l.ctx.Err() != nil {

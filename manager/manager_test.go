@@ -957,3 +957,26 @@ func TestConversationsAreDroppedBeyondKeepConversations(t *testing.T) {
 	res := f.run(t, manager.SpawnRequest{Task: "more", Resume: ids[1]})
 	assert.Equal(t, "again", res.Output, "a conversation among the last two is kept")
 }
+
+// An agent's conversation starts with room for as many messages as the
+// last of its type's held: agents of a type talk about as long, and
+// growing to it copied the conversation over and over.
+func TestAConversationStartsWithRoomForTheLastOfItsType(t *testing.T) {
+	turn := scripted.Step{Text: "looking", Calls: []scripted.Call{{Name: "echo", Args: `{"text":"a"}`}, {Name: "echo", Args: `{"text":"b"}`}}}
+	f := newFixture(t, scripted.New(turn, turn, turn, turn, scripted.Step{Text: "done"}), nil)
+	spawn := func() *manager.Agent {
+		a, err := f.mgr.Spawn(context.Background(), manager.SpawnRequest{Type: "worker", Task: "do it", Dir: t.TempDir()})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := a.Wait(ctx)
+		require.NoError(t, err)
+		require.Equal(t, manager.Completed, res.State)
+		return a
+	}
+	first, _ := spawn().ConversationSize()
+	require.Greater(t, first, 8, "longer than a conversation's least room")
+	n, room := spawn().ConversationSize()
+	assert.Equal(t, first, n)
+	assert.Equal(t, first, room, "the second conversation started with room for the first's, and did not grow")
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -23,6 +24,16 @@ type typeSetup struct {
 	// type's (narrowed by the request, limited by a parent, or at the
 	// depth limit), by their names joined.
 	narrowed sync.Map
+	// conversation is how many messages the last conversation of an agent
+	// of the type held: the next starts with room for as many, rather
+	// than growing to it (most agents of a type talk about as long).
+	conversation atomic.Int32
+}
+
+// conversationRoom is the room a new conversation of the type starts
+// with: what the last one held, within bounds.
+func (s *typeSetup) conversationRoom() int {
+	return min(max(int(s.conversation.Load()), 8), 64)
 }
 
 // toolset is the tools one agent may call.
