@@ -231,34 +231,39 @@ func sbsLangchaingo(b *testing.B) float64 {
 // everything-on step with telemetry off, with every span going to an
 // in-memory exporter through the SDK's batching processor (as a real
 // exporter is fed; blocking, so that none is dropped and each is paid
-// for), and with the metrics recorded too.
+// for), and with the metrics recorded too. Each is measured right after
+// an unmeasured round of itself, as BenchmarkSideBySide's sides are.
 func BenchmarkTelemetry(b *testing.B) {
 	everything := sbsOptions{budgets: true, subscriber: true, transcripts: true}
 	for range b.N {
-		off := sbsTroupeWith(b, everything).perStep
-
-		exp := tracetest.NewInMemoryExporter()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBlocking()))
-		withSpans := everything
-		withSpans.tracer = tp
-		spans := sbsTroupeWith(b, withSpans).perStep
-		// Flushed, not shut down: shutting down empties the exporter.
-		if err := tp.ForceFlush(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		// Each agent: its own span, four chat spans, six tool spans.
-		if n := len(exp.GetSpans()); n != sbsAgents*(1+sbsSteps+6) {
-			b.Fatalf("exported %d spans, want %d", n, sbsAgents*(1+sbsSteps+6))
-		}
-		_ = tp.Shutdown(context.Background())
-
-		tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewInMemoryExporter(), sdktrace.WithBlocking()))
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		withAll := withSpans
-		withAll.tracer, withAll.meter = tp, mp
-		all := sbsTroupeWith(b, withAll).perStep
-		_ = tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
+		off := settled(func() float64 { return sbsTroupeWith(b, everything).perStep })
+		spans := settled(func() float64 {
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithBlocking()))
+			withSpans := everything
+			withSpans.tracer = tp
+			perStep := sbsTroupeWith(b, withSpans).perStep
+			// Flushed, not shut down: shutting down empties the exporter.
+			if err := tp.ForceFlush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			// Each agent: its own span, four chat spans, six tool spans.
+			if n := len(exp.GetSpans()); n != sbsAgents*(1+sbsSteps+6) {
+				b.Fatalf("exported %d spans, want %d", n, sbsAgents*(1+sbsSteps+6))
+			}
+			_ = tp.Shutdown(context.Background())
+			return perStep
+		})
+		all := settled(func() float64 {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewInMemoryExporter(), sdktrace.WithBlocking()))
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			withAll := everything
+			withAll.tracer, withAll.meter = tp, mp
+			perStep := sbsTroupeWith(b, withAll).perStep
+			_ = tp.Shutdown(context.Background())
+			_ = mp.Shutdown(context.Background())
+			return perStep
+		})
 
 		b.ReportMetric(off, "off-µs/step")
 		b.ReportMetric(spans, "spans-µs/step")
