@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,28 +268,14 @@ func (pr *proc) death(fn string, mem int64) string {
 }
 
 func (r *ChildRunner) get() (*proc, error) {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil, ErrClosed
+	pr, dead, err := r.takeIdle()
+	for _, d := range dead {
+		d.stop() // go-plugin's side of it, and its directory
 	}
-	for len(r.idle) > 0 {
-		pr := r.idle[len(r.idle)-1]
-		r.idle = r.idle[:len(r.idle)-1]
-		select {
-		case <-pr.dead:
-			delete(r.all, pr)
-			r.mu.Unlock()
-			pr.stop() // go-plugin's side of it, and its directory
-			r.mu.Lock()
-			continue
-		default:
-		}
-		r.mu.Unlock()
-		return pr, nil
+	if pr != nil || err != nil {
+		return pr, err
 	}
-	r.mu.Unlock()
-	pr, err := r.start()
+	pr, err = r.start()
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot start the script host: %v", agenttypes.ErrScript, err)
 	}
@@ -300,6 +287,29 @@ func (r *ChildRunner) get() (*proc, error) {
 	}
 	r.all[pr] = true
 	return pr, nil
+}
+
+// takeIdle takes an idle script host that is alive, if there is one, and
+// the dead ones it found on its way, which are forgotten and for the
+// caller to stop.
+func (r *ChildRunner) takeIdle() (pr *proc, dead []*proc, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, nil, ErrClosed
+	}
+	for len(r.idle) > 0 {
+		pr := r.idle[len(r.idle)-1]
+		r.idle = r.idle[:len(r.idle)-1]
+		select {
+		case <-pr.dead:
+			delete(r.all, pr)
+			dead = append(dead, pr)
+		default:
+			return pr, dead, nil
+		}
+	}
+	return nil, dead, nil
 }
 
 func (r *ChildRunner) put(pr *proc) {
@@ -361,7 +371,7 @@ func (r *ChildRunner) start() (*proc, error) {
 	// has exited, and it is its temporary directory, where go-plugin puts
 	// its socket: a socket in the system's stays behind a host that was
 	// killed, one more with every script host a run starts.
-	dir, err := os.MkdirTemp("", "troupe-")
+	dir, err := scratchDir()
 	if err != nil {
 		return nil, err
 	}
@@ -453,6 +463,22 @@ func (pr *proc) callTool(ctx context.Context, req *pluginv1.CallToolRequest) (*p
 		ctx = wire.OutgoingTrace(ctx)
 	}
 	return pr.conn.CallTool(ctx, req)
+}
+
+// scratchDir makes a script host's directory. Its path is absolute: the
+// host resolves its TMPDIR from the directory it starts in, which this
+// is.
+func scratchDir() (string, error) {
+	dir, err := os.MkdirTemp("", "troupe-")
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		_ = os.Remove(dir)
+		return "", err
+	}
+	return abs, nil
 }
 
 // maxSocketPath is the longest path of a Unix socket everywhere (macOS's

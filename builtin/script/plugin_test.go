@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -187,7 +186,9 @@ func TestAScriptHostLeavesNothingInTheTemporaryDirectory(t *testing.T) {
 
 	ps := pids(r)
 	require.Len(t, ps, 1)
-	require.NoError(t, syscall.Kill(ps[0], syscall.SIGKILL))
+	p, err := os.FindProcess(ps[0])
+	require.NoError(t, err)
+	require.NoError(t, p.Kill())
 	// The next call finds the host dead and starts another.
 	require.Eventually(t, func() bool {
 		return r.Load(context.Background(), newProgram(KindHooks, goodHooks)) == nil && !slices.Equal(pids(r), ps)
@@ -196,4 +197,20 @@ func TestAScriptHostLeavesNothingInTheTemporaryDirectory(t *testing.T) {
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	assert.Empty(t, left, "what the killed and the stopped script hosts left")
+}
+
+// A relative TMPDIR is the script host's temporary directory all the
+// same: the host starts in the directory made for it, and a TMPDIR
+// relative to where troupe runs would name nothing from there.
+func TestAScriptHostStartsUnderARelativeTMPDIR(t *testing.T) {
+	tmp, err := os.MkdirTemp("", "t")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	require.NoError(t, os.Mkdir(filepath.Join(tmp, "rel"), 0o700))
+	t.Chdir(tmp)
+	t.Setenv("TMPDIR", "rel")
+	r := NewChildRunner(ChildOptions{})
+	defer r.Close()
+	require.NoError(t, r.Load(context.Background(), newProgram(KindHooks, goodHooks)))
+	assert.Len(t, sockets(t, filepath.Join(tmp, "rel")), 1, "the script host's socket is under TMPDIR")
 }
