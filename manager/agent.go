@@ -401,6 +401,11 @@ func (a *Agent) record(r *Result, now time.Time) (from State, settled bool) {
 	a.settled = settled
 	a.liveMu.Unlock()
 	r.Unsettled = !settled
+	if r.State == Completed && a.setup != nil && a.typ.Loop == nil && a.resumed == nil {
+		// Before Done closes: the next agent of the type, spawned by a
+		// waiter, starts with room for this conversation.
+		a.setup.conversation.Store(int32(len(a.history)))
+	}
 	res := *r // the caller goes on reading r; settle changes the result
 	a.result = &res
 	a.mu.Unlock()

@@ -88,7 +88,6 @@ func (l *loop) run() {
 	if !l.start() {
 		return
 	}
-	defer func() { a.setup.conversation.Store(int32(len(l.msgs))) }()
 	for {
 		if err := l.ctx.Err(); err != nil {
 			l.stopped()

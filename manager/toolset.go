@@ -24,9 +24,10 @@ type typeSetup struct {
 	// type's (narrowed by the request, limited by a parent, or at the
 	// depth limit), by their names joined.
 	narrowed sync.Map
-	// conversation is how many messages the last conversation of an agent
-	// of the type held: the next starts with room for as many, rather
-	// than growing to it (most agents of a type talk about as long).
+	// conversation is how many messages the conversation of the type's
+	// last agent to complete held: the next starts with room for as
+	// many, rather than growing to it (most agents of a type talk about
+	// as long).
 	conversation atomic.Int32
 }
 
