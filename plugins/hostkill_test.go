@@ -55,8 +55,9 @@ func TestPluginsExitWhenTheirHostIsKilled(t *testing.T) {
 	self, err := os.Executable()
 	require.NoError(t, err)
 	// Killed, the host cannot remove the directory of its plugin's
-	// socket: it goes in a temporary directory of the test's (not
-	// t.TempDir(), whose path is too long for a socket's below it).
+	// socket; the plugin's keeper does. It goes in a temporary directory
+	// of the test's (not t.TempDir(), whose path is too long for a
+	// socket's below it).
 	tmp, err := os.MkdirTemp("", "t")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
@@ -84,4 +85,8 @@ func TestPluginsExitWhenTheirHostIsKilled(t *testing.T) {
 	assert.True(t, waitGone(pid, 5*time.Second), "the plugin outlived its host")
 	assert.True(t, waitGone(spawned, 5*time.Second), "a process the plugin started outlived the host")
 	t.Logf("the plugin exited %s after its host", time.Since(start).Round(time.Millisecond))
+	assert.Eventually(t, func() bool {
+		left, err := os.ReadDir(tmp)
+		return err == nil && len(left) == 0
+	}, 5*time.Second, 10*time.Millisecond, "the plugin's socket directory outlived its host")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,8 +43,13 @@ var _ runner.Runner = (*keptRunner)(nil)
 // handshake's) added to cmd's. watch learns what happens as the process
 // starts.
 func runnerFunc(cmd *exec.Cmd, name string, grace time.Duration, watch *startWatch) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
-	return func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+	return func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
 		cmd.Env = append(cmd.Env, spec.Env...)
+		// go-plugin removes the directory of the plugin's socket as it
+		// kills it; if troupe is killed first, the keeper does.
+		if dir, err := filepath.Abs(socketDir); err == nil && socketDir != "" {
+			process.KeeperRemoves(cmd, dir)
+		}
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			return nil, err

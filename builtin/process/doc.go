@@ -18,7 +18,9 @@
 //     main also gets keepers (Linux): Kept runs a command under a small
 //     re-executed copy of the program that adopts every descendant and
 //     kills them all when the command ends, when it is stopped, or when
-//     troupe itself dies, even by SIGKILL.
+//     troupe itself dies, even by SIGKILL; then it removes what
+//     KeeperRemoves gave it (a plugin's socket directory), which a
+//     killed troupe cannot.
 //
 // Run runs one command to its end that way, bounded in time and output,
 // and, on Linux, confined as far as the kernel allows:

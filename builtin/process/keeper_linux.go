@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +36,22 @@ const (
 	// envKeeperRace says the keeper was given this program's GORACE,
 	// which cmd's environment lacks: the keeper takes it off again.
 	envKeeperRace = "TROUPE_KEEPER_RACE"
+	// envKeeperRemove names a directory the keeper removes once the tree
+	// it keeps has ended (KeeperRemoves).
+	envKeeperRemove = "TROUPE_KEEPER_REMOVE"
 )
+
+// KeeperRemoves has the keeper of kept, a command Kept returned, remove
+// dir once the tree it keeps has ended: a directory this program made for
+// the command (its sockets, say), which this program would remove after
+// it too, but cannot once killed. dir must be absolute. A command Kept
+// did not give a keeper (a program without ServeIfKeeper) is left as it
+// is: nothing outlives this program to remove dir.
+func KeeperRemoves(kept *exec.Cmd, dir string) {
+	if filepath.IsAbs(dir) && slices.ContainsFunc(kept.Env, func(kv string) bool { return strings.HasPrefix(kv, envKeeper+"=") }) {
+		kept.Env = append(kept.Env, envKeeperRemove+"="+dir)
+	}
+}
 
 // Kept returns a command that runs cmd under a keeper: this program,
 // re-executed, which starts cmd, adopts every process cmd's tree leaves
@@ -166,6 +182,9 @@ func keep(parent string) int {
 	}
 	status := supervise(cmd, sigs)
 	killTree()
+	if dir := os.Getenv(envKeeperRemove); filepath.IsAbs(dir) {
+		_ = os.RemoveAll(dir)
+	}
 	return status
 }
 

@@ -11,4 +11,8 @@ func Kept(cmd *exec.Cmd) *exec.Cmd {
 	return cmd
 }
 
+// KeeperRemoves does nothing: without a keeper, nothing outlives this
+// program to remove dir.
+func KeeperRemoves(kept *exec.Cmd, dir string) {}
+
 func serveKeeper() bool { return false }

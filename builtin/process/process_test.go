@@ -171,11 +171,18 @@ func ignoreExit(err error) error {
 }
 
 // hostEnv makes the test binary a host: it starts a kept spawner writing
-// to the file named, then sleeps until it is killed.
-const hostEnv = "TROUPE_PROCESS_TEST_HOST"
+// to the file named, then sleeps until it is killed. With hostRemovesEnv,
+// its keeper is to remove the directory named.
+const (
+	hostEnv        = "TROUPE_PROCESS_TEST_HOST"
+	hostRemovesEnv = "TROUPE_PROCESS_TEST_HOST_REMOVES"
+)
 
 func runHost() {
 	cmd := process.Kept(spawner(os.Getenv(hostEnv)))
+	if dir := os.Getenv(hostRemovesEnv); dir != "" {
+		process.KeeperRemoves(cmd, dir)
+	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -208,6 +215,43 @@ func killHostAndCheckItsTree(t *testing.T, hostVar string) {
 	for _, pid := range kids {
 		gone(t, pid)
 	}
+}
+
+// A keeper removes the directory it was given once the tree it keeps has
+// ended: when its command exits, and when its host is killed with
+// SIGKILL, which leaves the host no chance to remove it itself. A
+// relative directory is not taken.
+func TestAKeeperRemovesTheDirectoryItWasGiven(t *testing.T) {
+	scratch := func() string {
+		dir := filepath.Join(t.TempDir(), "sockets")
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), nil, 0o600))
+		return dir
+	}
+	dir := scratch()
+	cmd := process.Kept(exec.Command("/bin/true"))
+	process.KeeperRemoves(cmd, dir)
+	process.KeeperRemoves(cmd, "relative")
+	assert.NotContains(t, cmd.Env, "TROUPE_KEEPER_REMOVE=relative")
+	require.NoError(t, cmd.Run())
+	assert.NoDirExists(t, dir, "once its command exited")
+
+	dir = scratch()
+	pids := filepath.Join(t.TempDir(), "pids")
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), hostEnv+"="+pids, hostRemovesEnv+"="+dir)
+	require.NoError(t, host.Start())
+	kids := readPIDs(t, pids, 2)
+	assert.DirExists(t, dir, "while the tree runs")
+	require.NoError(t, host.Process.Signal(syscall.SIGKILL))
+	_ = host.Wait()
+	for _, pid := range kids {
+		gone(t, pid)
+	}
+	assert.Eventually(t, func() bool {
+		_, err := os.Stat(dir)
+		return errors.Is(err, os.ErrNotExist)
+	}, 10*time.Second, 10*time.Millisecond, "once its host was killed")
 }
 
 // A server is spoken to over its standard input: a kept command reads

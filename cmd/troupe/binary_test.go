@@ -83,9 +83,10 @@ func TestAPluginsProcessesDieWithTroupeKilledBySIGKILL(t *testing.T) {
 	isolate(t)
 	pidsFile := filepath.Join(t.TempDir(), "pids")
 	cmd := exec.Command(bin, "run", "spawner", "--repo", shop, "--model", "offline", "--progress", "none", pidsFile)
-	// Killed, troupe cannot remove the directory of its plugin's socket:
-	// it goes in a temporary directory of the test's (not t.TempDir(),
-	// whose path is too long for a socket's below it).
+	// Killed, troupe cannot remove the directory of its plugin's socket;
+	// the plugin's keeper does. It goes in a temporary directory of the
+	// test's (not t.TempDir(), whose path is too long for a socket's
+	// below it).
 	tmp, err := os.MkdirTemp("", "t")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
@@ -114,4 +115,8 @@ func TestAPluginsProcessesDieWithTroupeKilledBySIGKILL(t *testing.T) {
 	for i, what := range []string{"the plugin", "the process the plugin started"} {
 		assert.Eventually(t, func() bool { return !processAlive(pids[i]) }, 10*time.Second, 10*time.Millisecond, "%s outlived troupe", what)
 	}
+	assert.Eventually(t, func() bool {
+		left, err := os.ReadDir(tmp)
+		return err == nil && len(left) == 0
+	}, 10*time.Second, 10*time.Millisecond, "the plugin's socket directory outlived troupe")
 }
