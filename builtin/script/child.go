@@ -370,7 +370,7 @@ func (r *ChildRunner) start() (*proc, error) {
 	// The script host works in a directory of its own, removed once it
 	// has exited, and it is its temporary directory, where go-plugin puts
 	// its socket: a socket in the system's stays behind a host that was
-	// killed, one more with every script host a run starts.
+	// killed, one more with every script host a run kills.
 	dir, err := scratchDir()
 	if err != nil {
 		return nil, err
