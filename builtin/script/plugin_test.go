@@ -152,6 +152,16 @@ func TestScriptCallsTakeTheLaneWhenTheScriptHostServesIt(t *testing.T) {
 	}
 }
 
+// shortTempDir is a temporary directory for the test, removed after it:
+// not t.TempDir(), whose path is too long for a socket's below it.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "t")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
 // sockets lists the Unix sockets under dir.
 func sockets(t *testing.T, dir string) []string {
 	t.Helper()
@@ -170,12 +180,9 @@ func sockets(t *testing.T, dir string) []string {
 // directory, and nothing of it is left there once it has ended, even
 // when it was killed: go-plugin's own choice, a socket in the temporary
 // directory itself, stays behind a killed process, one more with every
-// script host a run starts.
+// script host a run kills.
 func TestAScriptHostLeavesNothingInTheTemporaryDirectory(t *testing.T) {
-	// Not t.TempDir(): its path is too long for a socket's below it.
-	tmp, err := os.MkdirTemp("", "t")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	tmp := shortTempDir(t)
 	t.Setenv("TMPDIR", tmp)
 	r := NewChildRunner(ChildOptions{})
 	defer r.Close()
@@ -203,9 +210,7 @@ func TestAScriptHostLeavesNothingInTheTemporaryDirectory(t *testing.T) {
 // same: the host starts in the directory made for it, and a TMPDIR
 // relative to where troupe runs would name nothing from there.
 func TestAScriptHostStartsUnderARelativeTMPDIR(t *testing.T) {
-	tmp, err := os.MkdirTemp("", "t")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	tmp := shortTempDir(t)
 	require.NoError(t, os.Mkdir(filepath.Join(tmp, "rel"), 0o700))
 	t.Chdir(tmp)
 	t.Setenv("TMPDIR", "rel")
